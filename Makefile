@@ -1,0 +1,31 @@
+# Everything a fresh machine needs goes through these targets.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: venv test lint typecheck demo bench test-postgres clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check memos_feedback tests benchmarks migrations
+	$(BIN)/mypy --strict memos_feedback
+
+test: lint
+	$(BIN)/python -m pytest -q
+
+demo: $(STAMP)
+	$(BIN)/memos-feedback demo
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.hot_path
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist

@@ -1,0 +1,181 @@
+"""``FeedbackConfig``: every tunable of the pipeline in one frozen dataclass.
+
+Values come from defaults, environment variables ``MEMOS_FEEDBACK_<KEY>``
+or a TOML file. All of them go through the same validation, so a bad value
+fails loudly with the key and the value named, wherever it came from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+__all__ = ["ENV_PREFIX", "FeedbackConfig"]
+
+ENV_PREFIX = "MEMOS_FEEDBACK_"
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackConfig:
+    """Pipeline settings; see ``docs/CONFIG.md``. Durations are int milliseconds."""
+
+    failure_threshold: int = 3
+    failure_window: int = 5
+    value_delta: float = 0.5
+    min_low_value_threshold: float = 0.01
+    use_llm: bool = True
+    attach_to_policy: bool = True
+    cooldown_ms: int = 60_000
+    trace_char_cap: int = 500
+    evidence_limit: int = 4
+    max_tracked_contexts: int = 10_000
+    # Durable queue (retry schedule and housekeeping).
+    retry_initial_ms: int = 1_000
+    retry_multiplier: float = 2.0
+    retry_max_ms: int = 300_000
+    retry_jitter: float = 0.2
+    max_attempts: int = 5
+    lease_ms: int = 120_000
+    stale_after_ms: int = 7 * 24 * 3_600_000
+    buffer_flush_ms: int = 50
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    # -- constructors -------------------------------------------------------
+
+    @classmethod
+    def keys(cls) -> tuple[str, ...]:
+        """Names of every public key, in declaration order."""
+        return tuple(f.name for f in fields(cls) if not f.name.startswith("_"))
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], base: FeedbackConfig | None = None) -> FeedbackConfig:
+        """Build from a plain mapping; unknown keys raise ``ConfigError``."""
+        known = set(cls.keys())
+        for key in values:
+            if key not in known:
+                raise ConfigError(str(key), values[key], "unknown key")
+        return dataclasses.replace(base or cls(), **dict(values))
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, base: FeedbackConfig | None = None
+    ) -> FeedbackConfig:
+        """Read ``MEMOS_FEEDBACK_<KEY>`` variables over ``base`` (defaults).
+
+        Variables with the prefix that name no key are ignored, because the
+        prefix is shared with other settings (``MEMOS_FEEDBACK_DB_URL``).
+        """
+        env = os.environ if environ is None else environ
+        types = _field_types()
+        values: dict[str, Any] = {}
+        for key in cls.keys():
+            raw = env.get(ENV_PREFIX + key.upper())
+            if raw is not None:
+                values[key] = _parse_text(key, raw, types[key])
+        return cls.from_mapping(values, base)
+
+    @classmethod
+    def from_toml(cls, path: str | os.PathLike[str], base: FeedbackConfig | None = None) -> FeedbackConfig:
+        """Read keys from a TOML file.
+
+        Keys may sit at the top level or in a ``[memos_feedback]`` table
+        (also ``[tool.memos_feedback]``, so ``pyproject.toml`` works).
+        """
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError("path", str(path), f"cannot read file: {exc}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError("path", str(path), f"not valid TOML: {exc}") from exc
+        table: Any = data
+        if isinstance(data.get("tool"), dict) and "memos_feedback" in data["tool"]:
+            table = data["tool"]["memos_feedback"]
+        elif "memos_feedback" in data:
+            table = data["memos_feedback"]
+        if not isinstance(table, dict):
+            raise ConfigError("memos_feedback", table, "must be a TOML table")
+        return cls.from_mapping(table, base)
+
+
+def _field_types() -> dict[str, type]:
+    defaults = FeedbackConfig()
+    return {k: type(getattr(defaults, k)) for k in FeedbackConfig.keys()}
+
+
+def _parse_text(key: str, raw: str, kind: type) -> object:
+    text = raw.strip()
+    if kind is bool:
+        low = text.lower()
+        if low in _TRUE:
+            return True
+        if low in _FALSE:
+            return False
+        raise ConfigError(key, raw, "expected a boolean (true/false/1/0/yes/no/on/off)")
+    try:
+        if kind is int:
+            return int(text.replace("_", ""))
+        return float(text)
+    except ValueError:
+        raise ConfigError(key, raw, f"expected {'an integer' if kind is int else 'a number'}") from None
+
+
+def _validate(cfg: FeedbackConfig) -> None:
+    types = {f.name: f.default for f in fields(cfg) if not f.name.startswith("_")}
+    for key, default in types.items():
+        value = getattr(cfg, key)
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise ConfigError(key, value, "expected a boolean")
+        elif isinstance(default, int):
+            # bool is an int subclass; True as a count is a mistake.
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(key, value, "expected an integer")
+        elif isinstance(default, float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ConfigError(key, value, "expected a number")
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ConfigError(key, value, "must be finite")
+            object.__setattr__(cfg, key, float(value))
+
+    def at_least(key: str, low: float) -> None:
+        value = getattr(cfg, key)
+        if value < low:
+            raise ConfigError(key, value, f"must be >= {low}")
+
+    at_least("failure_threshold", 1)
+    at_least("failure_window", 1)
+    if cfg.failure_window < cfg.failure_threshold:
+        raise ConfigError(
+            "failure_window",
+            cfg.failure_window,
+            f"must be >= failure_threshold ({cfg.failure_threshold})",
+        )
+    at_least("value_delta", 0)
+    at_least("min_low_value_threshold", 0)
+    at_least("cooldown_ms", 0)
+    at_least("trace_char_cap", 1)
+    at_least("evidence_limit", 1)
+    at_least("max_tracked_contexts", 1)
+    at_least("retry_initial_ms", 0)
+    at_least("retry_multiplier", 1)
+    at_least("retry_max_ms", 0)
+    at_least("max_attempts", 1)
+    at_least("lease_ms", 1)
+    at_least("stale_after_ms", 1)
+    at_least("buffer_flush_ms", 1)
+    if not 0 <= cfg.retry_jitter < 1:
+        raise ConfigError("retry_jitter", cfg.retry_jitter, "must be in [0, 1)")
+    if cfg.retry_max_ms < cfg.retry_initial_ms:
+        raise ConfigError("retry_max_ms", cfg.retry_max_ms, f"must be >= retry_initial_ms ({cfg.retry_initial_ms})")

@@ -1,0 +1,89 @@
+"""Exceptions raised by memos-feedback.
+
+Every error the library raises on purpose derives from one root, so a host
+can catch everything with a single ``except MemosFeedbackError``::
+
+    MemosFeedbackError
+    ├── ConfigError            invalid configuration key or value
+    ├── StoreError             anything that went wrong talking to the database
+    │   ├── NotFoundError      an id that is not in the table
+    │   ├── StoreBusyError     transient: database locked/busy, deadlock
+    │   └── SchemaError        the database revision is unknown to this code
+    ├── InvalidInputError      wrong type or value passed to a public call
+    ├── LLMError               the language model could not give a usable reply
+    │   ├── LLMTransientError  timeout, connection error, HTTP 429 / 5xx
+    │   └── LLMReplyError      a reply that is not the JSON object asked for
+    └── SubscriberClosedError  a call on a subscriber after ``close()``
+
+SQLAlchemy and driver exceptions never reach callers raw: the store wraps
+them into ``StoreError`` (keeping the original as ``__cause__``).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "InvalidInputError",
+    "LLMError",
+    "LLMReplyError",
+    "LLMTransientError",
+    "MemosFeedbackError",
+    "NotFoundError",
+    "SchemaError",
+    "StoreBusyError",
+    "StoreError",
+    "SubscriberClosedError",
+]
+
+
+class MemosFeedbackError(Exception):
+    """Root of every error memos-feedback raises on purpose."""
+
+
+class ConfigError(MemosFeedbackError):
+    """A configuration key is unknown or its value is invalid.
+
+    ``key`` and ``value`` name the offending setting.
+    """
+
+    def __init__(self, key: str, value: object, reason: str) -> None:
+        self.key = key
+        self.value = value
+        self.reason = reason
+        super().__init__(f"invalid config {key}={value!r}: {reason}")
+
+
+class StoreError(MemosFeedbackError):
+    """The database could not do what was asked."""
+
+
+class NotFoundError(StoreError):
+    """No row with the given id."""
+
+
+class StoreBusyError(StoreError):
+    """A transient database condition (locked, busy, deadlock); retrying may succeed."""
+
+
+class SchemaError(StoreError):
+    """The database schema revision is not one this code knows."""
+
+
+class InvalidInputError(MemosFeedbackError):
+    """A public call got an argument of the wrong type or value."""
+
+
+class LLMError(MemosFeedbackError):
+    """The language model gave no usable reply."""
+
+
+class LLMTransientError(LLMError):
+    """A failure worth retrying: timeout, connection error, HTTP 429 or 5xx."""
+
+
+class LLMReplyError(LLMError):
+    """The model answered, but not with the JSON object asked for."""
+
+
+class SubscriberClosedError(MemosFeedbackError):
+    """The subscriber was closed; it accepts no more work."""

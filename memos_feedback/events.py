@@ -1,0 +1,200 @@
+"""``FeedbackBus``: every pipeline step announced as a typed event.
+
+Built on blinker signals in a private ``Namespace`` (never blinker's global
+one, so two buses — or two libraries — never see each other's events).
+Receivers are held strongly: a lambda subscribed by a UI must not vanish
+when the garbage collector runs. blinker's own ``send`` stops at the first
+receiver that raises, so ``emit`` walks the receivers itself and isolates
+each one.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+from blinker import ANY, Namespace
+
+from .errors import InvalidInputError
+from .store.rows import now_ms
+
+__all__ = [
+    "EVENT_KINDS",
+    "FeedbackBus",
+    "FeedbackClassified",
+    "FeedbackEvent",
+    "Listener",
+    "RepairAttached",
+    "RepairJobDead",
+    "RepairJobDiscarded",
+    "RepairJobFailed",
+    "RepairJobRetrying",
+    "RepairPersisted",
+    "RepairSkipped",
+    "RepairTriggered",
+    "event_to_dict",
+]
+
+logger = logging.getLogger("memos_feedback.events")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FeedbackEvent:
+    """Base of every event; ``at`` is epoch milliseconds."""
+
+    kind: ClassVar[str] = ""
+    at: int = field(default_factory=now_ms)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RepairTriggered(FeedbackEvent):
+    kind: ClassVar[str] = "repair.triggered"
+    context_hash: str
+    trigger: str
+    failure_count: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RepairPersisted(FeedbackEvent):
+    kind: ClassVar[str] = "repair.persisted"
+    context_hash: str
+    repair_id: str
+    confidence: float
+    severity: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RepairSkipped(FeedbackEvent):
+    kind: ClassVar[str] = "repair.skipped"
+    context_hash: str
+    trigger: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RepairAttached(FeedbackEvent):
+    kind: ClassVar[str] = "repair.attached"
+    repair_id: str
+    policy_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FeedbackClassified(FeedbackEvent):
+    kind: ClassVar[str] = "feedback.classified"
+    shape: str
+    confidence: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RepairJobFailed(FeedbackEvent):
+    kind: ClassVar[str] = "repair.job.failed"
+    context_hash: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RepairJobRetrying(FeedbackEvent):
+    kind: ClassVar[str] = "repair.job.retrying"
+    job_id: str
+    context_hash: str
+    attempt: int
+    next_attempt_at: int
+    error: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RepairJobDead(FeedbackEvent):
+    kind: ClassVar[str] = "repair.job.dead"
+    job_id: str
+    context_hash: str
+    attempts: int
+    error: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RepairJobDiscarded(FeedbackEvent):
+    kind: ClassVar[str] = "repair.job.discarded"
+    job_id: str
+    context_hash: str
+    reason: str
+
+
+_EVENT_TYPES: tuple[type[FeedbackEvent], ...] = (
+    RepairTriggered,
+    RepairPersisted,
+    RepairSkipped,
+    RepairAttached,
+    FeedbackClassified,
+    RepairJobFailed,
+    RepairJobRetrying,
+    RepairJobDead,
+    RepairJobDiscarded,
+)
+EVENT_KINDS: frozenset[str] = frozenset(t.kind for t in _EVENT_TYPES)
+
+Listener = Callable[[FeedbackEvent], Any]
+
+
+def event_to_dict(event: FeedbackEvent) -> dict[str, Any]:
+    """A JSON-ready dict with the event's ``kind`` first."""
+    data = asdict(event)
+    return {"kind": event.kind, **data}
+
+
+class FeedbackBus:
+    """Typed events over blinker; listeners are isolated from each other."""
+
+    _ANY_KIND = "*"
+
+    def __init__(self) -> None:
+        self._namespace = Namespace()
+        self._lock = threading.Lock()
+
+    def on(self, kind: str, fn: Listener) -> Callable[[], None]:
+        """Call ``fn(event)`` for every event of ``kind``; returns an unsubscribe callable."""
+        if kind not in EVENT_KINDS:
+            raise InvalidInputError(f"unknown event kind {kind!r}; known: {sorted(EVENT_KINDS)}")
+        return self._connect(kind, fn)
+
+    def on_any(self, fn: Listener) -> Callable[[], None]:
+        """Call ``fn(event)`` for every event; returns an unsubscribe callable."""
+        return self._connect(self._ANY_KIND, fn)
+
+    def _connect(self, name: str, fn: Listener) -> Callable[[], None]:
+        if not callable(fn):
+            raise InvalidInputError(f"listener must be callable, got {fn!r}")
+        signal = self._namespace.signal(name)
+        with self._lock:
+            signal.connect(fn, weak=False)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                signal.disconnect(fn)
+
+        return unsubscribe
+
+    def emit(self, event: FeedbackEvent) -> None:
+        """Deliver ``event`` to its kind's listeners, then to catch-all ones.
+
+        A listener that raises is logged and skipped; the others still run
+        and the caller never sees the error.
+        """
+        with self._lock:
+            receivers = [
+                *self._namespace.signal(event.kind).receivers_for(ANY),
+                *self._namespace.signal(self._ANY_KIND).receivers_for(ANY),
+            ]
+        for receiver in receivers:
+            try:
+                receiver(event)
+            except Exception:
+                logger.exception("event listener %r failed on %s", receiver, event.kind)
+
+    def listener_count(self, kind: str | None = None) -> int:
+        """Listeners for ``kind`` (catch-all ones when None)."""
+        name = self._ANY_KIND if kind is None else kind
+        with self._lock:
+            return len(self._namespace.signal(name).receivers)

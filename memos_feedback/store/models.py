@@ -1,0 +1,82 @@
+"""SQLAlchemy ORM models. The schema itself is owned by the Alembic
+migrations in ``migrations/``; a test checks the two never drift apart."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, Float, Index, MetaData, String, Text
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import BigInteger
+
+__all__ = ["NAMING_CONVENTION", "Base", "DecisionRepairModel", "JsonType", "PolicyModel", "TraceModel"]
+
+# Stable, predictable constraint names on every backend, so later
+# migrations can drop or alter a constraint by name.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# JSON everywhere, JSONB on PostgreSQL (indexable, compact).
+JsonType = JSON().with_variant(JSONB(), "postgresql")
+
+# Epoch milliseconds overflow a 32-bit INTEGER.
+Millis = BigInteger
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class TraceModel(Base):
+    __tablename__ = "traces"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    session_id: Mapped[str] = mapped_column(String(255))
+    episode_id: Mapped[str | None] = mapped_column(String(255), index=True)
+    ts: Mapped[int] = mapped_column(Millis)
+    user_text: Mapped[str] = mapped_column(Text, default="")
+    agent_text: Mapped[str] = mapped_column(Text, default="")
+    reflection: Mapped[str | None] = mapped_column(Text)
+    value: Mapped[float] = mapped_column(Float, default=0.0)
+    tool_calls: Mapped[list[dict[str, Any]]] = mapped_column(JsonType, default=list)
+
+    __table_args__ = (Index("ix_traces_session_id_ts", "session_id", "ts"),)
+
+
+class PolicyModel(Base):
+    __tablename__ = "policies"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    title: Mapped[str] = mapped_column(Text)
+    boundary: Mapped[str] = mapped_column(Text, default="")
+    status: Mapped[str] = mapped_column(String(32), default="active", index=True)
+    source_episode_ids: Mapped[list[str]] = mapped_column(JsonType, default=list)
+    updated_at: Mapped[int] = mapped_column(Millis)
+
+
+class DecisionRepairModel(Base):
+    __tablename__ = "decision_repairs"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    ts: Mapped[int] = mapped_column(Millis)
+    context_hash: Mapped[str] = mapped_column(String(64))
+    tool_id: Mapped[str | None] = mapped_column(Text)
+    context: Mapped[str | None] = mapped_column(Text)
+    trigger: Mapped[str] = mapped_column(String(32))
+    session_id: Mapped[str | None] = mapped_column(String(255))
+    preference: Mapped[str] = mapped_column(Text)
+    anti_pattern: Mapped[str] = mapped_column(Text)
+    severity: Mapped[str] = mapped_column(String(8))
+    confidence: Mapped[float] = mapped_column(Float)
+    high_value_trace_ids: Mapped[list[str]] = mapped_column(JsonType, default=list)
+    low_value_trace_ids: Mapped[list[str]] = mapped_column(JsonType, default=list)
+    validated: Mapped[bool] = mapped_column(Boolean, default=False)
+    rejected: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    __table_args__ = (Index("ix_decision_repairs_context_hash_ts", "context_hash", "ts"),)

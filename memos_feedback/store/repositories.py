@@ -1,0 +1,372 @@
+"""Thin typed repositories: ``store.traces``, ``store.policies``, ``store.repairs``.
+
+Each method opens its own short transaction unless the caller passes a
+``session`` to take part in a larger one (the repair orchestrator writes a
+repair and finishes its job in one commit).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ..errors import InvalidInputError, NotFoundError
+from .models import DecisionRepairModel, PolicyModel, TraceModel
+from .rows import DecisionRepairRow, PolicyRow, ToolCall, TraceRow, new_id, now_ms
+
+if TYPE_CHECKING:
+    from . import Store
+
+__all__ = ["PolicyRepository", "RepairRepository", "TraceRepository"]
+
+SEVERITIES = ("info", "warn")
+MAX_LIMIT = 10_000
+
+
+# -- argument checks ------------------------------------------------------
+
+
+def _str(name: str, value: object, *, empty: bool = True) -> str:
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a str, got {type(value).__name__}")
+    if not empty and not value.strip():
+        raise InvalidInputError(f"{name} must not be empty")
+    return value
+
+
+def _opt_str(name: str, value: object) -> str | None:
+    return None if value is None else _str(name, value)
+
+
+def _number(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidInputError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _millis(name: str, value: object) -> int:
+    if value is None:
+        return now_ms()
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInputError(f"{name} must be epoch milliseconds (int >= 0), got {value!r}")
+    return value
+
+
+def _limit(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:
+        raise InvalidInputError(f"limit must be an int in [1, {MAX_LIMIT}], got {value!r}")
+    return value
+
+
+def _str_tuple(name: str, values: object) -> tuple[str, ...]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise InvalidInputError(f"{name} must be a sequence of str")
+    out = tuple(values)
+    for v in out:
+        _str(name + " item", v)
+    return out
+
+
+def _tool_calls(values: object) -> tuple[ToolCall, ...]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise InvalidInputError("tool_calls must be a sequence of ToolCall")
+    out: list[ToolCall] = []
+    for item in values:
+        if isinstance(item, ToolCall):
+            call = item
+        elif isinstance(item, Mapping) and "name" in item:
+            call = ToolCall(name=item["name"], error_code=item.get("error_code"))
+        else:
+            raise InvalidInputError(f"tool call must be a ToolCall, got {item!r:.80}")
+        _str("tool call name", call.name)
+        _opt_str("tool call error_code", call.error_code)
+        out.append(call)
+    return tuple(out)
+
+
+# -- conversions ----------------------------------------------------------
+
+
+def trace_row(m: TraceModel) -> TraceRow:
+    return TraceRow(
+        id=m.id,
+        session_id=m.session_id,
+        episode_id=m.episode_id,
+        ts=m.ts,
+        user_text=m.user_text,
+        agent_text=m.agent_text,
+        reflection=m.reflection,
+        value=m.value,
+        tool_calls=tuple(ToolCall(c["name"], c.get("error_code")) for c in m.tool_calls or ()),
+    )
+
+
+def policy_row(m: PolicyModel) -> PolicyRow:
+    return PolicyRow(
+        id=m.id,
+        title=m.title,
+        boundary=m.boundary,
+        status=m.status,
+        source_episode_ids=tuple(m.source_episode_ids or ()),
+        updated_at=m.updated_at,
+    )
+
+
+def repair_row(m: DecisionRepairModel) -> DecisionRepairRow:
+    return DecisionRepairRow(
+        id=m.id,
+        ts=m.ts,
+        context_hash=m.context_hash,
+        tool_id=m.tool_id,
+        context=m.context,
+        trigger=m.trigger,
+        session_id=m.session_id,
+        preference=m.preference,
+        anti_pattern=m.anti_pattern,
+        severity=m.severity,
+        confidence=m.confidence,
+        high_value_trace_ids=tuple(m.high_value_trace_ids or ()),
+        low_value_trace_ids=tuple(m.low_value_trace_ids or ()),
+        validated=bool(m.validated),
+        rejected=bool(m.rejected),
+    )
+
+
+class _Repository:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+
+class TraceRepository(_Repository):
+    def add(
+        self,
+        session_id: str,
+        user_text: str = "",
+        agent_text: str = "",
+        reflection: str | None = None,
+        value: float = 0.0,
+        tool_calls: Sequence[ToolCall] = (),
+        episode_id: str | None = None,
+        ts: int | None = None,
+        id: str | None = None,
+    ) -> TraceRow:
+        model = TraceModel(
+            id=new_id("tr_") if id is None else _str("id", id, empty=False),
+            session_id=_str("session_id", session_id, empty=False),
+            episode_id=_opt_str("episode_id", episode_id),
+            ts=_millis("ts", ts),
+            user_text=_str("user_text", user_text),
+            agent_text=_str("agent_text", agent_text),
+            reflection=_opt_str("reflection", reflection),
+            value=_number("value", value),
+            tool_calls=[{"name": c.name, "error_code": c.error_code} for c in _tool_calls(tool_calls)],
+        )
+        with self._store.session(write=True, action="adding a trace") as s:
+            s.add(model)
+            s.flush()
+            return trace_row(model)
+
+    def get(self, id: str) -> TraceRow:
+        _str("id", id)
+        with self._store.session(action="reading a trace") as s:
+            model = s.get(TraceModel, id)
+            if model is None:
+                raise NotFoundError(f"no trace with id {id!r}")
+            return trace_row(model)
+
+    def list(self, session_id: str, limit: int = 50) -> list[TraceRow]:
+        """The session's traces, newest first."""
+        _str("session_id", session_id)
+        stmt = (
+            select(TraceModel)
+            .where(TraceModel.session_id == session_id)
+            .order_by(TraceModel.ts.desc(), TraceModel.id.desc())
+            .limit(_limit(limit))
+        )
+        with self._store.session(action="listing traces") as s:
+            return [trace_row(m) for m in s.scalars(stmt)]
+
+
+class PolicyRepository(_Repository):
+    def add(
+        self,
+        title: str,
+        boundary: str = "",
+        source_episode_ids: Sequence[str] = (),
+        status: str = "active",
+        id: str | None = None,
+    ) -> PolicyRow:
+        model = PolicyModel(
+            id=new_id("po_") if id is None else _str("id", id, empty=False),
+            title=_str("title", title),
+            boundary=_str("boundary", boundary),
+            status=_str("status", status, empty=False),
+            source_episode_ids=list(_str_tuple("source_episode_ids", source_episode_ids)),
+            updated_at=now_ms(),
+        )
+        with self._store.session(write=True, action="adding a policy") as s:
+            s.add(model)
+            s.flush()
+            return policy_row(model)
+
+    def get(self, id: str) -> PolicyRow:
+        _str("id", id)
+        with self._store.session(action="reading a policy") as s:
+            model = s.get(PolicyModel, id)
+            if model is None:
+                raise NotFoundError(f"no policy with id {id!r}")
+            return policy_row(model)
+
+    def list(self, status: str | None = None) -> list[PolicyRow]:
+        stmt = select(PolicyModel).order_by(PolicyModel.id)
+        if status is not None:
+            stmt = stmt.where(PolicyModel.status == _str("status", status))
+        with self._store.session(action="listing policies") as s:
+            return [policy_row(m) for m in s.scalars(stmt)]
+
+    def upsert(self, row: PolicyRow) -> PolicyRow:
+        """Insert the row, or overwrite every field of the policy with its id."""
+        if not isinstance(row, PolicyRow):
+            raise InvalidInputError(f"upsert takes a PolicyRow, got {type(row).__name__}")
+        fields: dict[str, Any] = {
+            "title": _str("title", row.title),
+            "boundary": _str("boundary", row.boundary),
+            "status": _str("status", row.status, empty=False),
+            "source_episode_ids": list(_str_tuple("source_episode_ids", row.source_episode_ids)),
+            "updated_at": now_ms(),
+        }
+        with self._store.session(write=True, action="upserting a policy") as s:
+            model = s.get(PolicyModel, _str("id", row.id, empty=False), with_for_update=True)
+            if model is None:
+                model = PolicyModel(id=row.id, **fields)
+                s.add(model)
+            else:
+                for key, value in fields.items():
+                    setattr(model, key, value)
+            s.flush()
+            return policy_row(model)
+
+    def update_boundary(
+        self, id: str, change: Callable[[str], str | None], *, session: Session | None = None
+    ) -> PolicyRow | None:
+        """Rewrite one policy's boundary under a row lock.
+
+        ``change`` gets the current boundary and returns the new one, or
+        None to leave it alone. Returns the updated row, or None when
+        nothing changed. Concurrent callers are serialized per policy
+        (``SELECT … FOR UPDATE``; ``BEGIN IMMEDIATE`` on SQLite), so two
+        merges never overwrite each other.
+        """
+        with self._store.session(write=True, action="updating a policy", session=session) as s:
+            model = s.get(PolicyModel, _str("id", id), with_for_update=True)
+            if model is None:
+                raise NotFoundError(f"no policy with id {id!r}")
+            new = change(model.boundary)
+            if new is None or new == model.boundary:
+                return None
+            model.boundary = new
+            model.updated_at = now_ms()
+            s.flush()
+            return policy_row(model)
+
+
+class RepairRepository(_Repository):
+    def insert(
+        self,
+        *,
+        context_hash: str,
+        trigger: str,
+        preference: str,
+        anti_pattern: str,
+        severity: str = "info",
+        confidence: float = 0.5,
+        tool_id: str | None = None,
+        context: str | None = None,
+        session_id: str | None = None,
+        high_value_trace_ids: Sequence[str] = (),
+        low_value_trace_ids: Sequence[str] = (),
+        ts: int | None = None,
+        id: str | None = None,
+        session: Session | None = None,
+    ) -> DecisionRepairRow:
+        if severity not in SEVERITIES:
+            raise InvalidInputError(f"severity must be one of {SEVERITIES}, got {severity!r}")
+        conf = _number("confidence", confidence)
+        if not 0.0 <= conf <= 1.0:
+            raise InvalidInputError(f"confidence must be in [0, 1], got {conf!r}")
+        model = DecisionRepairModel(
+            id=new_id("dr_") if id is None else _str("id", id, empty=False),
+            ts=_millis("ts", ts),
+            context_hash=_str("context_hash", context_hash, empty=False),
+            tool_id=_opt_str("tool_id", tool_id),
+            context=_opt_str("context", context),
+            trigger=_str("trigger", trigger, empty=False),
+            session_id=_opt_str("session_id", session_id),
+            preference=_str("preference", preference),
+            anti_pattern=_str("anti_pattern", anti_pattern),
+            severity=severity,
+            confidence=conf,
+            high_value_trace_ids=list(_str_tuple("high_value_trace_ids", high_value_trace_ids)),
+            low_value_trace_ids=list(_str_tuple("low_value_trace_ids", low_value_trace_ids)),
+            validated=False,
+            rejected=False,
+        )
+        with self._store.session(write=True, action="inserting a repair", session=session) as s:
+            s.add(model)
+            s.flush()
+            return repair_row(model)
+
+    def get(self, id: str) -> DecisionRepairRow:
+        _str("id", id)
+        with self._store.session(action="reading a repair") as s:
+            model = s.get(DecisionRepairModel, id)
+            if model is None:
+                raise NotFoundError(f"no repair with id {id!r}")
+            return repair_row(model)
+
+    def list(self, context_hash: str | None = None, limit: int = 100) -> list[DecisionRepairRow]:
+        """Repairs, newest first, optionally for one context hash."""
+        stmt = select(DecisionRepairModel).order_by(
+            DecisionRepairModel.ts.desc(), DecisionRepairModel.id.desc()
+        )
+        if context_hash is not None:
+            stmt = stmt.where(DecisionRepairModel.context_hash == _str("context_hash", context_hash))
+        with self._store.session(action="listing repairs") as s:
+            return [repair_row(m) for m in s.scalars(stmt.limit(_limit(limit)))]
+
+    def recent_for_context(
+        self, context_hash: str, *, session: Session | None = None
+    ) -> DecisionRepairRow | None:
+        """The newest repair for ``context_hash``, or None."""
+        stmt = (
+            select(DecisionRepairModel)
+            .where(DecisionRepairModel.context_hash == _str("context_hash", context_hash))
+            .order_by(DecisionRepairModel.ts.desc(), DecisionRepairModel.id.desc())
+            .limit(1)
+        )
+        with self._store.session(action="reading recent repairs", session=session) as s:
+            model = s.scalars(stmt).first()
+            return None if model is None else repair_row(model)
+
+    def validate(self, id: str) -> DecisionRepairRow:
+        """Mark a repair as approved (the UI thumbs-up); clears a rejection."""
+        return self._set_verdict(id, validated=True)
+
+    def reject(self, id: str) -> DecisionRepairRow:
+        """Mark a repair as rejected; clears a validation."""
+        return self._set_verdict(id, validated=False)
+
+    def _set_verdict(self, id: str, *, validated: bool) -> DecisionRepairRow:
+        _str("id", id)
+        with self._store.session(write=True, action="updating a repair") as s:
+            model = s.get(DecisionRepairModel, id, with_for_update=True)
+            if model is None:
+                raise NotFoundError(f"no repair with id {id!r}")
+            model.validated = validated
+            model.rejected = not validated
+            s.flush()
+            return repair_row(model)
