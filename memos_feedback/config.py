@@ -178,4 +178,6 @@ def _validate(cfg: FeedbackConfig) -> None:
     if not 0 <= cfg.retry_jitter < 1:
         raise ConfigError("retry_jitter", cfg.retry_jitter, "must be in [0, 1)")
     if cfg.retry_max_ms < cfg.retry_initial_ms:
-        raise ConfigError("retry_max_ms", cfg.retry_max_ms, f"must be >= retry_initial_ms ({cfg.retry_initial_ms})")
+        raise ConfigError(
+            "retry_max_ms", cfg.retry_max_ms, f"must be >= retry_initial_ms ({cfg.retry_initial_ms})"
+        )

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
-from blinker import ANY, Namespace
+from blinker import Namespace
 
 from .errors import InvalidInputError
 from .store.rows import now_ms
@@ -177,21 +178,28 @@ class FeedbackBus:
         return unsubscribe
 
     def emit(self, event: FeedbackEvent) -> None:
-        """Deliver ``event`` to its kind's listeners, then to catch-all ones.
+        """Deliver ``event`` to its kind's listeners, then to catch-all ones,
+        each group in subscription order.
 
         A listener that raises is logged and skipped; the others still run
         and the caller never sees the error.
         """
         with self._lock:
             receivers = [
-                *self._namespace.signal(event.kind).receivers_for(ANY),
-                *self._namespace.signal(self._ANY_KIND).receivers_for(ANY),
+                *self._receivers(event.kind),
+                *self._receivers(self._ANY_KIND),
             ]
         for receiver in receivers:
             try:
                 receiver(event)
             except Exception:
                 logger.exception("event listener %r failed on %s", receiver, event.kind)
+
+    def _receivers(self, name: str) -> list[Callable[..., Any]]:
+        # ``Signal.receivers`` is a dict in connection order; blinker's
+        # ``receivers_for`` walks a set, so its order would be arbitrary.
+        # Every receiver is connected strongly (weak=False), never a weakref.
+        return [r for r in self._namespace.signal(name).receivers.values() if not isinstance(r, weakref.ref)]
 
     def listener_count(self, kind: str | None = None) -> int:
         """Listeners for ``kind`` (catch-all ones when None)."""

@@ -27,7 +27,9 @@ __all__ = [
     "Store",
     "ToolCall",
     "TraceRow",
+    "create_store_engine",
     "default_url",
+    "migrate",
     "open_store",
 ]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -79,10 +80,10 @@ def _sqlite_engine(url: str) -> Engine:
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # we emit BEGIN ourselves
         cur = dbapi_conn.cursor()
-        if not memory:
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        if not memory:
+            _enable_wal(cur)
+            cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.close()
 
@@ -92,6 +93,27 @@ def _sqlite_engine(url: str) -> Engine:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
+
+
+def _enable_wal(cur: Any) -> None:
+    """``PRAGMA journal_mode=WAL``, retried while another connection holds the lock.
+
+    Switching a fresh file to WAL needs an exclusive lock, and SQLite may
+    answer "database is locked" at once, without calling the busy handler,
+    when another process is switching or migrating the same file.
+    """
+    waited, delay = 0.0, 0.005  # counted, not read from a clock (tests freeze clocks)
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except Exception as exc:
+            text = str(exc).lower()
+            if ("locked" not in text and "busy" not in text) or waited >= SQLITE_BUSY_TIMEOUT_MS / 1000:
+                raise
+            time.sleep(delay)
+            waited += delay
+            delay = min(delay * 2, 0.1)
 
 
 def is_transient(exc: BaseException) -> bool:

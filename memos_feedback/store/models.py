@@ -5,12 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, Index, MetaData, String, Text
+from sqlalchemy import JSON, Boolean, Float, Index, Integer, MetaData, String, Text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import BigInteger
 
-__all__ = ["NAMING_CONVENTION", "Base", "DecisionRepairModel", "JsonType", "PolicyModel", "TraceModel"]
+__all__ = [
+    "NAMING_CONVENTION",
+    "Base",
+    "DecisionRepairModel",
+    "JsonType",
+    "PolicyModel",
+    "RepairJobModel",
+    "TraceModel",
+]
 
 # Stable, predictable constraint names on every backend, so later
 # migrations can drop or alter a constraint by name.
@@ -80,3 +88,34 @@ class DecisionRepairModel(Base):
     rejected: Mapped[bool] = mapped_column(Boolean, default=False)
 
     __table_args__ = (Index("ix_decision_repairs_context_hash_ts", "context_hash", "ts"),)
+
+
+# The integer key orders the queue; SQLite only auto-increments INTEGER.
+_JobSeq = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class RepairJobModel(Base):
+    """One durable repair job (see ``memos_feedback.queue``)."""
+
+    __tablename__ = "repair_jobs"
+
+    seq: Mapped[int] = mapped_column(_JobSeq, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(String(64), unique=True)
+    context_hash: Mapped[str] = mapped_column(String(64))
+    trigger: Mapped[str] = mapped_column(String(32))
+    payload: Mapped[dict[str, Any]] = mapped_column(JsonType)
+    status: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[int] = mapped_column(Millis)
+    lease_until: Mapped[int | None] = mapped_column(Millis)
+    lease_owner: Mapped[str | None] = mapped_column(String(128))
+    last_error: Mapped[str | None] = mapped_column(Text)
+    outcome: Mapped[str | None] = mapped_column(String(64))
+    repair_id: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[int] = mapped_column(Millis)
+    updated_at: Mapped[int] = mapped_column(Millis)
+
+    __table_args__ = (
+        Index("ix_repair_jobs_status_next_attempt_at", "status", "next_attempt_at"),
+        Index("ix_repair_jobs_context_hash_status", "context_hash", "status"),
+    )

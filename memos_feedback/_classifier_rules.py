@@ -1,0 +1,998 @@
+"""Lexicons and patterns of the rule-based feedback classifier (private).
+
+Everything here is data: which phrasings count as evidence for which shape,
+and the frames the extractor anchors on. The logic that uses them lives in
+``classifier.py``.
+
+Conventions every pattern follows, so that matching stays linear in the
+input (see docs/_algorithms_classifier.md):
+
+* no unbounded quantifier: every repeat is ``{m,n}`` with a small ``n``
+  (``.{0,30}`` style gaps, ``\\s{0,3}``), so from any start position a
+  pattern can look at most a fixed number of characters ahead;
+* no quantified group that contains another quantifier with overlapping
+  alternatives (no ``(a|ab){1,5}``-style ambiguity);
+* alternations are lists of literal words.
+
+Patterns are compiled with ``ASCII`` (``\\b`` and ``\\w`` only know ASCII
+letters, so a word boundary also exists between ``不`` and ``work``) and
+``IGNORECASE``, unless a rule asks to keep case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+import regex
+
+__all__ = [
+    "CLAUSE_BREAK",
+    "CONTRAST_AFTER",
+    "CORRECTION_FRAMES",
+    "CUES",
+    "FLAGS",
+    "MASKS",
+    "TRAD_TO_SIMP",
+    "Cue",
+    "Mask",
+    "compile_pattern",
+]
+
+FLAGS: Final = regex.ASCII | regex.IGNORECASE | regex.V0
+
+
+# Under ASCII, ``\W`` would also match Chinese characters; the rules use it to
+# skip punctuation and spaces only, so it is narrowed to exclude CJK.
+_NON_WORD: Final = r"[^\w\u3400-\u9fff\uf900-\ufaff]"
+
+
+def compile_pattern(source: str, *, keep_case: bool = False) -> regex.Pattern[str]:
+    flags = regex.ASCII | regex.V0 if keep_case else FLAGS
+    return regex.compile(source.replace(r"\W", _NON_WORD), flags)
+
+
+@dataclass(frozen=True, slots=True)
+class Cue:
+    """One piece of evidence: when ``pattern`` matches, ``shape`` gains ``weight``.
+
+    Negative weights are suppressors: a frame that shows a cue of another
+    family is used in a different sense (courtesy "thanks" after a request).
+    """
+
+    name: str
+    shape: str
+    weight: float
+    pattern: regex.Pattern[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Mask:
+    """A phrase whose words must not be read one by one.
+
+    The span is blanked before cues run, and (when ``shape`` is set) counts as
+    evidence for that shape instead: "no problem" is approval, "what went
+    wrong" is not a rejection.
+    """
+
+    name: str
+    shape: str | None
+    weight: float
+    pattern: regex.Pattern[str]
+
+
+def _cue(name: str, shape: str, weight: float, source: str, *, keep_case: bool = False) -> Cue:
+    return Cue(name, shape, weight, compile_pattern(source, keep_case=keep_case))
+
+
+def _mask(name: str, shape: str | None, weight: float, source: str) -> Mask:
+    return Mask(name, shape, weight, compile_pattern(source))
+
+
+# ---------------------------------------------------------------------------
+# Traditional -> simplified Chinese, one character to one character, so the
+# matching copy of a message keeps the offsets of the original (extraction
+# slices the original text and keeps the user's own script).
+# ---------------------------------------------------------------------------
+_TRAD_SIMP_PAIRS: Final = (
+    "對对錯错別别換换還还這这個个們们說说話话為为麼么會会讓让應应該该沒没來来後后請请動动"
+    "啟启處处資资點点時时間间裡里裏里檔档實实現现變变試试誤误當当於于從从給给幫帮過过進进"
+    "開开關关運运執执據据庫库數数樣样嗎吗聽听覺觉寫写讀读刪删選选擇择統统謝谢問问題题終终"
+    "與与無无經经網网頁页體体電电腦脑級级線线態态將将傳传輸输設设計计條条類类區区並并雖虽"
+    "歡欢愛爱邊边長长簡简單单務务議议論论證证轉转裝装載载連连斷断錄录記记憶忆誰谁訊讯號号"
+    "碼码標标準准確确認认識识觀观見见規规則则範范圍围內内際际續续繼继結结構构況况發发報报"
+    "紅红綠绿黃黄藍蓝顏颜價价錢钱貴贵買买賣卖費费帳账戶户員员團团隊队領领導导師师學学習习"
+    "練练測测驗验質质專专業业產产廠厂場场壓压縮缩檢检環环監监狀状參参預预優优勢势響响復复"
+    "舊旧棄弃廢废穩稳亂乱爛烂壞坏難难聯联繫系係系歷历曆历週周幾几萬万億亿兩两雙双齊齐盡尽"
+    "夠够總总頭头機机視视頻频聲声圖图畫画筆笔紙纸書书譯译釋释講讲謂谓語语詞词義义憂忧慮虑"
+    "擔担親亲歲岁歸归寶宝滿满氣气漢汉淺浅擴扩極极輕轻較较輯辑鍵键鏈链鎖锁鐘钟針针閱阅闆板"
+    "隱隐險险雜杂靜静韓韩頂顶項项順顺須须顯显風风飛飞飯饭館馆馬马驅驱髒脏鬧闹魚鱼鳥鸟麥麦"
+    "龍龙擬拟擋挡擊击擺摆攔拦敗败暫暂曉晓東东槍枪樓楼樂乐權权歐欧殘残殺杀毀毁決决淚泪淨净"
+    "湯汤溝沟滅灭漸渐潔洁濃浓濕湿灑洒災灾烏乌煉炼煩烦熱热燈灯燒烧營营爭争牆墙獨独獲获盜盗"
+    "盤盘礎础禮礼禍祸種种稱称窮穷競竞節节築筑簽签紀纪約约純纯細细組组絕绝絡络絲丝綁绑維维"
+    "緒绪緣缘編编緩缓縣县績绩織织繪绘罰罚羅罗聖圣聞闻聰聪職职膚肤臨临舉举艱艰莊庄華华葉叶"
+    "蓋盖薦荐藝艺蘇苏蟲虫補补製制觸触訂订討讨訓训訪访許许評评詩诗詳详誌志課课調调談谈諾诺"
+    "護护讚赞豐丰貓猫負负財财責责貨货貼贴購购賽赛贏赢趕赶趨趋跡迹軟软輔辅輪轮辦办農农遊游"
+    "達达違违遞递遠远適适遲迟遺遗郵邮鄉乡醫医鈕钮銀银銷销鋼钢錶表鍋锅鏡镜門门閉闭閒闲閘闸"
+    "闊阔陽阳陣阵階阶陳陈隨随隻只離离雲云靈灵頓顿額额願愿顧顾飲饮餘余饋馈鬆松鬥斗麵面擾扰"
+    "擁拥攜携損损揮挥搖摇搶抢敵敌曬晒橋桥檯台櫃柜殼壳漲涨瀏浏覽览煙烟爐炉牽牵獎奖畢毕異异"
+    "療疗磚砖礙碍稅税糾纠紐纽紛纷緊紧縱纵繩绳罷罢肅肃脫脱膠胶蘭兰虛虚虧亏術术衛卫衝冲襪袜"
+    "訴诉詢询誇夸誠诚諸诸謊谎譜谱豬猪貝贝貢贡貿贸賀贺賴赖趙赵躍跃車车軌轨軍军軸轴輛辆辯辩"
+    "邏逻鄰邻鈴铃鋒锋錦锦鍊炼鐵铁鑰钥閃闪闖闯陸陆雞鸡霧雾響响顆颗餓饿餅饼駐驻駕驾騙骗騰腾"
+    "驚惊魯鲁鮮鲜鳳凤鹽盐麗丽黴霉齡龄剛刚劃划劇剧勞劳勝胜勵励協协卻却厲厉嚴严圓圆塊块夢梦"
+    "夥伙奪夺奮奋媽妈孫孙寧宁審审寬宽寵宠尋寻屆届屬属島岛幣币帥帅帶带幹干廣广廳厅張张彈弹"
+    "強强彙汇徑径徵征惡恶慣惯憑凭懷怀懶懒戰战戲戏拋抛掃扫掛挂採采撥拨撲扑擠挤瞭了贊赞竊窃"
+    "啞哑嘗尝團团厭厌喚唤嘆叹嚇吓囉啰噁恶檔档紀纪緻致閒闲鏽锈癮瘾灣湾擇择壯壮糧粮狹狭飽饱"
+)
+
+TRAD_TO_SIMP: Final[dict[int, str]] = {
+    ord(_TRAD_SIMP_PAIRS[i]): _TRAD_SIMP_PAIRS[i + 1] for i in range(0, len(_TRAD_SIMP_PAIRS) - 1, 2)
+}
+# Typographic variants folded to ASCII so one pattern covers both.
+TRAD_TO_SIMP.update({ord("’"): "'", ord("‘"): "'", ord("`"): "`", ord("\u3000"): " ", ord("\u00a0"): " "})
+
+# Where a clause ends: CJK punctuation always; ASCII , . : only before a space
+# or the end (so "1,482", "str.format" and "1:1s" stay whole); dashes.
+CLAUSE_BREAK: Final = compile_pattern(r"[，。；;！!？?\n、…]|[,.:](?=\s|$)|\s[—–-]{1,2}\s|[—–]")
+
+# Right after a preferred tool: the word that introduces the one to avoid.
+CONTRAST_AFTER: Final = compile_pattern(
+    r"\s{0,3}[,，]?\s{0,3}(?:instead\s+of(?:\s+using)?|rather\s+than(?:\s+using)?|over|and\s+not|but\s+not|"
+    r"not(?:\s+using|\s+with)?|而不是(?:用)?|而非|不是|代替|替代|取代)\s{0,3}"
+)
+
+# ---------------------------------------------------------------------------
+# Masks: run first, in order; a blanked span cannot feed a later pattern.
+# ---------------------------------------------------------------------------
+_NEG_WORD = r"(?:n't|not|never)"
+_PROBLEM_NOUN = (
+    r"(?:errors?|warnings?|failures?|crash(?:es)?|exceptions?|issues?|problems?|bugs?|timeouts?|"
+    r"4\d\d(?:s|'s)?|5\d\d(?:s|'s)?|red|flakes?|complaints?)"
+)
+
+MASKS: Final[tuple[Mask, ...]] = (
+    # --- polite negations that mean approval ---------------------------------
+    _mask("not-bad", "positive", 1.0, r"\bnot\s{1,3}(?:bad|too\s{1,3}shabby|half\s{1,3}bad)\b"),
+    _mask(
+        "no-problem",
+        "positive",
+        1.0,
+        r"\b(?:no|zero)\s{1,3}(?:more\s{1,3}|other\s{1,3})?" + _PROBLEM_NOUN + r"\b(?:\s{1,3}(?:now|anymore))?",
+    ),
+    _mask("no-worries", "positive", 0.8, r"\bno\s{1,3}worries\b"),
+    _mask("cant-complain", "positive", 1.0, r"\b(?:can't|cannot|can\s{1,3}not|couldn't)\s{1,3}complain\b"),
+    _mask("nothing-wrong", "positive", 1.0, r"\bnothing\s{1,3}(?:wrong|to\s{1,3}(?:fix|complain))\b"),
+    _mask(
+        "not-single-problem",
+        "positive",
+        1.0,
+        r"\bnot\s{1,3}(?:a\s{1,3}single|one|any)\s{1,3}" + _PROBLEM_NOUN + r"\b",
+    ),
+    _mask(
+        "wouldnt-change",
+        "positive",
+        1.0,
+        r"\b(?:wouldn't|would\s{1,3}not|won't)\s{1,3}change\s{1,3}(?:a\s{1,3}thing|anything)\b",
+    ),
+    _mask("couldnt-be-better", "positive", 1.0, r"\b(?:couldn't|could\s{1,3}not)\s{1,3}be\s{1,3}better\b"),
+    _mask(
+        "no-longer-fails",
+        "positive",
+        1.0,
+        r"\bno\s{1,3}longer\s{1,3}(?:fails?|failing|crash(?:es|ing)?|breaks?|errors?|hangs?|times\s{1,3}out)\b",
+    ),
+    _mask("cn-not-bad", "positive", 1.0, r"不错|不赖|不差|不坏|挺好|不用谢"),
+    _mask(
+        "cn-no-problem", "positive", 1.0, r"没(?:有|啥|什么)?(?:问题|毛病)|挑不出(?:毛病|问题)|无可挑剔|没得说"
+    ),
+    _mask("cn-no-error-now", "positive", 1.0, r"(?:不|没|没有|不再)报错了|没(?:有)?(?:报错|错误)了"),
+    _mask("cn-no-change-needed", "positive", 1.0, r"不用(?:再)?改了|不需要(?:再)?改了"),
+    _mask("cn-right", "positive", 0.6, r"没错|是对的|说得对|你(?:是)?对的"),
+    # --- the user admits their own mistake: not a rejection of the agent -----
+    _mask(
+        "i-was-wrong",
+        "positive",
+        0.4,
+        r"\b(?:i\s{1,3}was|i'm|i\s{1,3}am|i\s{1,3}got\s{1,3}it)\s{1,3}wrong\b|\bmy\s{1,3}(?:bad|mistake)\b",
+    ),
+    _mask("cn-i-was-wrong", "positive", 0.4, r"我(?:之前|刚才|原来)?(?:想|搞|记|弄|看)?错了"),
+    # --- words inside other meanings -------------------------------------------
+    _mask("wrong-how", "confusion", 1.5, r"\bwrong\s{1,3}how\b|\bhow\s{1,3}(?:is\s{1,3}it|so)\s{1,3}wrong\b"),
+    _mask(
+        "what-went-wrong",
+        None,
+        0.0,
+        r"\bwhat(?:'s|\s{1,3}is|\s{1,3}was|\s{1,3}went|\s{1,3}goes|\s{1,3}go)\s{1,3}wrong\b"
+        r"|\b(?:anything|something)\s{1,3}(?:goes|went|is|'s)?\s{0,3}wrong\b",
+    ),
+    _mask(
+        "wrong-place",
+        None,
+        0.0,
+        r"\bwrong\s{1,3}(?:window|chat|tab|thread|channel|conversation|convo|person|room\s{1,3}chat|screen)\b",
+    ),
+    # "find out why the job failed": the question belongs to the task, not to the agent.
+    _mask(
+        "embedded-question",
+        None,
+        0.0,
+        r"(?<=(?<!\b(?:don't|dont|not|can't|cannot|didn't|i)\s{1,3})"
+        r"\b(?:find\s{1,3}out|figure\s{1,3}out|work\s{1,3}out|check|see|investigate|look\s{1,3}into|debug|diagnose|"
+        r"dig\s{1,3}into|research|ask\s{1,3}\w{1,20})\s{1,3})(?:why|what|how|whether|if|where|when|which)\b"
+        r"[^,.;!?\n，。；！？]{0,80}",
+    ),
+    _mask("cn-embedded-question", None, 0.0, r"(?<=(?:查|看|排查|研究|搞清楚|弄清楚)(?:一下|下)?)(?:为什么|为啥|是不是|有没有|怎么)[^，。；！？,.;!?\n]{0,40}"),
+    _mask("no-notes", "positive", 1.0, r"\bno\s{1,3}(?:notes|comments|feedback|changes\s{1,3}needed|edits)\b"),
+    _mask(
+        "idiom-wrong",
+        None,
+        0.0,
+        r"\bwrong\s{1,3}(?:turn|foot|side\s{1,3}of\s{1,3}the\s{1,3}bed|number\s{1,3}(?:again|lol))\b|发错\s{0,2}(?:窗口|群|人|地方|chat|window|了)",
+    ),
+    _mask("cn-great", "positive", 1.0, r"太好了|太棒了|太赞了|太强了"),
+    _mask("i-know", None, 0.0, r"\bi\s{1,3}know\b|\bno\s{1,3}idea\b(?!\s{1,3}what)"),
+    _mask("note-to-self", None, 0.0, r"\bnote\s{1,3}to\s{1,3}self\b"),
+    _mask("cn-error-noun", None, 0.0, r"错误(?:信息|日志|码|提示|处理|报告|率|类型|消息|堆栈)"),
+    _mask("cn-idioms", None, 0.0, r"不知不觉|对了[，,]|不对称|用户|费用|作用|应用|调用|引用|用例|信用|实用|用途"),
+    # --- negated approval: a rejection, not a "works" ------------------------
+    _mask(
+        "not-working",
+        "negative",
+        1.3,
+        r"\b(?:doesn't|does\s{1,3}not|didn't|did\s{1,3}not|isn't|is\s{1,3}not|wasn't|won't|can't|cannot|"
+        r"still\s{1,3}not|still\s{1,3}doesn't|still\s{1,3}isn't|never|not|dont|doesnt|didnt|isnt|"
+        r"no\s{1,3}longer)\s{1,3}(?:really\s{1,3}|actually\s{1,3}|even\s{1,3})?"
+        r"(?:work|works|working|worked|fix|fixed|fixes|help|helps|helped|helping|run|runs|running|"
+        r"compile|compiles|compiling|build|builds|building|load|loads|loading|start|starts|starting|"
+        r"change\s{1,3}anything|do\s{1,3}anything|solve|solved|pass|passing|answer|answers|address|addresses|"
+        r"match|matches|do\s{1,3}what)\b",
+    ),
+    _mask(
+        "not-right",
+        "negative",
+        1.2,
+        r"\b(?:not|isn't|wasn't|ain't)\s{1,3}(?:right|correct|good|great|helpful|useful|it|ok|okay|"
+        r"what\s{1,3}i\s{1,3}(?:asked|wanted|meant|need|needed|said))\b",
+    ),
+    _mask(
+        "cn-not-working",
+        "negative",
+        1.3,
+        r"还是\s{0,2}(?:不|没|一样|老样子|报|失败|有问题|连不上|打不开|崩|挂|error|fail|crash)"
+        r"|不\s{0,2}(?:work|works|working)\b|没(?:有|什么|啥)?(?:用|效果|反应|变化|区别|生效|帮助)(?!户)",
+    ),
+)
+
+# ---------------------------------------------------------------------------
+# Cues. Weights: 1.0 and more decides a shape alone; 0.4-0.8 needs company.
+# ---------------------------------------------------------------------------
+_TOOLISH = r"[A-Za-z`'\"][\w.+#/`'\"-]{0,40}"
+_DEMONSTRATIVE = r"(?:it|this|that|these|those|them|one|the\s{1,3}same|the\s{1,3}existing|the\s{1,3}current)\b"
+_CN_DEMONSTRATIVE = r"(?:这|那|此|它|本|上面|刚才|原来|之前|现在|什么|哪)"
+_INSTRUCTION_VERBS = (
+    r"(?:run|deploy|commit|push|check|find|look|search|schedule|plot|draw|make|create|add|write|send|show|"
+    r"list|fix|update|install|build|open|delete|remove|rename|move|merge|generate|summari[sz]e|translate|"
+    r"draft|book|email|see|investigate|test|refactor|compile|start|restart|set|configure|download|upload|"
+    r"fetch|pull|clone|sort|count|compute|calculate|convert|export|import|archive|clean|format|lint|"
+    r"review|compare|analy[sz]e|debug|profile|benchmark|document|rewrite|revert|undo|retry|go|tell|give|"
+    r"get|print|read|save|load|copy|prepare|plan|organi[sz]e|post|reply|respond|call|remind|order|cancel|"
+    r"invite|share|publish|release|tag|bump|rebase|checkout|stash|reset|kill|close|rerun|re-run|"
+    r"collect|gather|pick|choose|resolve|notify|ask|message|ping|text|set\s{1,3}up|tidy|grab|bring|"
+    r"do(?!\s{1,3}(?:you|we|i|they|it|not|n't)\b)|redo|repeat|"
+        r"apply|append|insert|replace|split|join|extract|parse|scan|scrape|crawl|train|evaluate|measure|draft|cc)"
+)
+_CN_INSTRUCTION_VERBS = (
+    r"(?:跑|运行|部署|发布|提交|推送|合并|检查|查|看|找|搜|统计|生成|写|画|做|建|创建|删除|删|修|安装|下载|"
+    r"上传|发|约|订|安排|整理|总结|翻译|测试|打包|重启|启动|关闭|备份|导出|导入|更新|升级|清理|列出|计算|"
+    r"分析|比较|对比|准备|起草|回复|通知|提醒|执行|开|建个|拉|切|装)"
+)
+_NEW_TASK = (
+    r"^\W{0,3}(?:new|next|another|different)\s{1,3}(?:task|thing|request|job|bug|issue|one|file|item|ticket|step)\b"
+    r"|^\W{0,3}(?:task|todo|next\s{1,3}up)\s{0,3}:"
+)
+_CN_USE_BLOCK = r"(?<![没有不可能费作应调引备通专常信使试采享所我他她们在还再就好别])"
+
+CUES: Final[tuple[Cue, ...]] = (
+    # ===== positive ============================================================
+    _cue(
+        "thanks",
+        "positive",
+        1.0,
+        r"\b(?:thanks?|thank\s{1,3}(?:you|u)|thx|tysm|ty|cheers|much\s{1,3}appreciated|appreciate\s{1,3}it)\b",
+    ),
+    _cue(
+        "praise",
+        "positive",
+        1.0,
+        r"\b(?:perfect|excellent|awesome|brilliant|fantastic|amazing|superb|wonderful|great\s{1,3}(?:job|work)|"
+        r"good\s{1,3}(?:job|work|call|catch)|nice\s{1,3}(?:job|work|one)|well\s{1,3}done|nice|neat|sweet|"
+        r"lovely|beautiful|spot\s{1,3}on|nailed\s{1,3}it|bingo|lgtm|looks\s{1,3}(?:good|great|right|fine)|"
+        r"love\s{1,3}(?:it|this|that)|right\s{1,3}call|exactly\s{1,3}(?:right|what)|you're\s{1,3}right|"
+        r"that's\s{1,3}(?:it|right|correct|clean)|clean|elegant|solid|works\s{1,3}(?:great|perfectly|now|fine)|"
+        r"great|cool|yay|wo{2,6}hoo|sick|kudos|legend|genius|correct|flawless|lifesaver|life\s{1,3}saver|"
+        r"that's\s{1,3}the\s{1,3}one|you\s{1,3}got\s{1,3}it|sounds\s{1,3}good|just\s{1,3}what\s{1,3}I|"
+        r"(?:much|way|a\s{1,3}lot|so\s{1,3}much)\s{1,3}better|that\s{1,3}helps|super\s{1,3}helpful|helpful|"
+        r"works\s{1,3}like\s{1,3}a\s{1,3}charm|ship\s{1,3}it|makes\s{1,3}sense\s{1,3}now|appreciated|"
+        r"(?:ready|good)\s{1,3}to\s{1,3}(?:go|ship|merge)|ready\s{1,3}for\s{1,3}review)\b"
+        r"|^\W{0,3}(?:yes|yep|yup|yeah|exactly|right|correct|that's\s{1,3}it)\W{0,4}$",
+    ),
+    _cue(
+        "it-works",
+        "positive",
+        1.0,
+        r"\b(?:it|that|this|everything|all)\s{1,3}(?:works|worked|runs|passes|passed|compiles|did\s{1,3}it|"
+        r"fixed\s{1,3}it|fixd\s{1,3}it|solved\s{1,3}it)\b|\b(?:fixed|fixd|solved|sorted)\s{1,3}(?:it|that)\b"
+        r"|\b(?:but|and)\s{1,3}it\s{1,3}(?:did|does|worked|works)\b|\bworks\b|\ball\s{1,3}green\b"
+        r"|\bfirst\s{1,3}try\b|\b(?:tests?|build|ci|pipeline)\s{1,3}(?:pass(?:es|ed)?|is\s{1,3}green|green)\b",
+    ),
+    _cue("emoji-approval", "positive", 1.0, r"👍|🙏|🎉|🙌|👌|💯|✅|❤️|😍|🥳|🚀"),
+    _cue(
+        "cn-approval",
+        "positive",
+        1.0,
+        r"谢谢|多谢|感谢|谢啦|谢了|辛苦(?:了|啦)|完美|太好了|太棒了|很好|真好|真棒|好棒|非常好|可以了|好了[!！。~]?$|"
+        r"能用了|可以用了|成功了|搞定|解决了|好使|全绿|全过了|通过了|漂亮|厉害|牛[!！啊逼]|给力|赞|就是这样|"
+        r"完全正确|正确|就用这个|终于(?:好|可以|行|能)|(?:现在|这下|终于)(?:对|行|好)了|对了[!！。~]?$|简洁|好多了|"
+        r"清晰|没问题了|行了|好用|完全没问题|跑通|跑起来了|能跑了|跑成功|跑过了|符合(?:要求|预期)|就(?:这样|这么办)|有用|有帮助|"
+        r"帮大忙|明白了|懂了|[Oo][Kk]\s{0,2}了|^\W{0,3}(?:可以|好的|行|对|对的|嗯嗯?好)\W{0,4}$",
+    ),
+    _cue(
+        "courtesy-thanks",
+        "positive",
+        -0.9,
+        r"\b(?:could|can|would|will)\s{1,3}you\s{1,3}(?:please\s{1,3}|pls\s{1,3}|kindly\s{1,3})?"
+        r"(?!explain|clarify|tell\s{1,3}me\s{1,3}why)[a-z]"
+        r"|\bwhen\s{1,3}you\s{1,3}(?:get|have)\s{1,3}a\s{1,3}(?:moment|minute|sec|second|chance)\b|麻烦你|帮我",
+    ),
+    # ===== negative ============================================================
+    _cue(
+        "you-broke",
+        "negative",
+        1.3,
+        r"\byou(?:'ve|\s{1,3}have)?\s{1,3}(?:just\s{1,3}|now\s{1,3})?(?:broke|broken|messed\s{1,3}up|screwed\s{1,3}up|"
+        r"deleted|wiped|overwrote|overwritten|lost(?!\s{1,3}me\b)|ruined|killed|nuked|trashed|clobbered|reverted)\b",
+    ),
+    _cue(
+        "still-failing",
+        "negative",
+        1.3,
+        r"\bstill\s{1,3}(?:getting|get|gets|failing|fails|failed|broken|broke|crashing|crashes|crashed|"
+        r"erroring|errors?|the\s{1,3}same|same|seeing|showing|throws|throwing|timing\s{1,3}out|times\s{1,3}out|"
+        r"hangs|hanging|red|wrong|empty|blank|slow|not|no|doesn't|isn't|won't|can't|there|happening|"
+        r"returns|returning|stuck|missing|down)\b|\bstill\s{0,2}(?:一样|相同|报错|不|没|有问题|失败)",
+    ),
+    _cue(
+        "same-result",
+        "negative",
+        1.3,
+        r"\b(?:same|identical)\s{1,3}(?:old\s{1,3})?(?:error|errors|issue|problem|result|results|output|thing|"
+        r"failure|exception|traceback|bug|behaviou?r|message|response|story|crash|404|500|stack\s{1,3}trace|spot|place|"
+        r"point|line|step|way)\b"
+        r"|\b(?:nothing|no)\s{1,3}(?:has\s{1,3})?changed\b|\bmade\s{1,3}no\s{1,3}difference\b",
+    ),
+    _cue(
+        "flat-rejection",
+        "negative",
+        1.2,
+        r"\b(?:wrong|incorrect|useless|nonsense|garbage|rubbish|worse|way\s{1,3}off|completely\s{1,3}off|"
+        r"totally\s{1,3}off|off\s{1,3}base|off\s{1,3}topic|broken|unusable|terrible|awful|"
+        r"not\s{1,3}even\s{1,3}close|missed\s{1,3}the\s{1,3}point)\b",
+    ),
+    _cue("bare-no", "negative", 1.5, r"^\W{0,3}(?:no{1,5}|nope|nah|wrong|incorrect|ugh{1,5}|meh)\W{0,4}$"),
+    _cue(
+        "made-up",
+        "negative",
+        1.3,
+        r"\bmade\s{1,3}(?:it|that|this|them|those|stuff|things)\s{1,3}up\b|\bhallucinat|\bmaking\s{1,3}(?:it|things|stuff)"
+        r"\s{1,3}up\b|\b(?:just\s{1,3})?(?:repeated|copied|parroted)\s{1,3}(?:what|back)\b|\byou\s{1,3}invented\b",
+    ),
+    _cue(
+        "broken-state",
+        "negative",
+        1.0,
+        r"\b(?:is|are|was|went|looks|seems)\s{1,3}(?:just\s{1,3}|now\s{1,3}|all\s{1,3}|completely\s{1,3})?"
+        r"(?:blank|empty|gone|missing|dead|down|frozen|broken|worse|slower)\b(?!\s{1,3}(?:rows?|lines?|values?|cells?))",
+    ),
+    _cue(
+        "failing-now",
+        "negative",
+        1.0,
+        r"\b(?:it|this|that|everything|now|the\s{1,3}\w{1,20}|they|tests?)\s{1,3}(?:still\s{1,3}|now\s{1,3}|just\s{1,3})?"
+        r"(?:crashes|crashed|fails|failed|errors|errored|breaks|hangs|freezes|froze|times\s{1,3}out|timed\s{1,3}out|dies|died|"
+        r"segfaults|panics|returns\s{1,3}(?:nothing|null|none|an?\s{1,3}error|empty))\b"
+        r"|\b(?:is|are|keeps?|kept)\s{1,3}(?:still\s{1,3})?(?:failing|crashing|erroring|breaking|hanging|timing\s{1,3}out)\b"
+        r"|\b(?:fail\w{0,3}|crash\w{0,3}|error\w{0,3}|broke\w{0,2}|red)\s{1,3}again\b"
+        r"|\bnothing\s{1,3}(?:happens|happened|loads|loaded|works|worked|shows|showed|renders|rendered|appears|"
+        r"appeared|runs|ran)\b"
+        r"|\b(?:i\s{1,3}(?:get|got|see|am\s{1,3}getting|keep\s{1,3}getting)|i'm\s{1,3}getting|now\s{1,3}getting)"
+        r"\s{1,3}(?:a\s{1,3}|an\s{1,3})?(?:\d{3}|error|exception|traceback|segfault|panic|timeout|blank|nothing)",
+    ),
+    _cue(
+        "you-ignored",
+        "negative",
+        1.2,
+        r"\byou\s{1,3}(?:completely\s{1,3}|totally\s{1,3})?(?:ignored|misunderstood|misread|skipped\s{1,3}(?:my|what)|"
+        r"didn't\s{1,3}(?:read|listen|follow|do\s{1,3}what)|did\s{1,3}not\s{1,3}(?:read|listen|follow))\b"
+        r"|\bi\s{1,3}(?:already\s{1,3})?told\s{1,3}you\b|\bi\s{1,3}already\s{1,3}said\b",
+    ),
+    _cue(
+        "undo",
+        "negative",
+        1.2,
+        r"^\W{0,3}(?:please\s{1,3}|just\s{1,3})?(?:undo|revert|roll\s{1,3}back)\s{1,3}(?:that|this|it|your|the\s{1,3}"
+        r"(?:change|last|edit|commit))\b|撤销|回滚|改回去|恢复原样",
+    ),
+    _cue("failure-word", "negative", 0.5, r"\b(?:fail(?:s|ed|ing|ure)?|errors?|crash(?:es|ed|ing)?|exception)\b"),
+    _cue(
+        "sarcasm",
+        "negative",
+        1.2,
+        r"\banother\s{1,3}(?:merge\s{1,3}conflict|error|failure|crash|bug|exception|timeout|regression)\b"
+        r"|\b(?:made|makes|making)\s{1,3}(?:it|things|this|that|everything)\s{1,3}(?:\w{1,10}\s{1,3})?(?:worse|slower|"
+        r"harder|buggier|broken|unusable|messier|uglier|longer)\b",
+    ),
+    _cue("annoyed-emoji", "negative", 0.6, r"🙄|🙃|😒|😤|😡|🤦|😩|😞|👎|😑"),
+    _cue(
+        "count-failing",
+        "negative",
+        0.6,
+        r"\b[1-9]\d{0,3}\s{1,3}(?:failing|failed|failures|errors|broken|crashes)\b",
+    ),
+    _cue(
+        "cn-rejection",
+        "negative",
+        1.2,
+        r"不对|不行|不好使|不管用|不起作用|错了|答非所问|文不对题|牛头不对马嘴|改了个寂寞|白改了|白忙|胡说|瞎编|"
+        r"编的|乱写|瞎写|乱改|瞎改|不是我(?:要|想要|说)的|完全不是|离谱|更(?:慢|糟|差|乱|卡)了|一模一样|"
+        r"跟(?:上次|之前|刚才|原来)(?:的)?(?:一样|一模一样|相同)|一样的(?:错|问题|结果|报错|error)|越改越|越来越(?:慢|乱|差|糟)|"
+        r"空白|白屏|黑屏|闪退|卡死|卡住了|结果不对|根本(?:不|没)|同样的(?:错|问题|报错|error)|"
+        r"(?:写|做|改|弄|说|搞)得(?:太|有点|不太|过于)",
+    ),
+    _cue(
+        "cn-failing",
+        "negative",
+        1.2,
+        r"又\s{0,2}(?:失败|报错|挂|崩|出错|不行|错|卡|crash|fail|error|break|broke|timeout)"
+        r"|(?:跑|连|打|装|启动|编译|运行|登)不(?:起来|通|动|上|开|了|进去)|崩了|挂了|坏了|炸了|"
+        r"被你(?:删|改|弄|搞|覆盖|清)|你(?:把|给).{0,12}(?:删了|搞坏|弄坏|改坏|搞砸|弄丢|覆盖了)",
+    ),
+    # "把日志删掉，没用了": after a command, an evaluation is about its object.
+    _cue("cn-ba-command", "negative", -0.6, r"^\W{0,3}(?:请|帮我|麻烦)?\s{0,2}把"),
+    _cue("cn-failure-word", "negative", 0.5, r"失败|报错|出错|异常|超时"),
+    # ===== correction ==========================================================
+    _cue(
+        "should-be",
+        "correction",
+        1.2,
+        r"\bshould\s{1,3}(?:be|have\s{1,3}been|say|read|equal)\b|\b(?:is|it's|its|was)\s{1,3}actually\b"
+        r"|\bcorrect\s{1,3}(?:one|value|answer|number|name|date|figure)\s{1,3}is\b",
+    ),
+    _cue(
+        "starts-actually",
+        "correction",
+        0.8,
+        r"^\W{0,3}(?:(?:no|nope|close|almost)\W{1,3})?actually\b",
+    ),
+    _cue(
+        "value-contrast",
+        "correction",
+        1.2,
+        r"[$¥€£]?\d[\w.,:%+-]{0,20}\s{0,3}[,，]?\s{0,3}(?:not|instead\s{1,3}of|rather\s{1,3}than|而不是|不是)\s{0,3}[$¥€£]?\d",
+    ),
+    _cue(
+        "copula-not",
+        "correction",
+        1.2,
+        r"(?:\b(?:is|are|was|were)|'s)\s{1,3}[^\s,，]{1,30}(?:\s{1,3}[^\s,，]{1,20}){0,2}\s{0,3}[,，]\s{0,3}not\s{1,3}\w",
+    ),
+    _cue(
+        "you-got-detail-wrong",
+        "correction",
+        0.6,
+        r"\byou(?:'ve)?\s{1,3}(?:swapped|flipped|mixed\s{1,3}up|misspelled|misspelt|misread|miscounted|miscalculated|"
+        r"mistyped|typed|wrote|put|used|booked|set|forgot|double[- ]counted|counted|missed|left\s{1,3}out|confused|"
+        r"switched|transposed|added|subtracted|rounded|got|listed|entered|picked|gave|said|have)\b",
+    ),
+    _cue(
+        "copula-value",
+        "correction",
+        0.6,
+        r"(?:\b(?:is|are|was|were)|'s)\s{1,3}(?:in\s{1,3}|at\s{1,3}|on\s{1,3})?(?:[$¥€£~/]?\d|[A-Z][\w.+-]{0,30}|~/|/[a-z])"
+        r"|(?:\b(?:is|are|was|were)|'s)\s{1,3}(?:in\s{1,3}|at\s{1,3}|on\s{1,3})?[a-z][\w]{0,20}[-_.:@/][\w.:/@-]{1,40}"
+        r"|\b(?:lives|located|stored|is)\s{1,3}(?:in|at|under)\s{1,3}[~./]",
+        keep_case=True,
+    ),
+    _cue(
+        "wrong-detail",
+        "correction",
+        1.0,
+        r"\bwrong\s{1,3}(?:port|number|date|day|time|name|file|path|value|year|month|amount|total|id|version|"
+        r"branch|email|address|url|link|room|figure|price|count|timezone|time\s{1,3}zone|unit|column|table|key|"
+        r"answer|sum|result|spelling|city|country|person|recipient|account|currency|format|directory|folder)\b",
+    ),
+    _cue(
+        "named-value",
+        "correction",
+        1.0,
+        r"\b(?:is|are|was|'s)\s{1,3}(?:actually\s{1,3})?(?:spelled|spelt|called|named|pronounced|located\s{1,3}in)\s"
+        r"|\bi\s{1,3}meant\b|\bi\s{1,3}said\s{1,3}\S{1,30}\s{0,3}[,]?\s{0,3}not\b",
+    ),
+    _cue(
+        "fix-marker",
+        "correction",
+        0.6,
+        r"\b(?:small|tiny|quick|minor|one)\s{1,3}(?:fix|correction|nit|thing|detail)\b|\btypo\b|\bcorrection\s{0,2}:",
+    ),
+    _cue(
+        "rejection-then-value",
+        "correction",
+        0.6,
+        r"^\W{0,3}(?:no|nope|nah|wrong|not\s{1,3}quite)\b[\s,!.]{1,6}(?:no\W{1,3})?"
+        r"(?!.{0,60}\b(?:still|again|same|errors?|fail\w{0,4}|crash\w{0,4})\b)[^\d\n]{0,40}\d",
+    ),
+    _cue("rejection-start", "correction", 0.5, r"^\W{0,3}(?:no|nope|nah|wrong|incorrect|not\s{1,3}quite|close|almost)\b"),
+    _cue(
+        "cn-should-be",
+        "correction",
+        1.2,
+        r"应该是|应是|应为|应该为|应该叫|应该在|其实是|实际上是|正确的是|正确答案是|准确地?说是",
+    ),
+    _cue(
+        "cn-not-but",
+        "correction",
+        1.2,
+        r"不是.{1,20}?[，,]\s{0,2}(?:而)?是|(?:不对|错了|不是这样|搞错了)[，,。\s]{1,3}[^，。？！,.?!]{0,8}?(?:应该)?(?:是|叫|在)"
+        r"(?!不是)|才对|"
+        r"我(?:说|指|要)的是|(?:名字|文件名|名称|分支|表|库|函数|变量|字段|项目|仓库|目录|路径)(?:名)?(?:叫|是)\s{0,2}[A-Za-z0-9\u4e00-\u9fff]",
+    ),
+    _cue(
+        "cn-value-contrast",
+        "correction",
+        1.2,
+        r"(?:是|叫|为|在)\s{0,2}[^，,。不]{1,24}[，,]?\s{0,2}(?:不是|而不是|not\b)",
+    ),
+    _cue(
+        "cn-wrote-wrong",
+        "correction",
+        0.6,
+        r"(?:写|弄|搞|记|算|打|填|订|改|拼|选|切|设|标|看|抄|输)错了?|不对[，,]|不对$|"
+        r"你(?:把)?.{0,12}?(?:写|打|订|算|切|改|记|填|弄|设|拼|放|选|用|标|抄)(?:成|到|错|了两次|重复了|反了)|"
+        r"你.{0,12}?(?:漏|少算|多算|看错|搞混|弄混|记混)",
+    ),
+    _cue(
+        "cn-copula-value",
+        "correction",
+        0.6,
+        r"(?:是|叫|为|在|有)\s{0,2}(?:[$¥€£~/]?\d|[A-Za-z][\w.@+-]{0,40}|[~./][\w/.-]{1,60}|"
+        r"[早晚上下中凌今明昨]{1,3}[零一二三四五六七八九十两\d])",
+    ),
+    # ===== constraint ==========================================================
+    _cue(
+        "requirement-modal",
+        "constraint",
+        1.0,
+        r"\bmake\s{1,3}sure\b|\bensure\b|\bmust\b|\bneeds?\s{1,3}to\b|\bhas\s{1,3}to\b|\bhave\s{1,3}to\b"
+        r"|\bshould\s{1,3}(?:also|still|always|only|never|not)\b|\balso\s{1,3}(?:needs?|has|have|should|must)\b"
+        r"|\bremember\s{1,3}to\b|\bdon't\s{1,3}forget\s{1,3}to\b|\bbe\s{1,3}sure\s{1,3}to\b",
+    ),
+    _cue(
+        "also-add",
+        "constraint",
+        1.0,
+        r"(?:^|[,;，；]\s{0,3}|\band\s{1,3}|\bbut\s{1,3}|\bnow\s{1,3})(?:please\s{1,3})?also\b"
+        r"|\balso\s{1,3}(?:handle|add|include|make|keep|support|log|check|cover|test|validate|sort|remove|drop|strip|"
+        r"print|show|send|write|update|ignore|skip|exclude|return|accept|allow|respect|consider|cc|copy|mention|"
+        r"list|mark|highlight|round|convert|escape|retry|cache|document|translate)\b",
+    ),
+    _cue(
+        "scope-limit",
+        "constraint",
+        1.0,
+        r"\b(?:limit|restrict|cap|scope|narrow)\s{1,3}(?:it|this|that|them|the\s{1,3}\w{1,20}|results?|output)?\s{0,3}to\b"
+        r"|\bwithout\s{1,3}(?:touching|changing|modifying|breaking|adding|removing|deleting|affecting|altering|"
+        r"exceeding|dropping|losing)\b|\bas\s{1,3}long\s{1,3}as\b|\bprovided\s{1,3}that\b"
+        r"|(?<![/\w])except\s{1,3}(?:for|when|if|where|on|in|the|any|weekends?)\b|\bexcluding\b|\bbut\s{1,3}not\b"
+        r"|\b(?:exclude|ignore|skip|omit|leave\s{1,3}out|filter\s{1,3}out)\s{1,3}(?:anything|everything|all|any|"
+        r"the\s{1,3}\w{1,20}\s{1,3}(?:in|from|under|that|where|with)|rows|files|entries|items|records|lines)\b"
+        r"|\bmake\s{1,3}(?:it|the\s{1,3}\w{1,20}|them|this|that)\s{1,3}(?:a\s{1,3}bit\s{1,3}|slightly\s{1,3}|much\s{1,3}|"
+        r"a\s{1,3}little\s{1,3})?(?:shorter|longer|smaller|bigger|larger|faster|simpler|clearer|more|less|bold|"
+        r"formal|casual|friendlier|politer|concise|brief|readable|configurable|optional|async|thread-safe)\b",
+    ),
+    _cue(
+        "keep-limit",
+        "constraint",
+        1.0,
+        r"\bkeep\s{1,3}(?:it|them|the|everything|all|each|every|this|that|things?|my|our|its|their)\b"
+        r"|\bonly\s{1,3}(?:touch|change|modify|edit|use|include|keep|show|return|process|handle|run|update|"
+        r"the|for|in|on|files?|when|if|count|list|consider|look|apply|affect)\b|^\W{0,3}only\b"
+        r"|\b(?:but|and)\s{1,3}(?:just|only)\b|\bno\s{1,3}\w{2,20}\s{1,3}(?:though|please|pls|either)\b",
+    ),
+    _cue(
+        "numeric-limit",
+        "constraint",
+        0.8,
+        r"\b(?:under|below|at\s{1,3}most|no\s{1,3}more\s{1,3}than|less\s{1,3}than|fewer\s{1,3}than|"
+        r"shorter\s{1,3}than|within|up\s{1,3}to|max(?:imum)?|limit(?:ed)?\s{1,3}to|at\s{1,3}least)"
+        r"\s{1,3}(?:a\s{1,3})?(?:\d|one|two|three|five|ten|minute|second|hour|page|line|word)",
+    ),
+    _cue(
+        "dont-touch",
+        "constraint",
+        1.0,
+        r"\b(?:don't|do\s{1,3}not|dont|never|no\s{1,3}need\s{1,3}to)\s{1,3}(?:push|touch|change|modify|edit|"
+        r"delete|remove|rename|commit|include|add|break|send|email|mention|overwrite|reformat|exceed|go\s{1,3}over)\b"
+        r"|\bavoid\s{1,3}(?:any|all|anything|every|the|slots?|times?|days?|weekends?|meetings?|mornings?|"
+        r"afternoons?|evenings?|calls?|overlap|breaking|changing|touching)\b",
+    ),
+    _cue(
+        "but-imperative",
+        "constraint",
+        0.6,
+        r"\bbut\s{1,3}(?:address|add|make|keep|use|include|drop|remove|change|put|send|limit|cap|sort|skip|"
+        r"exclude|format|write|split|in|with|without|leave|don't|dont|do\s{1,3}not|no|handle|respect|stay|"
+        r"avoid|ignore|mark|show|hide|round|group|filter)\b",
+    ),
+    _cue(
+        "ack-but",
+        "constraint",
+        0.6,
+        r"^\W{0,3}(?:ok(?:ay)?|fine|good|great|sure|yes|yep|yeah|right\s{1,3}idea|looks\s{1,3}good|lgtm|nice|cool|"
+        r"keep\s{1,3}going|same\s{1,3}\w{1,20}|that\s{1,3}works|close\s{1,3}enough)\b.{0,30}?\b(?:but|and|also)\b",
+    ),
+    _cue(
+        "and-also-start",
+        "constraint",
+        1.0,
+        r"^\W{0,3}(?:(?:ok(?:ay)?|yes|yep|yeah|sure|fine|good|great|cool|nice|perfect|looks\s{1,3}good|lgtm|right)"
+        r"\W{1,3})?(?:and|but|also|plus|oh\s{1,3}and)\s{1,3}(?:please\s{1,3})?(?!then\b|thanks?\b|thank\b)[a-z]",
+    ),
+    _cue("same-but", "constraint", 0.6, r"\b(?:same|keep|keeping|as\s{1,3}is)\b.{0,40}?\bbut\b"),
+    _cue("trailing-though", "constraint", 0.4, r"\bthough\W{0,3}$"),
+    _cue(
+        "cn-but-must",
+        "constraint",
+        1.2,
+        r"(?:但是|但|不过|可是|只是)\s{0,2}(?:也|还|都)?\s{0,2}(?:要|得|需要|必须|务必|记得|只|别|不要|不能|"
+        r"make\s{1,3}sure|also|加上|加个|补上)",
+    ),
+    _cue(
+        "cn-also",
+        "constraint",
+        1.0,
+        r"还(?:得|要|需要)(?!.{0,6}[吗呢？?])|另外|此外|顺便(?!.{0,3}(?:帮|请|麻烦))(?:也)?|同时(?:也)?要|并且要|而且要|也要|都要(?!.{0,3}吗)",
+    ),
+    _cue("cn-must", "constraint", 1.0, r"必须|务必|确保|一定要|记得|别忘了|不要忘了"),
+    _cue(
+        "cn-only-limit",
+        "constraint",
+        1.0,
+        r"只(?:改|动|处理|保留|要|看|查|算|统计|包括|包含|发|在|针对|需要|修改|影响)|控制在|以内|之内|不超过|不要超过|"
+        r"最多|至少|限制在|限定在",
+    ),
+    _cue(
+        "cn-dont-touch",
+        "constraint",
+        1.0,
+        r"(?:不要|别|不能|不许|不准|勿)\s{0,2}(?:动|改|碰|删|提交|推送|推|修改|改动|影响|排|超过|加|包含|出现|覆盖|"
+        r"push|commit|touch|delete|merge|change)",
+    ),
+    _cue("cn-avoid-keep", "constraint", 1.0, r"避开|避免|排除|保留|保持|沿用|除了|除外|不包括|尽量|兼容|支持(?!一下)"),
+    _cue("cn-ack-but", "constraint", 0.4, r"(?:但是|不过|可是|但)"),
+    # "new task:" starts something unrelated: not a requirement on the last answer.
+    _cue("new-task", "constraint", -1.5, _NEW_TASK),
+    _cue("new-task-correction", "correction", -1.0, _NEW_TASK),
+    _cue("new-task-negative", "negative", -1.0, _NEW_TASK),
+    # ===== preference ==========================================================
+    _cue(
+        "use-instead",
+        "preference",
+        1.5,
+        r"\b(?:use|using)\s{1,3}\S{1,40}(?:\s{1,3}\S{1,20})?\s{1,3}(?:instead|rather)\b|\binstead\s{1,3}of\b"
+        r"|\b(?:use|using)\s{1,3}\S{1,40}\s{1,3}over\b",
+    ),
+    _cue(
+        "habit-use",
+        "preference",
+        1.2,
+        r"\b(?:always|just|please|pls|let's|lets|from\s{1,3}now\s{1,3}on|next\s{1,3}time|in\s{1,3}(?:the\s{1,3})?future|"
+        r"going\s{1,3}forward|we|should|better|could\s{1,3}you|can\s{1,3}you)\s{1,3}(?:just\s{1,3}|please\s{1,3})?"
+        r"(?:use|using)\s{1,3}(?!" + _DEMONSTRATIVE + r")",
+    ),
+    _cue(
+        "use-start",
+        "preference",
+        1.2,
+        r"(?:^|[,.;:!?，。；—]\s{0,3}|\b(?:no|nope|then|so)\W{1,3})\W{0,3}(?:please\s{1,3}|just\s{1,3})?use\s{1,3}"
+        r"(?!" + _DEMONSTRATIVE + r")|^\W{0,3}(?:no|nope|nah|不对|不是)\W{1,3}用\s{0,2}(?!" + _CN_DEMONSTRATIVE + r")",
+    ),
+    _cue(
+        "dont-with",
+        "preference",
+        0.4,
+        r"\b(?:don't|do\s{1,3}not|dont|not)\b.{0,40}?\b(?:with|in|using|via)\s{1,3}[A-Za-z`]|不用(?:写|搞|弄|手写)",
+    ),
+    _cue("use-generic", "preference", 0.7, r"\b(?:use|using)\s{1,3}(?!" + _DEMONSTRATIVE + r"|case|of\b)" + _TOOLISH),
+    _cue(
+        "switch-to",
+        "preference",
+        1.2,
+        r"\b(?:switch|switching|migrate|migrating|move|moving|port|porting)\s{1,3}(?:it\s{1,3}|this\s{1,3}|that\s{1,3}|"
+        r"everything\s{1,3}|back\s{1,3}|over\s{1,3})?to\b(?!\s{1,3}(?:the\s{1,3})?(?:next|main|step|branch))"
+        r"|\bstick\s{1,3}(?:with|to)\b|\bgo\s{1,3}(?:with|for)\b|\bprefer\b|\bi'd\s{1,3}rather\b|\bwould\s{1,3}rather\b"
+        r"|\brather\s{1,3}you\b|\bopt\s{1,3}for\b|\bwhy\s{1,3}not\s{1,3}(?:use|just)\b|\bshould\s{1,3}have\s{1,3}used\b",
+    ),
+    _cue(
+        "stop-using",
+        "preference",
+        1.2,
+        r"\b(?:stop|quit)\s{1,3}using\b|\b(?:don't|do\s{1,3}not|dont|never)\s{1,3}use\b|\bavoid\s{1,3}using\b"
+        r"|\bditch\b|\bget\s{1,3}rid\s{1,3}of\b|\bno\s{1,3}more\s{1,3}(?!than\b|" + _PROBLEM_NOUN + r")",
+    ),
+    _cue(
+        "x-over-y",
+        "preference",
+        1.0,
+        r"^\W{0,3}(?:prefer\s{1,3})?[A-Za-z`][\w.`+#/-]{0,30}\s{1,3}(?:over|instead\s{1,3}of|rather\s{1,3}than)\s{1,3}[\w.`+#/-]{1,30}"
+        r"|\breplace\s{1,3}(?:the\s{1,3}|all\s{1,3})?\S{1,30}(?:\s{1,3}\S{1,20})?\s{1,3}with\b"
+        r"|\bhow\s{1,3}about\s{1,3}(?:using|trying|switching|we\s{1,3}use)\b"
+        r"|\b(?:let's|lets|we\s{1,3}should|you\s{1,3}should)\s{1,3}not\s{1,3}use\b|\bshouldn't\s{1,3}use\b"
+        r"|\bavoid\s{1,3}(?:using\s{1,3})?[\w.`+#-]{1,30}(?:\s{1,3}[\w.`+#-]{1,20})?\W{0,3}(?:please|pls)?\W{0,3}$"
+        r"|^\W{0,3}[A-Za-z`][\w.`+#/-]{0,30}(?:\s{1,3}(?:please|pls|plz))?\s{0,3}[,，]\s{0,3}not\s{1,3}[\w.`+#/-]{1,30}\W{0,3}$"
+        r"|(?<![\d\s])\s{0,2}(?:>|>>)\s{0,2}[A-Za-z`]"
+        r"|\b(?:less|fewer|no)\s{1,3}[\w.`+#-]{1,30}[,;]?\s{1,3}more\s{1,3}[\w.`+#-]"
+        r"|\b(?:is|are)\s{1,3}what\s{1,3}(?:we|i)\s{1,3}(?:use|prefer|want|go\s{1,3}with|standardi[sz]ed\s{1,3}on)\b"
+        r"|(?:直接|就)\s{0,2}(?:用\s{0,2})?[A-Za-z`][\w.`+#/-]{0,30}\s{0,2}(?:一下)?\s{0,2}(?:就行|就好|就可以|即可)",
+    ),
+    _cue(
+        "skip-tool",
+        "preference",
+        0.6,
+        r"\b(?:skip|drop|lose)\s{1,3}(?:the\s{1,3})?[\w.+#`-]{1,30}(?:\s{1,3}[\w.+#-]{1,20})?\s{0,3}(?:[,;.!]|and\b|$)"
+        r"|\bno\s{1,3}need\s{1,3}for\b",
+    ),
+    _cue(
+        "tool-complaint",
+        "preference",
+        0.5,
+        r"\b(?:is|are)\s{1,3}(?:way\s{1,3}|too\s{1,3}|so\s{1,3}|really\s{1,3}|just\s{1,3}|kinda\s{1,3})?"
+        r"(?:overkill|flaky|too\s{1,3}slow|slow|clunky|bloated|deprecated|unreliable|outdated|ugly|a\s{1,3}pain)\b"
+        r"|\btakes\s{1,3}forever\b|\b(?:picked|chose|went\s{1,3}with)\b",
+    ),
+    _cue(
+        "better-tool",
+        "preference",
+        0.6,
+        r"\bworks?\s{1,3}(?:way\s{1,3}|much\s{1,3}|a\s{1,3}lot\s{1,3}|far\s{1,3})?better\b"
+        r"|\b(?:is|are)\s{1,3}(?:way\s{1,3}|much\s{1,3}|far\s{1,3})?(?:better|faster|simpler|enough|plenty)\b",
+    ),
+    _cue(
+        "wrong-tool",
+        "preference",
+        1.2,
+        r"\bwrong\s{1,3}(?:tool|library|lib|package|package\s{1,3}manager|framework|approach|method|language|"
+        r"command|module|api|client|driver|runtime|shell|editor|engine|database|db|lib|image|base\s{1,3}image)\b",
+    ),
+    _cue(
+        "with-not",
+        "preference",
+        0.8,
+        r"\b(?:with|using|in|via)\s{1,3}" + _TOOLISH + r".{0,30}?[,，]?\s{0,3}not\s{1,3}(?:plain\s{1,3}|raw\s{1,3})?[a-z`]",
+    ),
+    _cue(
+        "do-it-in",
+        "preference",
+        0.8,
+        r"\b(?:do|write|rewrite|implement|redo|build|vectori[sz]e|parse|handle|manage|format|lint|test|plot|"
+        r"script|run)\s{1,3}(?:it|this|that|them|the\s{1,3}\w{1,20}|tests|deps|dependencies|everything)"
+        r"\s{1,3}(?:with|using|in|via)\s{1,3}(?!the\s{1,3}same)" + _TOOLISH,
+    ),
+    _cue("just-verb-it", "preference", 0.6, r"\bjust\s{1,3}[a-z][\w.-]{1,20}\s{1,3}(?:it|this|that|them)\b"),
+    _cue(
+        "habit-marker",
+        "preference",
+        0.6,
+        r"\bfrom\s{1,3}now\s{1,3}on\b|\bgoing\s{1,3}forward\b|\bnext\s{1,3}time\b|\bin\s{1,3}(?:the\s{1,3})?future\b"
+        r"|\balways\b|\bin\s{1,3}this\s{1,3}(?:repo|project|codebase|team)\b|\bwe\s{1,3}(?:use|prefer|manage|do)\b",
+    ),
+    _cue(
+        "cn-use",
+        "preference",
+        1.2,
+        r"(?:改用|换成|换用|统一用|一律用|都用|还是用|就用|改成用|最好用|建议用|推荐用|请用|请使用|应该用|要用|得用|"
+        r"以后用|以后都用|直接用)\s{0,2}(?!" + _CN_DEMONSTRATIVE + r")",
+    ),
+    _cue("cn-later", "preference", 0.8, r"以后|今后|往后|下次"),
+    _cue(
+        "cn-use-tool",
+        "preference",
+        1.0,
+        _CN_USE_BLOCK + r"用\s{0,2}(?:[A-Za-z`]|\S{1,20}?(?:吧|代替|替代|来做|来处理|来写|比较好|更好))",
+    ),
+    _cue(
+        "cn-dont-use",
+        "preference",
+        1.2,
+        r"(?:别|不要|别再|不要再|停止|不再|勿|少)\s{0,2}(?:用|使用)|不用\s{0,2}[A-Za-z`]|弃用|换掉|别手写|不要手写|"
+        r"别手动|不要手动",
+    ),
+    _cue("cn-switch", "preference", 1.0, r"换\s{0,2}(?:[A-Za-z`]|个|一个|成)"),
+    _cue("cn-tool-complaint", "preference", 0.5, r"太(?:丑|慢|重|麻烦|难用|老|复杂|啰嗦|笨|卡)"),
+    _cue("cn-contrast", "preference", 0.6, r"代替|替代|取代|而不是|而非"),
+    _cue("cn-why-not-use", "preference", 1.0, r"为(?:什么|啥)不(?:直接)?用"),
+    # A question about the agent's own choice of tool is confusion, not a request.
+    _cue(
+        "why-did-you-use",
+        "preference",
+        -1.5,
+        r"\b(?:why\s{1,3}(?:did|do|would|are|were)\s{1,3}you|why'd\s{1,3}you|what\s{1,3}made\s{1,3}you|"
+        r"how\s{1,3}come\s{1,3}you)\b|为(?:什么|啥)(?:要)?用",
+    ),
+    # ===== confusion ===========================================================
+    _cue(
+        "why-you",
+        "confusion",
+        1.2,
+        r"\bwhy\s{1,3}(?:did|do|does|would|are|is|were|was|'d|has|have|on\s{1,3}earth|the\s{1,3}heck)"
+        r"\s{1,3}(?:you|it|this|that|there|the)\b|\bwhat\s{1,3}(?:made|makes)\s{1,3}you\b|\bhow\s{1,3}come\b"
+        r"|\bwhy\s{1,3}you\b|\bwhy\s{1,3}(?:not|the)\b|\bwhy'd\b|\bwhy\s{0,3}(?:要|把|你|这|那)"
+        r"|\bwhy\s{1,3}(?:were|was|are|is|did|does|do)\s{1,3}\S[^?\n]{0,60}\?",
+    ),
+    _cue(
+        "why-dont-you",
+        "confusion",
+        -1.2,
+        r"\bwhy\s{1,3}(?:don't|dont|not)\s{1,3}(?:you|we)\s{1,3}(?:just\s{1,3})?(?:go\s{1,3}ahead|" + _INSTRUCTION_VERBS + r")\b",
+    ),
+    _cue("why", "confusion", 0.5, r"\bwhy\b"),
+    _cue(
+        "what-mean",
+        "confusion",
+        1.5,
+        r"\bwhat\s{1,3}(?:do|did|does)\s{1,3}you\s{1,3}mean\b|\bwhat\s{1,3}does\s{1,3}.{1,40}?\bmean\b"
+        r"|\bwhat\s{1,3}is\s{1,3}meant\b|\bwdym\b|\bmeaning\s{1,3}of\b|\bmeans\s{0,3}\?|\bmean\s{1,3}by\b",
+    ),
+    _cue(
+        "dont-understand",
+        "confusion",
+        1.5,
+        r"\b(?:i\s{1,3})?(?:don't|do\s{1,3}not|dont|didn't|can't|cannot)\s{1,3}(?:really\s{1,3})?(?:understand|get\s{1,3}it|"
+        r"get\s{1,3}(?:this|that|what|why|how)|follow|see\s{1,3}(?:why|how|what))\b|\bconfus(?:ed|ing)\b"
+        r"|\blost\s{1,3}me\b|\bno\s{1,3}idea\s{1,3}what\b|\bnot\s{1,3}sure\s{1,3}(?:what|why|how)\b"
+        r"|\bnot\s{1,3}following\b|\bmakes\s{1,3}no\s{1,3}sense\b|\bi'm\s{1,3}lost\b|\bover\s{1,3}my\s{1,3}head\b"
+        r"|\bnot\s{1,3}sure\s{1,3}i\s{1,3}(?:follow|get|understand|see)\b",
+    ),
+    _cue(
+        "bare-huh",
+        "confusion",
+        1.5,
+        r"^\W{0,3}(?:(?:sorry|wait|hold\s{1,3}on|uh|um|hmm|but)\W{1,3})?(?:huh|what|eh|hm{1,5}|umm?|wut|wat|"
+        r"come\s{1,3}again|pardon|say\s{1,3}what|sorry|why|how\s{1,3}so|wait\s{1,3}what)?\s{0,3}\?{1,5}\W{0,3}$"
+        r"|^\W{0,3}(?:huh|wait\s{1,3}what|why|how\s{1,3}so|wdym)\W{0,3}$|^\W{0,3}(?:啥|什么|蛤|嗯|啊)\W{0,3}[？?]{1,5}\W{0,3}$",
+    ),
+    _cue("explain", "confusion", 1.0, r"\bexplain\b|\bclarify\b|\bwalk\s{1,3}me\s{1,3}through\b|解释|讲讲|说明一下|什么是"),
+    _cue(
+        "what-for",
+        "confusion",
+        1.2,
+        r"\bwhat(?:'s|\s{1,3}is|\s{1,3}are)\s{1,3}(?:this|that|these|those|the|it)\b.{0,40}?\bfor\s{0,3}\?"
+        r"|\bwhat\s{1,3}(?:does|do|did|is|are|will)\s{1,3}.{1,40}?\s(?:do|for|mean|stand\s{1,3}for|change)\s{0,3}\?"
+        r"|\bhow\s{1,3}(?:does|did|is|would|will|do)\s{1,3}(?:this|that|it|your|the\s{1,3}(?:change|fix|new))\b"
+        r"|\bare\s{1,3}you\s{1,3}sure\b|\bis\s{1,3}(?:that|this|it)\s{1,3}(?:right|correct|true|safe|necessary|needed|intended)\s{0,3}\?"
+        r"|\bwhat\s{1,3}happened\s{1,3}to\b|\bwhere\s{1,3}did\s{1,3}(?:the|my|it|that|this)\b"
+        r"|\bwhat(?:'s|\s{1,3}is|\s{1,3}are)\s{1,3}.{1,40}?\s(?:doing|for)\b.{0,40}?\?"
+        r"|怎么来的|怎么算(?:出来)?的|怎么得出|哪(?:里|儿)?来的|从哪(?:里|儿)?来|指什么|指的什么"
+        r"|(?:是)?(?:干|做)(?:什么|啥)(?:用)?的|干嘛用|(?:这|那|这个|那个|这里|它)(?:又)?是(?:啥|什么)(?:意思)?[？?]|为何",
+    ),
+    _cue(
+        "which-did-you",
+        "confusion",
+        1.0,
+        r"\b(?:which|what)\s{1,3}(?:\w{1,20}\s{1,3})?(?:did|do|are|were|have)\s{1,3}you\b"
+        r"|\bis\s{1,3}(?:this|that|it)\b.{1,60}?\bor\b.{1,60}?\?"
+        r"|\bdid\s{1,3}(?:it|this|that|you)\s{1,3}(?:actually\s{1,3}|really\s{1,3}|even\s{1,3})?(?:change|run|test|update|"
+        r"delete|remove|add|check|commit|push|save|try|use|modify|touch|include|mean|break|install|restart)\b",
+    ),
+    _cue("question-deixis", "confusion", 0.4, r"\b(?:this|that|these|those|here|there|it)\b.{0,40}?\?\W{0,3}$"),
+    _cue(
+        "cn-confused",
+        "confusion",
+        1.5,
+        r"什么意思|啥意思|何意|什么叫|啥叫|是指|指的是|没看懂|看不懂|不懂|不明白|没明白|搞不懂|不太明白|没太明白|"
+        r"没理解|不理解|没\s{0,2}get|get\s{0,2}不到|懵|糊涂|迷糊|费解|没太看懂|看不明白|没(?:听|看)?(?:懂|明白)|听不懂|"
+        r"不(?:太|是很|大)(?:理解|明白|懂|清楚)|你的意思",
+    ),
+    _cue("cn-why", "confusion", 0.5, r"为什么|为啥|干嘛|怎么会|何必|咋回事|怎么回事"),
+    _cue(
+        "cn-why-you",
+        "confusion",
+        1.2,
+        r"(?:你|这|那|要|把).{0,10}?(?:为什么|为啥|干嘛)|(?:为什么|为啥|干嘛|怎么会).{0,12}?(?:你|这|那|要|把|改|加|删|用|设|会|是)"
+        r"|咋回事|怎么回事",
+    ),
+    _cue(
+        "cn-which",
+        "confusion",
+        1.0,
+        r"到底.{0,15}?(?:了没有|没有|吗|没|呢)|(?:这|那|这个|那个|它)(?:是|要).{1,20}?还是.{1,20}?[？?]|啥区别|什么区别|有什么不同|有啥不同|"
+        r"哪个文件|哪一个|改了哪",
+    ),
+    _cue("cn-question-deixis", "confusion", 0.4, r"(?:这|那|这里|那里|这个|那个|它).{0,20}?[？?]$"),
+    # ===== instruction =========================================================
+    _cue(
+        "imperative-start",
+        "instruction",
+        1.2,
+        r"^\W{0,3}(?:please\s{1,3}|pls\s{1,3}|now\s{1,3}|next,?\s{1,3}|then\s{1,3}|ok(?:ay)?,?\s{1,3}|alright,?\s{1,3}"
+        r"|first,?\s{1,3}|go\s{1,3}ahead\s{1,3}and\s{1,3}|can\s{1,3}you\s{1,3}|could\s{1,3}you\s{1,3})?"
+        + _INSTRUCTION_VERBS
+        + r"\b(?!\s{0,3}[?])",
+    ),
+    _cue(
+        "task-label",
+        "instruction",
+        1.5,
+        r"^\W{0,3}(?:new|next|another)\s{1,3}(?:task|thing|request|job)\b|^\W{0,3}(?:task|todo|next\s{1,3}up|next\s{1,3}step)\s{0,3}:",
+    ),
+    _cue(
+        "request",
+        "instruction",
+        1.2,
+        r"\b(?:can|could|would|will)\s{1,3}you\s{1,3}(?:please\s{1,3}|pls\s{1,3}|kindly\s{1,3}|also\s{1,3}|now\s{1,3})?"
+        + _INSTRUCTION_VERBS
+        + r"\b|\bplease\s{1,3}"
+        + _INSTRUCTION_VERBS
+        + r"\b|\b(?:then|and\s{1,3}then|now)\s{1,3}"
+        + _INSTRUCTION_VERBS
+        + r"\b",
+    ),
+    _cue(
+        "lets-do",
+        "instruction",
+        1.0,
+        r"\b(?:let's|lets)\s{1,3}(?:move\s{1,3}on|start|work\s{1,3}on|build|add|look|try|write|begin|continue|go)\b"
+        r"|\bdo\s{1,3}the\s{1,3}same\s{1,3}(?:for|with|to|on|in)\b|\bmove\s{1,3}on\s{1,3}to\b|^\W{0,3}(?:go\s{1,3}ahead|proceed|continue|carry\s{1,3}on|do\s{1,3}it)\b"
+        r"|^\W{0,3}(?:继续|开始吧|下一步|开干)",
+    ),
+    _cue("task-label-next", "instruction", 1.5, _NEW_TASK),
+    _cue(
+        "ignore-me",
+        "instruction",
+        -1.5,
+        r"\b(?:ignore|disregard)\s{1,3}(?:that|this|me|my\s{1,3}last|the\s{1,3}last|it)\b|忽略|无视|不用管",
+    ),
+    _cue("leading-command", "instruction", 0.6, r"^\W{0,3}`[^`\n]{1,80}`"),
+    _cue(
+        "cn-request",
+        "instruction",
+        1.2,
+        r"帮我|帮忙|麻烦(?:你)?|请(?:你)?(?!问|用|使用)|给我|^\W{0,3}(?:把|将)\S|一下|接下来|然后|"
+        r"^\W{0,3}(?:now\s{1,3}|现在|接着|再|先)?\s{0,2}" + _CN_INSTRUCTION_VERBS,
+    ),
+    _cue(
+        "mixed-request",
+        "instruction",
+        1.0,
+        r"\b(?:commit|push|run|deploy|merge|build|test|rebase|restart|install)\s{0,2}(?:完|一下|下|好)",
+    ),
+    # Small talk whose words look like a command ("测试一下" is a mic check).
+    _cue(
+        "small-talk",
+        "instruction",
+        -2.0,
+        r"^\W{0,3}(?:hi|hello|hey|yo|sup|brb|bbl|gtg|afk|lol|lmao|ok|okay|k|test(?:ing)?|ping|"
+        r"good\s{1,3}(?:morning|night|evening|afternoon)|gm|gn|早上好|晚上好|下午好|中午好|早|晚安|你好|您好|嗨|"
+        r"在吗|在不在|测试一?下?|试试|试一下)\W{0,4}$|^\W{0,3}(?:我|i'm|i\s{1,3}am)\s{0,3}(?:先|要|going\s{1,3}to|gonna)?"
+        r"\s{0,3}(?:去|go\b|grab)",
+    ),
+)
+
+# ---------------------------------------------------------------------------
+# Extraction frames for the corrected value: where the value starts.
+# ---------------------------------------------------------------------------
+CORRECTION_FRAMES: Final[tuple[regex.Pattern[str], ...]] = (
+    compile_pattern(
+        r"\bshould\s{1,3}(?:be|have\s{1,3}been|say|read|equal)\s{1,3}|\b(?:is|it's|its|was)\s{1,3}actually\s{1,3}"
+        r"|\bcorrect\s{1,3}(?:one|value|answer|number|name|date|figure)\s{1,3}is\s{1,3}"
+        r"|应该是|应是|应为|应该为|应该叫|应该在|其实是|实际上是|正确的是|正确答案是"
+    ),
+)

@@ -1,0 +1,45 @@
+"""``attach_repair_to_policies``: merge a repair into its policies' boundaries (§7)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from sqlalchemy.orm import Session
+
+from .boundary import merge_repair_block
+from .errors import NotFoundError
+
+if TYPE_CHECKING:
+    from .store import Store
+    from .synthesize import DecisionRepairDraft
+
+__all__ = ["attach_repair_to_policies"]
+
+logger = logging.getLogger("memos_feedback.repair")
+
+
+def attach_repair_to_policies(
+    draft: DecisionRepairDraft, store: Store, *, session: Session | None = None
+) -> tuple[str, ...]:
+    """Merge the draft's two lines into each target policy's ``@repair`` block.
+
+    Returns the ids of the policies whose boundary actually changed. Each
+    policy is rewritten under its row lock, in id order (a fixed lock
+    order, so concurrent attachments cannot deadlock). A policy that has
+    disappeared is skipped, not an error.
+    """
+    changed: list[str] = []
+    for policy_id in sorted(set(draft.attach_to_policy_ids)):
+        try:
+            row = store.policies.update_boundary(
+                policy_id,
+                lambda boundary: merge_repair_block(boundary, [draft.preference], [draft.anti_pattern]),
+                session=session,
+            )
+        except NotFoundError:
+            logger.warning("policy %s vanished before the repair could be attached", policy_id)
+            continue
+        if row is not None:
+            changed.append(policy_id)
+    return tuple(changed)

@@ -1,0 +1,131 @@
+"""``memos-feedback demo``: a scripted agent session, end to end, on a fresh database.
+
+It shows the whole loop a host would wire up: traces land in the store, a
+tool fails three times in a row (a burst → a repair), the user corrects
+the agent in Chinese (a preference repair), says thanks (nothing written),
+and the policy the episodes came from gets its ``@repair`` block. Every
+event prints as it happens.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TextIO
+
+from .audit import AuditLog
+from .config import FeedbackConfig
+from .events import FeedbackBus, FeedbackEvent, event_to_dict
+from .llm import OpenAIRepairLLM
+from .store import ToolCall, open_store
+from .subscriber import attach_feedback_subscriber
+
+__all__ = ["run_demo"]
+
+SESSION = "demo-session"
+EPISODE = "ep-install"
+TOOL = "npm.install"
+CONTEXT = "install dependencies for web/"
+
+
+def _describe(event: FeedbackEvent) -> str:
+    data = event_to_dict(event)
+    data.pop("kind")
+    data.pop("at")
+    parts = []
+    for key, value in data.items():
+        if isinstance(value, float):
+            value = f"{value:.2f}"
+        elif isinstance(value, tuple):
+            value = ",".join(value) or "-"
+        parts.append(f"{key}={value}")
+    return " ".join(parts)
+
+
+def run_demo(out: TextIO = sys.stdout, use_llm: bool = False, workdir: str | None = None) -> int:
+    tmp = tempfile.TemporaryDirectory(prefix="memos-feedback-demo-") if workdir is None else None
+    base = Path(workdir or tmp.name)  # type: ignore[union-attr]
+    db_url = f"sqlite:///{base / 'demo.db'}"
+    started = time.monotonic()
+
+    def say(text: str) -> None:
+        print(text, file=out, flush=True)
+
+    def feed(event: FeedbackEvent) -> None:
+        say(f"  [{(time.monotonic() - started) * 1000:7.1f} ms] {event.kind:<20} {_describe(event)}")
+
+    config = FeedbackConfig(use_llm=use_llm)
+    llm = OpenAIRepairLLM() if use_llm else None
+    store = open_store(db_url)
+    bus = FeedbackBus()
+    bus.on_any(feed)
+    audit = AuditLog(base / "audit.jsonl")
+    audit.attach(bus)
+    say(f"memos-feedback demo — database {db_url} (schema {store.revision()})")
+    say(f"synthesis: {'LLM at ' + str(llm.base_url) if llm else 'template (no API key needed)'}\n")
+
+    policy = store.policies.add(
+        "Install JavaScript dependencies",
+        boundary="Install packages with the project's own package manager.\nNever edit lockfiles by hand.",
+        source_episode_ids=[EPISODE],
+    )
+    store.traces.add(
+        SESSION,
+        user_text="set up the web app",
+        agent_text="Ran pnpm install in web/: 312 packages, lockfile respected.",
+        reflection="pnpm install with the existing pnpm-lock.yaml works for web/",
+        value=0.8,
+        episode_id=EPISODE,
+        tool_calls=[ToolCall("pnpm.install")],
+    )
+
+    with attach_feedback_subscriber(store, llm=llm, bus=bus, config=config) as sub:
+        say(f"1. the agent runs {TOOL} and it fails three times in a row")
+        for step in (1, 2, 3):
+            store.traces.add(
+                SESSION,
+                agent_text=f"npm install failed (attempt {step}): npm ERR! ERESOLVE unable to resolve dependency tree",
+                reflection="npm cannot resolve the peer dependencies of the pnpm workspace",
+                value=-0.7,
+                episode_id=EPISODE,
+                tool_calls=[ToolCall(TOOL, error_code="ERESOLVE")],
+            )
+            burst = sub.record_tool_failure(
+                TOOL, CONTEXT, step, reason="ERESOLVE", session_id=SESSION, episode_id=EPISODE
+            )
+            say(f"   step {step}: failure recorded{' → burst, repair queued' if burst else ''}")
+        sub.flush(timeout=30)
+
+        say('\n2. the user corrects the agent: "不对，用 pnpm 而不是 npm"')
+        fb, future = sub.submit_user_feedback(
+            "不对，用 pnpm 而不是 npm", SESSION, context="package manager", episode_id=EPISODE
+        )
+        say(f"   classified: {fb.shape.value} (prefer={fb.prefer}, avoid={fb.avoid})")
+        future.result(timeout=30)
+
+        say('\n3. the user says "thanks!"')
+        fb, future = sub.submit_user_feedback("thanks!", SESSION, episode_id=EPISODE)
+        result = future.result(timeout=30)
+        say(f"   classified: {fb.shape.value} → {result.skipped_reason}, nothing written")
+        sub.flush(timeout=30)
+
+    say("\nrepairs:")
+    say(f"  {'id':<26} {'trigger':<16} {'sev':<5} {'conf':>4}  preference | anti-pattern")
+    for row in store.repairs.list():
+        say(
+            f"  {row.id:<26} {row.trigger:<16} {row.severity:<5} {row.confidence:4.2f}  "
+            f"{row.preference} | {row.anti_pattern}"
+        )
+    say(f"\npolicy {policy.id} boundary now:")
+    for line in store.policies.get(policy.id).boundary.splitlines():
+        say(f"  {line}")
+    say(
+        f"\naudit log: {sum(1 for _ in open(base / 'audit.jsonl', encoding='utf-8'))} lines in {base / 'audit.jsonl'}"
+    )
+    audit.close()
+    store.close()
+    if tmp is not None:
+        tmp.cleanup()
+    return 0

@@ -1,0 +1,426 @@
+"""``RepairQueue``: the durable, database-backed queue of repair jobs.
+
+A job is a row in ``repair_jobs`` in the same database as the repairs, so
+the repair row and the job's ``done`` status commit together (exactly one
+repair per job, even across a crash). Life cycle::
+
+    pending ──claim──▶ running ──ok──────────────▶ done
+       ▲                  │  ├─transient error───▶ pending (next_attempt_at = now + backoff)
+       │                  │  └─permanent error───▶ dead
+       └──lease expired / owner process gone──────┘
+    dead ──queue retry──▶ pending        pending older than stale_after ──▶ discarded (deleted)
+
+Job ids are content addresses of the trigger, so re-triggering the same
+situation while its job is waiting returns the existing job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import random
+import socket
+import unicodedata
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from sqlalchemy import delete, exists, func, select, update
+from sqlalchemy.orm import Session, aliased
+
+from .config import FeedbackConfig
+from .errors import InvalidInputError, NotFoundError, StoreError
+from .repair import RepairInput
+from .signals import FailureRecord
+from .store import Store
+from .store.models import RepairJobModel
+from .store.rows import now_ms
+
+__all__ = [
+    "JOB_STATUSES",
+    "EnqueueResult",
+    "JobRow",
+    "LeaseLostError",
+    "RepairQueue",
+    "backoff_ms",
+    "input_from_payload",
+    "job_id_for",
+    "payload_of",
+]
+
+logger = logging.getLogger("memos_feedback.queue")
+
+JOB_STATUSES = ("pending", "running", "done", "dead")
+
+
+class LeaseLostError(StoreError):
+    """The job was taken over by another worker (our lease had expired)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobRow:
+    id: str
+    seq: int
+    context_hash: str
+    trigger: str
+    payload: dict[str, Any]
+    status: str
+    attempts: int
+    next_attempt_at: int
+    lease_until: int | None
+    lease_owner: str | None
+    last_error: str | None
+    outcome: str | None
+    repair_id: str | None
+    created_at: int
+    updated_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueResult:
+    job_id: str
+    deduped: bool
+
+
+def _job_row(m: RepairJobModel) -> JobRow:
+    return JobRow(
+        id=m.id,
+        seq=m.seq,
+        context_hash=m.context_hash,
+        trigger=m.trigger,
+        payload=dict(m.payload),
+        status=m.status,
+        attempts=m.attempts,
+        next_attempt_at=m.next_attempt_at,
+        lease_until=m.lease_until,
+        lease_owner=m.lease_owner,
+        last_error=m.last_error,
+        outcome=m.outcome,
+        repair_id=m.repair_id,
+        created_at=m.created_at,
+        updated_at=m.updated_at,
+    )
+
+
+# -- payloads and ids -------------------------------------------------------
+
+
+def payload_of(inp: RepairInput) -> dict[str, Any]:
+    """The JSON payload that fully describes a ``RepairInput``."""
+    data = asdict(inp)
+    data["failures"] = [asdict(f) for f in inp.failures]
+    return data
+
+
+def input_from_payload(payload: dict[str, Any]) -> RepairInput:
+    data = dict(payload)
+    failures = tuple(FailureRecord(**f) for f in data.pop("failures", ()) or ())
+    return RepairInput(failures=failures, **data)
+
+
+def _normalise(text: str | None) -> str:
+    if not text:
+        return ""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def job_id_for(inp: RepairInput) -> str:
+    """Content address: trigger, context hash, normalised input and the burst window."""
+    window = [(f.step, f.ts) for f in inp.failures]
+    key = json.dumps(
+        [inp.trigger, inp.context_hash, _normalise(inp.user_text), inp.session_id or "", window],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return "job_" + hashlib.sha1(key.encode("utf-8")).hexdigest()[:32]
+
+
+def backoff_ms(attempt: int, config: FeedbackConfig, rng: random.Random) -> int:
+    """Delay before retry number ``attempt`` (1-based): exponential, capped, jittered."""
+    base = config.retry_initial_ms * config.retry_multiplier ** max(0, attempt - 1)
+    base = min(base, float(config.retry_max_ms))
+    jitter = 1.0 + rng.uniform(-config.retry_jitter, config.retry_jitter)
+    return max(0, int(base * jitter))
+
+
+def default_owner() -> str:
+    """host:pid:random — the pid lets a restart on the same host spot dead owners."""
+    return f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _owner_is_dead(owner: str | None) -> bool:
+    if not owner:
+        return True
+    parts = owner.rsplit(":", 2)
+    if len(parts) != 3 or parts[0] != socket.gethostname()[:60]:
+        return False  # another host: only its lease can tell
+    try:
+        pid = int(parts[1])
+    except ValueError:
+        return False
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+class RepairQueue:
+    """Operations on ``repair_jobs``; every method is one short transaction."""
+
+    def __init__(self, store: Store, config: FeedbackConfig | None = None) -> None:
+        self.store = store
+        self.config = config or FeedbackConfig()
+
+    # -- enqueue ------------------------------------------------------------
+
+    def enqueue(self, inp: RepairInput) -> EnqueueResult:
+        return self.enqueue_many([inp])[0]
+
+    def enqueue_many(self, inputs: Sequence[RepairInput]) -> list[EnqueueResult]:
+        """Insert jobs in order, in one transaction; waiting duplicates are no-ops."""
+        results: list[EnqueueResult] = []
+        now = now_ms()
+        with self.store.session(write=True, action="enqueueing repair jobs") as s:
+            for inp in inputs:
+                if not isinstance(inp, RepairInput):
+                    raise InvalidInputError(f"enqueue takes RepairInput, got {type(inp).__name__}")
+                results.append(self._enqueue_one(s, inp, now))
+        return results
+
+    def _enqueue_one(self, s: Session, inp: RepairInput, now: int) -> EnqueueResult:
+        job_id = job_id_for(inp)
+        existing = s.scalars(
+            select(RepairJobModel).where(RepairJobModel.id == job_id).with_for_update()
+        ).first()
+        if existing is not None and existing.status in ("pending", "running"):
+            return EnqueueResult(job_id, deduped=True)
+        if existing is not None:
+            # The same situation again after its job finished: a new round.
+            # The old row's history goes; its repair (if any) stays.
+            s.delete(existing)
+            s.flush()
+        s.add(
+            RepairJobModel(
+                id=job_id,
+                context_hash=inp.context_hash,
+                trigger=inp.trigger,
+                payload=payload_of(inp),
+                status="pending",
+                attempts=0,
+                next_attempt_at=now,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+        s.flush()
+        return EnqueueResult(job_id, deduped=False)
+
+    # -- claiming -----------------------------------------------------------
+
+    def recover(self, now: int | None = None) -> int:
+        """Return expired or orphaned ``running`` jobs to ``pending``; count them."""
+        now = now_ms() if now is None else now
+        with self.store.session(write=True, action="recovering repair jobs") as s:
+            return self._recover(s, now)
+
+    def _recover(self, s: Session, now: int) -> int:
+        running = s.execute(
+            select(RepairJobModel.id, RepairJobModel.lease_until, RepairJobModel.lease_owner).where(
+                RepairJobModel.status == "running"
+            )
+        ).all()
+        stale = [
+            job_id
+            for job_id, lease_until, owner in running
+            if (lease_until or 0) < now or _owner_is_dead(owner)
+        ]
+        if stale:
+            s.execute(
+                update(RepairJobModel)
+                .where(RepairJobModel.id.in_(stale), RepairJobModel.status == "running")
+                .values(status="pending", lease_owner=None, lease_until=None, updated_at=now)
+            )
+            logger.info("returned %d abandoned running job(s) to pending", len(stale))
+        return len(stale)
+
+    def claim(self, owner: str, now: int | None = None) -> JobRow | None:
+        """Take the next due job whose context has nothing running and nothing older waiting."""
+        now = now_ms() if now is None else now
+        with self.store.session(write=True, action="claiming a repair job") as s:
+            self._recover(s, now)
+            other = aliased(RepairJobModel)
+            j = RepairJobModel
+            busy_context = exists().where(
+                other.context_hash == j.context_hash,
+                other.status == "running",
+            )
+            older_waiting = exists().where(
+                other.context_hash == j.context_hash,
+                other.status == "pending",
+                other.seq < j.seq,
+            )
+            stmt = (
+                select(j)
+                .where(j.status == "pending", j.next_attempt_at <= now, ~busy_context, ~older_waiting)
+                .order_by(j.seq)
+                .limit(1)
+            )
+            if s.get_bind().dialect.name == "postgresql":
+                stmt = stmt.with_for_update(skip_locked=True, of=j)
+            job = s.scalars(stmt).first()
+            if job is None:
+                return None
+            job.status = "running"
+            job.attempts += 1
+            job.lease_owner = owner
+            job.lease_until = now + self.config.lease_ms
+            job.updated_at = now
+            s.flush()
+            return _job_row(job)
+
+    def renew(self, job_ids: Iterable[str], owner: str, now: int | None = None) -> None:
+        """Extend the leases of jobs this owner is still working on."""
+        ids = list(job_ids)
+        if not ids:
+            return
+        now = now_ms() if now is None else now
+        with self.store.session(write=True, action="renewing job leases") as s:
+            s.execute(
+                update(RepairJobModel)
+                .where(
+                    RepairJobModel.id.in_(ids),
+                    RepairJobModel.status == "running",
+                    RepairJobModel.lease_owner == owner,
+                )
+                .values(lease_until=now + self.config.lease_ms)
+            )
+
+    # -- finishing ----------------------------------------------------------
+
+    def _finish(self, s: Session, job: JobRow, owner: str, now: int, **values: Any) -> None:
+        result = s.execute(
+            update(RepairJobModel)
+            .where(
+                RepairJobModel.id == job.id,
+                RepairJobModel.status == "running",
+                RepairJobModel.lease_owner == owner,
+            )
+            .values(updated_at=now, lease_until=None, **values)
+        )
+        if getattr(result, "rowcount", 1) != 1:
+            raise LeaseLostError(f"job {job.id} is no longer leased to {owner}")
+
+    def complete_in(self, s: Session, job: JobRow, owner: str, outcome: str, repair_id: str | None) -> None:
+        """Mark the job done inside the caller's transaction (the repair's own)."""
+        self._finish(s, job, owner, now_ms(), status="done", outcome=outcome, repair_id=repair_id)
+
+    def complete(self, job: JobRow, owner: str, outcome: str) -> None:
+        with self.store.session(write=True, action="completing a repair job") as s:
+            self.complete_in(s, job, owner, outcome, None)
+
+    def schedule_retry(self, job: JobRow, owner: str, error: str, next_attempt_at: int) -> None:
+        with self.store.session(write=True, action="rescheduling a repair job") as s:
+            self._finish(
+                s,
+                job,
+                owner,
+                now_ms(),
+                status="pending",
+                lease_owner=None,
+                next_attempt_at=next_attempt_at,
+                last_error=error[:2000],
+            )
+
+    def bury(self, job: JobRow, owner: str, error: str) -> None:
+        with self.store.session(write=True, action="dead-lettering a repair job") as s:
+            self._finish(s, job, owner, now_ms(), status="dead", last_error=error[:2000])
+
+    def discard_stale(self, now: int | None = None) -> list[JobRow]:
+        """Delete pending jobs older than ``stale_after_ms``; return them."""
+        now = now_ms() if now is None else now
+        cutoff = now - self.config.stale_after_ms
+        with self.store.session(write=True, action="discarding stale jobs") as s:
+            rows = [
+                _job_row(m)
+                for m in s.scalars(
+                    select(RepairJobModel).where(
+                        RepairJobModel.status == "pending", RepairJobModel.created_at < cutoff
+                    )
+                )
+            ]
+            if rows:
+                s.execute(delete(RepairJobModel).where(RepairJobModel.id.in_([r.id for r in rows])))
+        return rows
+
+    # -- operator surface ---------------------------------------------------
+
+    def get(self, job_id: str) -> JobRow:
+        with self.store.session(action="reading a job") as s:
+            m = s.scalars(select(RepairJobModel).where(RepairJobModel.id == job_id)).first()
+            if m is None:
+                raise NotFoundError(f"no job with id {job_id!r}")
+            return _job_row(m)
+
+    def list(self, status: str | None = None, limit: int = 100) -> list[JobRow]:
+        if status is not None and status not in JOB_STATUSES:
+            raise InvalidInputError(f"status must be one of {JOB_STATUSES}, got {status!r}")
+        stmt = select(RepairJobModel).order_by(RepairJobModel.seq).limit(limit)
+        if status is not None:
+            stmt = stmt.where(RepairJobModel.status == status)
+        with self.store.session(action="listing jobs") as s:
+            return [_job_row(m) for m in s.scalars(stmt)]
+
+    def retry(self, job_id: str) -> JobRow:
+        """Put a dead (or done) job back to pending with its attempts reset."""
+        now = now_ms()
+        with self.store.session(write=True, action="retrying a job") as s:
+            m = s.scalars(select(RepairJobModel).where(RepairJobModel.id == job_id).with_for_update()).first()
+            if m is None:
+                raise NotFoundError(f"no job with id {job_id!r}")
+            if m.status == "running":
+                raise InvalidInputError(f"job {job_id} is running; retry it once it has finished")
+            m.status, m.attempts, m.next_attempt_at, m.updated_at = "pending", 0, now, now
+            m.lease_owner = m.lease_until = None
+            s.flush()
+            return _job_row(m)
+
+    def purge(self, job_id: str) -> None:
+        with self.store.session(write=True, action="purging a job") as s:
+            result = s.execute(delete(RepairJobModel).where(RepairJobModel.id == job_id))
+            if getattr(result, "rowcount", 0) == 0:
+                raise NotFoundError(f"no job with id {job_id!r}")
+
+    def stats(self, now: int | None = None) -> dict[str, int | None]:
+        """Counts per status, depth (pending + running) and the oldest pending age in ms."""
+        now = now_ms() if now is None else now
+        with self.store.session(action="reading queue stats") as s:
+            counts = {
+                status: int(n)
+                for status, n in s.execute(
+                    select(RepairJobModel.status, func.count()).group_by(RepairJobModel.status)
+                )
+            }
+            oldest = s.scalar(
+                select(func.min(RepairJobModel.created_at)).where(RepairJobModel.status == "pending")
+            )
+        out: dict[str, int | None] = {status: int(counts.get(status, 0)) for status in JOB_STATUSES}
+        out["depth"] = int(counts.get("pending", 0)) + int(counts.get("running", 0))
+        out["oldest_pending_age_ms"] = None if oldest is None else max(0, now - int(oldest))
+        return out
+
+    def wait_hint(self, now: int | None = None) -> int | None:
+        """Milliseconds until the earliest pending job is due (0 if one is due), None if none."""
+        now = now_ms() if now is None else now
+        with self.store.session(action="peeking the queue") as s:
+            nxt = s.scalar(
+                select(func.min(RepairJobModel.next_attempt_at)).where(RepairJobModel.status == "pending")
+            )
+        return None if nxt is None else max(0, int(nxt) - now)

@@ -1,0 +1,310 @@
+"""``run_repair``: the only code that writes decision repairs (pipeline.md §6).
+
+Guards run in the contract's order; every call ends in exactly one
+terminal event, ``repair.persisted`` or ``repair.skipped``. The slow part
+(evidence and synthesis, possibly an LLM call) runs outside any
+transaction; the write — cooldown re-check, repair row, policy blocks and
+the caller's job bookkeeping — is one transaction, serialized per context
+(an advisory lock on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite), so two
+processes that trigger the same context at once write one repair.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from .attach import attach_repair_to_policies
+from .classifier import ClassifiedFeedback, classify_feedback
+from .config import FeedbackConfig
+from .errors import InvalidInputError
+from .events import (
+    FeedbackBus,
+    FeedbackClassified,
+    FeedbackEvent,
+    RepairAttached,
+    RepairPersisted,
+    RepairSkipped,
+    RepairTriggered,
+)
+from .evidence import RepairEvidence, gather_repair_evidence
+from .llm import RepairLLM
+from .signals import FailureRecord
+from .store import Store
+from .store.rows import now_ms
+from .synthesize import DecisionRepairDraft, synthesize_draft
+
+__all__ = [
+    "TRIGGERS",
+    "RepairDeps",
+    "RepairInput",
+    "RepairResult",
+    "Trigger",
+    "context_lock_key",
+    "run_repair",
+]
+
+logger = logging.getLogger("memos_feedback.repair")
+
+Trigger = Literal[
+    "failure-burst", "user.negative", "user.correction", "user.constraint", "user.preference", "manual"
+]
+TRIGGERS: tuple[str, ...] = (
+    "failure-burst",
+    "user.negative",
+    "user.correction",
+    "user.constraint",
+    "user.preference",
+    "manual",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RepairInput:
+    """What to repair. ``context`` (the tool context text) is optional extra detail."""
+
+    trigger: str
+    context_hash: str
+    tool_id: str | None = None
+    user_text: str | None = None
+    session_id: str | None = None
+    episode_id: str | None = None
+    failures: tuple[FailureRecord, ...] = ()
+    context: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.trigger not in TRIGGERS:
+            raise InvalidInputError(f"trigger must be one of {TRIGGERS}, got {self.trigger!r}")
+        if not isinstance(self.context_hash, str) or not self.context_hash:
+            raise InvalidInputError("context_hash must be a non-empty str")
+        for name in ("tool_id", "user_text", "session_id", "episode_id", "context"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
+        if not all(isinstance(f, FailureRecord) for f in self.failures):
+            raise InvalidInputError("failures must be FailureRecord instances")
+        object.__setattr__(self, "failures", tuple(self.failures))
+
+
+@dataclass(frozen=True, slots=True)
+class RepairResult:
+    trigger: str
+    context_hash: str
+    repair_id: str | None
+    draft: DecisionRepairDraft | None
+    skipped: bool
+    skipped_reason: str | None
+    started_at: int
+    completed_at: int
+    attached_policy_ids: tuple[str, ...] = ()
+
+
+# Called inside the persisting transaction, after the repair row is added;
+# raising aborts (rolls back) the whole write.
+Finalizer = Callable[[Session, str], None]
+
+
+@dataclass(slots=True)
+class RepairDeps:
+    """Collaborators of ``run_repair``; only ``store`` is required."""
+
+    store: Store
+    config: FeedbackConfig = field(default_factory=FeedbackConfig)
+    bus: FeedbackBus | None = None
+    llm: RepairLLM | None = None
+    embedder: Any = None
+    clock: Callable[[], int] = now_ms
+    # The durable queue sets these per job: retry transient LLM errors
+    # instead of degrading, and commit the job's state with the repair.
+    raise_transient: bool = False
+    finalize: Finalizer | None = None
+
+
+def context_lock_key(context_hash: str) -> int:
+    """A signed 64-bit advisory-lock key for a context hash."""
+    try:
+        raw = int(context_hash[:16], 16)
+    except ValueError:
+        raw = int.from_bytes(hashlib.sha1(context_hash.encode()).digest()[:8], "big")
+    return raw - (1 << 64) if raw >= 1 << 63 else raw
+
+
+def _lock_context(session: Session, context_hash: str) -> None:
+    # SQLite needs nothing more: the write transaction began IMMEDIATE and
+    # holds the database's only write lock until commit.
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": context_lock_key(context_hash)})
+
+
+class _Run:
+    """State of one ``run_repair`` call."""
+
+    def __init__(self, inp: RepairInput, deps: RepairDeps) -> None:
+        self.inp = inp
+        self.deps = deps
+        self.started = deps.clock()
+
+    def emit(self, event: FeedbackEvent) -> None:
+        if self.deps.bus is not None:
+            self.deps.bus.emit(event)
+
+    def result(
+        self,
+        *,
+        repair_id: str | None = None,
+        draft: DecisionRepairDraft | None = None,
+        skipped_reason: str | None = None,
+        attached: tuple[str, ...] = (),
+    ) -> RepairResult:
+        return RepairResult(
+            trigger=self.inp.trigger,
+            context_hash=self.inp.context_hash,
+            repair_id=repair_id,
+            draft=draft,
+            skipped=skipped_reason is not None,
+            skipped_reason=skipped_reason,
+            started_at=self.started,
+            completed_at=self.deps.clock(),
+            attached_policy_ids=attached,
+        )
+
+    def skip(self, reason: str) -> RepairResult:
+        logger.info("repair skipped for %s (%s): %s", self.inp.context_hash, self.inp.trigger, reason)
+        self.emit(RepairSkipped(context_hash=self.inp.context_hash, trigger=self.inp.trigger, reason=reason))
+        return self.result(skipped_reason=reason)
+
+    def in_cooldown(self, session: Session | None = None) -> bool:
+        cooldown = self.deps.config.cooldown_ms
+        if cooldown <= 0:
+            return False
+        recent = self.deps.store.repairs.recent_for_context(self.inp.context_hash, session=session)
+        return recent is not None and self.deps.clock() - recent.ts < cooldown
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _value_gap_too_small(evidence: RepairEvidence, delta: float) -> bool:
+    # An empty side counts as an infinite gap (pipeline.md §6.4).
+    if not evidence.high or not evidence.low:
+        return False
+    gap = abs(_mean([t.value for t in evidence.high]) - _mean([t.value for t in evidence.low]))
+    return gap < delta
+
+
+def _candidate_policies(store: Store, inp: RepairInput, evidence: RepairEvidence) -> tuple[str, ...]:
+    episodes = {t.episode_id for t in (*evidence.high, *evidence.low) if t.episode_id}
+    episodes.update(f.episode_id for f in inp.failures if f.episode_id)
+    if inp.episode_id:
+        episodes.add(inp.episode_id)
+    if not episodes:
+        return ()
+    return tuple(
+        p.id for p in store.policies.list(status="active") if episodes.intersection(p.source_episode_ids)
+    )
+
+
+def _keyword(inp: RepairInput, feedback: ClassifiedFeedback | None) -> str | None:
+    if inp.tool_id:
+        return inp.tool_id
+    if feedback is not None:
+        return feedback.prefer or feedback.avoid
+    return None
+
+
+def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
+    """Run the guards, synthesize, persist and attach one repair (§6)."""
+    if not isinstance(input, RepairInput):
+        raise InvalidInputError(f"run_repair takes a RepairInput, got {type(input).__name__}")
+    run = _Run(input, deps)
+    cfg = deps.config
+
+    if run.in_cooldown():
+        return run.skip("cooldown")
+
+    feedback: ClassifiedFeedback | None = None
+    if input.user_text and input.user_text.strip():
+        feedback = classify_feedback(input.user_text)
+        run.emit(FeedbackClassified(shape=feedback.shape.value, confidence=feedback.confidence))
+        if not feedback.shape.triggers_repair:
+            return run.skip("feedback-not-actionable")
+
+    if not input.session_id:
+        return run.skip("no-session")
+
+    evidence = gather_repair_evidence(input.session_id, _keyword(input, feedback), None, deps.store, cfg)
+    if feedback is None and _value_gap_too_small(evidence, cfg.value_delta):
+        return run.skip("value-delta-low")
+
+    policy_ids = _candidate_policies(deps.store, input, evidence)
+    run.emit(
+        RepairTriggered(
+            context_hash=input.context_hash, trigger=input.trigger, failure_count=len(input.failures)
+        )
+    )
+
+    outcome = synthesize_draft(
+        context_hash=input.context_hash,
+        trigger=input.trigger,
+        tool_id=input.tool_id,
+        evidence=evidence,
+        feedback=feedback,
+        config=cfg,
+        llm=deps.llm if cfg.use_llm else None,
+        attach_to_policy_ids=policy_ids,
+        raise_transient=deps.raise_transient,
+    )
+    if outcome.draft is None:
+        return run.skip(outcome.skipped_reason or "insufficient-evidence")
+    draft = outcome.draft
+
+    with deps.store.session(write=True, action="persisting a repair") as session:
+        _lock_context(session, input.context_hash)
+        # Re-checked under the lock: another process may have written a
+        # repair for this context while we were synthesizing.
+        if run.in_cooldown(session):
+            cooled = True
+        else:
+            cooled = False
+            row = deps.store.repairs.insert(
+                context_hash=input.context_hash,
+                trigger=input.trigger,
+                preference=draft.preference,
+                anti_pattern=draft.anti_pattern,
+                severity=draft.severity,
+                confidence=draft.confidence,
+                tool_id=input.tool_id,
+                context=input.context,
+                session_id=input.session_id,
+                high_value_trace_ids=draft.high_value_trace_ids,
+                low_value_trace_ids=draft.low_value_trace_ids,
+                ts=run.started if run.started > 0 else None,
+                session=session,
+            )
+            attached: tuple[str, ...] = ()
+            if cfg.attach_to_policy and draft.attach_to_policy_ids:
+                attached = attach_repair_to_policies(draft, deps.store, session=session)
+            if deps.finalize is not None:
+                deps.finalize(session, row.id)
+    if cooled:
+        return run.skip("cooldown")
+
+    run.emit(
+        RepairPersisted(
+            context_hash=input.context_hash,
+            repair_id=row.id,
+            confidence=draft.confidence,
+            severity=draft.severity,
+        )
+    )
+    if attached:
+        run.emit(RepairAttached(repair_id=row.id, policy_ids=attached))
+    logger.info("repair %s persisted for %s (%s)", row.id, input.context_hash, input.trigger)
+    return run.result(repair_id=row.id, draft=draft, attached=attached)

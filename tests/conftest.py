@@ -1,0 +1,88 @@
+"""Shared fixtures.
+
+``store`` is a fresh, migrated store on a real database for every test. The
+database backends the suite runs against are chosen in one place,
+``backend_params()``: SQLite on a file in ``tmp_path`` always; PostgreSQL
+(``MEMOS_FEEDBACK_TEST_PG_URL``) is added there by the PostgreSQL issue,
+together with its branch in ``db_url``. Tests that are about SQLite itself
+(WAL, files on disk) use ``sqlite_url`` instead of ``db_url``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memos_feedback.config import FeedbackConfig
+from memos_feedback.events import FeedbackBus
+from memos_feedback.store import Store, open_store
+
+PG_URL_ENV = "MEMOS_FEEDBACK_TEST_PG_URL"
+
+
+def backend_params() -> list[Any]:
+    """The database backends every ``store``/``db_url`` test runs against."""
+    params: list[Any] = [pytest.param("sqlite", id="sqlite")]
+    # The PostgreSQL issue appends here, e.g.
+    #   if os.environ.get(PG_URL_ENV):
+    #       params.append(pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres))
+    # and gives ``db_url`` a branch that hands out a fresh, empty database.
+    return params
+
+
+def sqlite_file_url(path: Path) -> str:
+    """A SQLAlchemy URL for the SQLite file at ``path``."""
+    return f"sqlite:///{path}"
+
+
+@pytest.fixture(params=backend_params())
+def backend(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """A fresh SQLite file (not yet created) in the test's temp dir."""
+    return sqlite_file_url(tmp_path / "memos_feedback.db")
+
+
+@pytest.fixture
+def db_url(backend: str, sqlite_url: str) -> str:
+    """A URL to a fresh, empty database of the current ``backend``."""
+    if backend == "sqlite":
+        return sqlite_url
+    raise AssertionError(f"no db_url for backend {backend!r} (see backend_params)")  # pragma: no cover
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[Store]:
+    """A migrated store on a fresh database; closed after the test."""
+    s = open_store(db_url)
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+@pytest.fixture
+def config() -> FeedbackConfig:
+    return FeedbackConfig()
+
+
+@pytest.fixture
+def bus() -> FeedbackBus:
+    return FeedbackBus()
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """Remove every ``MEMOS_FEEDBACK_*`` variable (except the test PG URL) for this test."""
+    for name in list(os.environ):
+        if name.startswith("MEMOS_FEEDBACK_") and name != PG_URL_ENV:
+            monkeypatch.delenv(name)
+    return monkeypatch

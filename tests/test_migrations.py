@@ -1,0 +1,366 @@
+"""Alembic migrations on a real SQLite file: up, down, drift, unknown revisions, races."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Table, inspect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.engine import Engine
+
+from memos_feedback.errors import SchemaError, StoreError
+from memos_feedback.store import Store, migrate, open_store
+from memos_feedback.store.models import Base
+
+TABLES = set(Base.metadata.tables)
+
+
+def sqlite_path(url: str) -> Path:
+    return Path(url.removeprefix("sqlite:///"))
+
+
+def dump(path: Path) -> list[str]:
+    """A logical dump of the whole database (schema and rows)."""
+    conn = sqlite3.connect(path)
+    try:
+        return list(conn.iterdump())
+    finally:
+        conn.close()
+
+
+def table_names(engine: Engine) -> set[str]:
+    return set(inspect(engine).get_table_names())
+
+
+def revisions_base_to_head() -> list[str]:
+    script = ScriptDirectory(str(migrations_path()))
+    return [r.revision for r in reversed(list(script.walk_revisions("base", "heads")))]
+
+
+def migrations_path() -> Path:
+    return migrate.migrations_dir()
+
+
+def sqlite_affinity(type_name: str) -> str:
+    """SQLite's column affinity for a declared type (datatype3.html, §3.1)."""
+    t = type_name.upper()
+    if "INT" in t:
+        return "INTEGER"
+    if "CHAR" in t or "CLOB" in t or "TEXT" in t:
+        return "TEXT"
+    if "BLOB" in t or not t:
+        return "BLOB"
+    if "REAL" in t or "FLOA" in t or "DOUB" in t:
+        return "REAL"
+    return "NUMERIC"
+
+
+# -- up and down ----------------------------------------------------------------
+
+
+def test_migrate_up_from_empty_reaches_head(sqlite_url: str) -> None:
+    path = sqlite_path(sqlite_url)
+    assert not path.exists()
+    with open_store(sqlite_url) as s:
+        head = migrate.head_revision()
+        assert s.revision() == head
+        assert revisions_base_to_head()[-1] == head
+        assert table_names(s.engine) >= TABLES
+        with s.engine.connect() as conn:
+            versions = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalars().all()
+        assert versions == [head]
+    assert path.is_file()
+
+
+def test_open_without_migrating_leaves_an_empty_database(sqlite_url: str) -> None:
+    with open_store(sqlite_url, migrate_to_head=False) as s:
+        assert s.revision() is None
+        assert not TABLES & table_names(s.engine)
+
+
+def test_downgrade_to_base_and_up_again(sqlite_url: str) -> None:
+    with open_store(sqlite_url) as s:
+        s.traces.add(session_id="s")
+        migrate.downgrade(s.engine, "base")
+        assert s.revision() is None
+        assert not TABLES & table_names(s.engine), "downgrade to base must drop every table"
+        migrate.upgrade(s.engine)
+        assert s.revision() == migrate.head_revision()
+        assert table_names(s.engine) >= TABLES
+        # the re-created tables are empty and usable
+        assert s.traces.list("s", limit=10) == []
+        row = s.traces.add(session_id="s")
+        assert s.traces.get(row.id) == row
+
+
+def test_every_revision_steps_up_and_down(sqlite_url: str) -> None:
+    revisions = revisions_base_to_head()
+    assert revisions, "no migrations found"
+    with open_store(sqlite_url, migrate_to_head=False) as s:
+        for rev in revisions:
+            migrate.upgrade(s.engine, rev)
+            assert s.revision() == rev
+        for expected in [*reversed(revisions[:-1]), None]:
+            migrate.downgrade(s.engine, "-1")
+            assert s.revision() == expected
+        assert not TABLES & table_names(s.engine)
+
+
+def test_migrations_folder_is_found() -> None:
+    # In a checkout (editable install) this is the repository's migrations/;
+    # test_packaging checks that an installed wheel uses its packaged copy.
+    folder = migrations_path()
+    assert (folder / "env.py").is_file()
+    assert (folder / "versions" / "0001_initial.py").is_file()
+    assert len(revisions_base_to_head()) == len(list((folder / "versions").glob("[0-9]*.py")))
+
+
+# -- no drift between the migrations and the ORM models ----------------------------
+
+
+@pytest.fixture
+def migrated(sqlite_url: str) -> Iterator[Store]:
+    with open_store(sqlite_url) as s:
+        yield s
+
+
+def test_autogenerate_finds_nothing_to_change(migrated: Store) -> None:
+    with migrated.engine.connect() as conn:
+        assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
+        strict = MigrationContext.configure(conn, opts={"compare_type": True, "compare_server_default": True})
+        assert compare_metadata(strict, Base.metadata) == []
+
+
+def test_no_extra_tables(migrated: Store) -> None:
+    assert table_names(migrated.engine) == TABLES | {"alembic_version"}
+
+
+@pytest.mark.parametrize("table_name", sorted(TABLES))
+def test_table_matches_the_model(migrated: Store, table_name: str) -> None:
+    table: Table = Base.metadata.tables[table_name]
+    insp = inspect(migrated.engine)
+    dialect = sqlite_dialect.dialect()
+
+    # columns: names and order, nullability, declared type and its affinity
+    reflected = insp.get_columns(table_name)
+    assert [c["name"] for c in reflected] == [c.name for c in table.columns]
+    for col in reflected:
+        model_col = table.columns[col["name"]]
+        where = f"{table_name}.{col['name']}"
+        assert col["nullable"] == model_col.nullable, where
+        model_type = model_col.type.compile(dialect=dialect)
+        db_type = str(col["type"])
+        assert db_type == model_type, where
+        assert sqlite_affinity(db_type) == sqlite_affinity(model_type), where
+        assert col.get("default") is None, f"{where}: defaults live in the models, not the schema"
+
+    # primary key: the same columns, named by the naming convention
+    pk = insp.get_pk_constraint(table_name)
+    assert pk["constrained_columns"] == [c.name for c in table.primary_key.columns]
+    assert pk["name"] == f"pk_{table_name}"
+
+    # indexes: names, columns, uniqueness
+    db_indexes = {
+        ix["name"]: (tuple(ix["column_names"]), bool(ix["unique"])) for ix in insp.get_indexes(table_name)
+    }
+    model_indexes = {
+        str(ix.name): (tuple(c.name for c in ix.columns), bool(ix.unique)) for ix in table.indexes
+    }
+    assert db_indexes == model_indexes
+
+    # unique constraints (named by the convention)
+    db_uniques = {u["name"]: tuple(u["column_names"]) for u in insp.get_unique_constraints(table_name)}
+    model_uniques = {
+        f"uq_{table_name}_{'_'.join(c.name for c in u.columns)}": tuple(c.name for c in u.columns)
+        for u in table.constraints
+        if u.__class__.__name__ == "UniqueConstraint"
+    }
+    assert db_uniques == model_uniques
+
+    # no foreign keys on either side unless the models declare them
+    db_fks = {tuple(fk["constrained_columns"]) for fk in insp.get_foreign_keys(table_name)}
+    model_fks = {tuple(c.parent.name for c in fk.elements) for fk in table.foreign_key_constraints}
+    assert db_fks == model_fks
+
+
+def test_spec_columns_of_decision_repairs_exist(migrated: Store) -> None:
+    columns = {c["name"] for c in inspect(migrated.engine).get_columns("decision_repairs")}
+    # pipeline.md §10
+    assert {
+        "id",
+        "ts",
+        "context_hash",
+        "tool_id",
+        "context",
+        "trigger",
+        "session_id",
+        "preference",
+        "anti_pattern",
+        "severity",
+        "confidence",
+        "high_value_trace_ids",
+        "low_value_trace_ids",
+        "validated",
+        "rejected",
+    } <= columns
+
+
+# -- refusing unknown revisions ----------------------------------------------------------
+
+
+def test_unknown_revision_is_refused_and_data_untouched(sqlite_url: str) -> None:
+    with open_store(sqlite_url) as s:
+        s.traces.add(session_id="s", user_text="keep me", id="t1")
+    path = sqlite_path(sqlite_url)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE alembic_version SET version_num = '9999_from_the_future'")
+    conn.close()
+    before = dump(path)
+
+    with pytest.raises(SchemaError) as info:
+        open_store(sqlite_url)
+    message = str(info.value)
+    assert "9999_from_the_future" in message
+    assert "unknown" in message
+    assert migrate.head_revision() in message
+    assert isinstance(info.value, StoreError)
+
+    assert dump(path) == before
+    # and it keeps refusing: nothing was "repaired" on the way
+    with pytest.raises(SchemaError):
+        open_store(sqlite_url)
+    assert dump(path) == before
+
+
+def test_unknown_revision_on_an_otherwise_empty_database(sqlite_url: str) -> None:
+    path = sqlite_path(sqlite_url)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL PRIMARY KEY)")
+        conn.execute("INSERT INTO alembic_version VALUES ('abc123')")
+    conn.close()
+    with pytest.raises(SchemaError, match="abc123"):
+        open_store(sqlite_url)
+    conn = sqlite3.connect(path)
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    conn.close()
+    assert names == {"alembic_version"}, "no table may be created on a refused database"
+
+
+def test_unknown_revision_is_refused_by_explicit_upgrade_too(sqlite_url: str) -> None:
+    with open_store(sqlite_url) as s:
+        with s.engine.begin() as conn:
+            conn.exec_driver_sql("UPDATE alembic_version SET version_num = 'ffff'")
+        with pytest.raises(SchemaError):
+            migrate.upgrade(s.engine)
+        assert s.revision() == "ffff"
+
+
+def test_foreign_tables_without_a_revision_are_a_store_error(sqlite_url: str) -> None:
+    path = sqlite_path(sqlite_url)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("CREATE TABLE traces (id TEXT PRIMARY KEY, x TEXT)")
+        conn.execute("INSERT INTO traces VALUES ('a', 'b')")
+    conn.close()
+    before = dump(path)
+    with pytest.raises(StoreError):
+        open_store(sqlite_url)
+    assert dump(path) == before  # the failed migration was rolled back as a whole
+
+
+# -- idempotence and races ---------------------------------------------------------------
+
+
+def test_opening_twice_is_idempotent(sqlite_url: str) -> None:
+    with open_store(sqlite_url) as s:
+        row = s.traces.add(session_id="s")
+    path = sqlite_path(sqlite_url)
+    before = dump(path)
+    with open_store(sqlite_url) as s:
+        assert s.revision() == migrate.head_revision()
+        assert s.traces.get(row.id) == row
+    assert dump(path) == before
+    # two stores open on the same file at once
+    with open_store(sqlite_url) as a, open_store(sqlite_url) as b:
+        written = a.traces.add(session_id="s")
+        assert b.traces.get(written.id) == written
+        with a.engine.connect() as conn:
+            assert conn.exec_driver_sql("SELECT COUNT(*) FROM alembic_version").scalar() == 1
+
+
+OPENER = textwrap.dedent(
+    """
+    import sys
+    from memos_feedback.store import open_store
+
+    print("ready", flush=True)
+    for line in sys.stdin:          # one database URL per round
+        url = line.strip()
+        with open_store(url) as s:
+            s.traces.add(session_id="race", user_text=sys.argv[1])
+            print(s.revision(), flush=True)
+    """
+)
+
+
+def test_processes_opening_the_same_fresh_file_at_once(tmp_path: Path) -> None:
+    rounds, processes = 20, 3
+    logs = [tmp_path / f"proc{n}.err" for n in range(processes)]
+
+    def stderr_of(n: int) -> str:
+        return logs[n].read_text(encoding="utf-8", errors="replace")
+
+    procs = []
+    for n in range(processes):
+        with logs[n].open("w") as err:  # a file, not a pipe: reading it can never block
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", OPENER, f"proc{n}"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    text=True,
+                    cwd=tmp_path,
+                )
+            )
+    try:
+        for n, p in enumerate(procs):
+            assert p.stdout is not None
+            assert p.stdout.readline().strip() == "ready", stderr_of(n)
+        head = migrate.head_revision()
+        for r in range(rounds):
+            url = f"sqlite:///{tmp_path / f'race{r}.db'}"
+            for p in procs:  # all get the URL at (nearly) the same moment
+                assert p.stdin is not None
+                p.stdin.write(url + "\n")
+                p.stdin.flush()
+            for n, p in enumerate(procs):
+                assert p.stdout is not None
+                answer = p.stdout.readline().strip()
+                assert answer == head, f"round {r}, process {n}: {answer!r}\n{stderr_of(n)}"
+            with open_store(url) as s:
+                texts = sorted(t.user_text for t in s.traces.list("race", limit=10))
+                assert texts == [f"proc{n}" for n in range(processes)]
+    finally:
+        for p in procs:
+            if p.stdin is not None:
+                p.stdin.close()
+        for p in procs:
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:  # pragma: no cover
+                p.kill()
+                p.wait()
+    for n, p in enumerate(procs):
+        assert p.returncode == 0, stderr_of(n)

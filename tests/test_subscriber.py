@@ -1,0 +1,291 @@
+"""The subscriber end to end on a real SQLite file: every terminal path (§6, §9)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import freezegun.config
+import pytest
+from freezegun import freeze_time
+from sqlalchemy import update
+
+from memos_feedback.config import FeedbackConfig
+from memos_feedback.events import FeedbackBus, FeedbackEvent
+from memos_feedback.queue import RepairQueue, job_id_for
+from memos_feedback.repair import RepairInput
+from memos_feedback.signals import FailureBurst, context_hash_of
+from memos_feedback.store import Store, ToolCall
+from memos_feedback.store.models import RepairJobModel
+from memos_feedback.subscriber import FeedbackSubscriber, _burst_input, attach_feedback_subscriber
+
+SESSION = "s1"
+EPISODE = "ep1"
+
+
+class Feed:
+    """Thread-safe event recorder."""
+
+    def __init__(self, bus: FeedbackBus) -> None:
+        self.events: list[FeedbackEvent] = []
+        self._lock = threading.Lock()
+        bus.on_any(self._add)
+
+    def _add(self, event: FeedbackEvent) -> None:
+        with self._lock:
+            self.events.append(event)
+
+    def kinds(self) -> list[str]:
+        with self._lock:
+            return [e.kind for e in self.events]
+
+    def take(self) -> list[FeedbackEvent]:
+        with self._lock:
+            out, self.events = self.events, []
+        return out
+
+
+@pytest.fixture
+def threaded_freezegun() -> Iterator[None]:
+    """Let frozen time reach the subscriber's threads.
+
+    By default freezegun answers with real time to any call that has a
+    ``threading`` frame on its stack, which is every call made by a worker.
+    """
+    saved = list(freezegun.config.settings.default_ignore_list)
+    freezegun.configure(default_ignore_list=[m for m in saved if m != "threading"])
+    try:
+        yield
+    finally:
+        freezegun.configure(default_ignore_list=saved)
+
+
+@pytest.fixture
+def feed(bus: FeedbackBus) -> Feed:
+    return Feed(bus)
+
+
+@pytest.fixture
+def make_sub(store: Store, bus: FeedbackBus) -> Iterator[Any]:
+    subs: list[FeedbackSubscriber] = []
+
+    def make(config: FeedbackConfig | None = None, **kw: Any) -> FeedbackSubscriber:
+        sub = attach_feedback_subscriber(
+            store, bus=bus, config=config or FeedbackConfig(use_llm=False), poll_interval=0.02, **kw
+        )
+        subs.append(sub)
+        return sub
+
+    yield make
+    for sub in subs:
+        sub.close(timeout=10)
+
+
+def add_history(store: Store, session: str = SESSION, *, good: float = 0.8, bad: float = -0.7) -> None:
+    store.traces.add(
+        session,
+        agent_text="ran pnpm install, 312 packages installed",
+        reflection="pnpm install works in this repo",
+        value=good,
+        episode_id=EPISODE,
+        tool_calls=[ToolCall("npm.install")],  # the same tool, when it worked
+    )
+    store.traces.add(
+        session,
+        agent_text="npm ERR! ERESOLVE could not resolve dependency tree",
+        reflection="npm install fails on peer dependencies",
+        value=bad,
+        episode_id=EPISODE,
+        tool_calls=[ToolCall("npm.install", error_code="ERESOLVE")],
+    )
+
+
+def burst(
+    sub: FeedbackSubscriber, tool: str = "npm.install", ctx: str = "web/", session: str = SESSION
+) -> None:
+    fired = [sub.record_tool_failure(tool, ctx, step, "ERESOLVE", session, EPISODE) for step in (1, 2, 3)]
+    assert fired[:2] == [None, None] and fired[2] is not None
+
+
+def test_burst_persists_a_repair_and_attaches_it(store: Store, feed: Feed, make_sub: Any) -> None:
+    policy = store.policies.add("installs", boundary="host text", source_episode_ids=[EPISODE])
+    add_history(store)
+    sub = make_sub()
+    burst(sub)
+    assert sub.flush(timeout=10)
+    events = feed.take()
+    assert [e.kind for e in events] == ["repair.triggered", "repair.persisted", "repair.attached"]
+    triggered, persisted, attached = events
+    assert triggered.trigger == "failure-burst" and triggered.failure_count == 3  # type: ignore[attr-defined]
+    repairs = store.repairs.list()
+    assert len(repairs) == 1 and repairs[0].id == persisted.repair_id  # type: ignore[attr-defined]
+    assert repairs[0].context_hash == context_hash_of("npm.install", "web/")
+    assert attached.policy_ids == (policy.id,)  # type: ignore[attr-defined]
+    boundary = store.policies.get(policy.id).boundary
+    assert boundary.startswith("host text\n@repair ")
+    # Signals are cleared once the repair succeeded.
+    assert sub.signals.peek("npm.install", "web/") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "shape"),
+    [
+        ("that didn't work, the build is still failing", "negative"),
+        ("wrong port, it's 8080 not 8000", "correction"),
+        ("looks good, but also handle empty input", "constraint"),
+        ("use pnpm instead of npm", "preference"),
+        ("不对，用 pnpm 而不是 npm", "preference"),
+    ],
+)
+def test_each_triggering_shape_persists(
+    store: Store, feed: Feed, make_sub: Any, text: str, shape: str
+) -> None:
+    add_history(store)
+    sub = make_sub()
+    classified, future = sub.submit_user_feedback(text, SESSION, episode_id=EPISODE)
+    assert classified.shape.value == shape
+    result = future.result(timeout=10)
+    assert not result.skipped and result.repair_id is not None
+    assert result.trigger == f"user.{shape}"
+    assert feed.kinds() == ["feedback.classified", "repair.triggered", "repair.persisted"]
+    row = store.repairs.get(result.repair_id)
+    assert row.trigger == f"user.{shape}" and row.session_id == SESSION
+
+
+def test_not_actionable_resolves_at_once_and_writes_nothing(store: Store, feed: Feed, make_sub: Any) -> None:
+    sub = make_sub()
+    classified, future = sub.submit_user_feedback("thanks!", SESSION)
+    assert future.done()
+    result = future.result()
+    assert result.skipped and result.skipped_reason == "feedback-not-actionable"
+    assert classified.shape.value == "positive"
+    assert feed.kinds() == ["feedback.classified", "repair.skipped"]
+    assert store.repairs.list() == [] and RepairQueue(store).list() == []
+
+
+def test_no_session_skips(store: Store, feed: Feed, make_sub: Any) -> None:
+    sub = make_sub()
+    _, future = sub.submit_user_feedback("use uv instead of pip", None)
+    result = future.result(timeout=10)
+    assert result.skipped_reason == "no-session"
+    assert feed.kinds() == ["feedback.classified", "repair.skipped"]
+    assert store.repairs.list() == []
+
+
+def test_value_delta_low_skips_an_unsolicited_repair(store: Store, feed: Feed, make_sub: Any) -> None:
+    add_history(store, good=0.1, bad=-0.2)  # gap 0.3 < value_delta 0.5
+    sub = make_sub()
+    burst(sub)
+    assert sub.flush(timeout=10)
+    events = feed.take()
+    assert [e.kind for e in events] == ["repair.skipped"]
+    assert events[0].reason == "value-delta-low"  # type: ignore[attr-defined]
+    assert store.repairs.list() == []
+    # A failed repair leaves the burst's evidence in place.
+    assert sub.signals.peek("npm.install", "web/") is not None
+
+
+def test_insufficient_evidence_skips(store: Store, feed: Feed, make_sub: Any) -> None:
+    sub = make_sub()
+    burst(sub, session="empty-session")
+    assert sub.flush(timeout=10)
+    events = feed.take()
+    assert [e.kind for e in events] == ["repair.triggered", "repair.skipped"]
+    assert events[1].reason == "insufficient-evidence"  # type: ignore[attr-defined]
+
+
+@pytest.mark.usefixtures("threaded_freezegun")
+def test_cooldown_is_driven_by_the_clock(store: Store, feed: Feed, make_sub: Any) -> None:
+    add_history(store)
+    with freeze_time("2026-11-30 12:00:00") as frozen:
+        sub = make_sub()
+        burst(sub)
+        assert sub.flush(timeout=10)
+        assert [e.kind for e in feed.take()] == ["repair.triggered", "repair.persisted"]
+
+        frozen.tick(59.9)
+        burst(sub, ctx="web/")  # window still holds the failures; steps restart
+        assert sub.flush(timeout=10)
+        events = feed.take()
+        assert [e.kind for e in events] == ["repair.skipped"]
+        assert events[0].reason == "cooldown"  # type: ignore[attr-defined]
+
+        frozen.tick(0.1)  # exactly 60 s after the first repair
+        sub.record_tool_failure("npm.install", "web/", 4, "ERESOLVE", SESSION, EPISODE)
+        assert sub.flush(timeout=10)
+        assert [e.kind for e in feed.take()] == ["repair.triggered", "repair.persisted"]
+    assert len(store.repairs.list()) == 2
+
+
+@pytest.mark.usefixtures("threaded_freezegun")
+def test_twenty_bursts_from_four_threads_write_one_repair(store: Store, make_sub: Any) -> None:
+    add_history(store)
+    # A wide window: every failure after the third fires a burst, whatever
+    # order the four threads' steps arrive in.
+    sub = make_sub(FeedbackConfig(use_llm=False, failure_window=100))
+    bursts: list[FailureBurst] = []
+    barrier = threading.Barrier(4)
+
+    def fire(offset: int) -> None:
+        barrier.wait()
+        for i in range(6):
+            step = 1 + offset + 4 * i  # the four threads interleave steps 1..24
+            b = sub.record_tool_failure("npm.install", "web/", step, "E", SESSION, EPISODE)
+            if b is not None:
+                bursts.append(b)
+
+    with freeze_time("2026-11-30 12:00:00"):
+        # Hold the database's write lock while the bursts fire, so all of them
+        # are queued before the first repair can run (and clear the signals).
+        with store.session(write=True):
+            threads = [threading.Thread(target=fire, args=(k,)) for k in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        assert sub.flush(timeout=30)
+    assert len(bursts) == 24 - 2
+    assert len({b.last_seen for b in bursts}) == 1, "all fired in the same millisecond"
+    assert len(store.repairs.list()) == 1
+    jobs = RepairQueue(store).list()
+    assert len(jobs) == len({job_id_for(_burst_input(b)) for b in bursts})
+    assert sorted(j.outcome or "" for j in jobs).count("persisted") == 1
+
+
+def test_a_job_that_raises_does_not_stop_the_next_hundred(store: Store, feed: Feed, make_sub: Any) -> None:
+    add_history(store)
+    queue = RepairQueue(store)
+    bad = queue.enqueue(RepairInput(trigger="manual", context_hash="broken", session_id=SESSION))
+    # A corrupt payload (a bug or a bad migration) makes the job raise.
+    with store.session(write=True) as s:
+        s.execute(update(RepairJobModel).where(RepairJobModel.id == bad.job_id).values(payload={"bogus": 1}))
+    sub = make_sub(FeedbackConfig(use_llm=False, cooldown_ms=0))
+    futures = [
+        sub.run_once(RepairInput(trigger="manual", context_hash=f"ctx{i}", session_id=SESSION))
+        for i in range(100)
+    ]
+    results = [f.result(timeout=60) for f in futures]
+    assert all(r.repair_id is not None for r in results)
+    assert queue.get(bad.job_id).status == "dead"
+    assert "repair.job.failed" in feed.kinds() and "repair.job.dead" in feed.kinds()
+    assert sub.metrics()["dead"] == 1
+    assert len(store.repairs.list(limit=1000)) == 100
+
+
+def test_run_once_and_bad_hot_path_input(store: Store, make_sub: Any) -> None:
+    add_history(store)
+    sub = make_sub()
+    assert sub.record_tool_failure(None, "x", 1) is None  # type: ignore[arg-type]
+    sub.record_tool_success("t", "x", "one")  # type: ignore[arg-type]
+    result = sub.run_once(RepairInput(trigger="manual", context_hash="abc", session_id=SESSION)).result(10)
+    assert result.repair_id is not None
+
+
+def test_closed_subscriber_refuses_work(store: Store, make_sub: Any) -> None:
+    from memos_feedback.errors import SubscriberClosedError
+
+    sub = make_sub()
+    sub.close()
+    with pytest.raises(SubscriberClosedError):
+        sub.submit_user_feedback("use uv", SESSION)
