@@ -81,6 +81,10 @@ class Mask:
     pattern: regex.Pattern[str]
 
 
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 def _cue(name: str, shape: str, weight: float, source: str, *, keep_case: bool = False) -> Cue:
     return Cue(name, shape, weight, compile_pattern(source, keep_case=keep_case))
 
@@ -137,8 +141,8 @@ CLAUSE_BREAK: Final = compile_pattern(r"[，。；;！!？?\n、…]|[,.:](?=\s|
 
 # Right after a preferred tool: the word that introduces the one to avoid.
 CONTRAST_AFTER: Final = compile_pattern(
-    r"\s{0,3}[,，]?\s{0,3}(?:instead\s+of(?:\s+using)?|rather\s+than(?:\s+using)?|over|and\s+not|but\s+not|"
-    r"not(?:\s+using|\s+with)?|而不是(?:用)?|而非|不是|代替|替代|取代)\s{0,3}"
+    r"\s{0,3}[,，]?\s{0,3}(?:instead\s{1,3}of(?:\s{1,3}using)?|rather\s{1,3}than(?:\s{1,3}using)?|over|and\s{1,3}not|"
+    r"but\s{1,3}not|not(?:\s{1,3}using|\s{1,3}with)?|>{1,2}|而不是(?:用)?|而非|不是|代替|替代|取代)\s{0,3}"
 )
 
 # ---------------------------------------------------------------------------
@@ -152,12 +156,31 @@ _PROBLEM_NOUN = (
 
 MASKS: Final[tuple[Mask, ...]] = (
     # --- polite negations that mean approval ---------------------------------
+    _mask(
+        "small-talk-praise",
+        None,
+        0.0,
+        r"\b(?:have\s{1,3}a\s{1,3})?(?:nice|good|great|lovely)\s{1,3}(?:weekend|day|evening|morning|night|trip|holiday|"
+        r"vacation|lunch|weather|to\s{1,3}meet)\b|\bthanks?\s{1,3}(?:you\s{1,3})?for\s{1,3}(?:waiting|your\s{1,3}patience|"
+        r"bearing\s{1,3}with)\b|(?:天气|周末|假期|今天|心情|气氛)(?:真|很|挺|还)?(?:不错|好|棒)",
+    ),
+    _mask(
+        "problem-gone",
+        "positive",
+        1.0,
+        r"\b"
+        + _PROBLEM_NOUN
+        + r"\s{1,3}(?:are|is|'s|have|has)\s{1,3}(?:all\s{1,3}|finally\s{1,3})?(?:been\s{1,3})?"
+        r"(?:gone|fixed|resolved)\b",
+    ),
     _mask("not-bad", "positive", 1.0, r"\bnot\s{1,3}(?:bad|too\s{1,3}shabby|half\s{1,3}bad)\b"),
     _mask(
         "no-problem",
         "positive",
         1.0,
-        r"\b(?:no|zero)\s{1,3}(?:more\s{1,3}|other\s{1,3})?" + _PROBLEM_NOUN + r"\b(?:\s{1,3}(?:now|anymore))?",
+        r"\b(?:no|zero)\s{1,3}(?:more\s{1,3}|other\s{1,3})?"
+        + _PROBLEM_NOUN
+        + r"\b(?:\s{1,3}(?:now|anymore))?",
     ),
     _mask("no-worries", "positive", 0.8, r"\bno\s{1,3}worries\b"),
     _mask("cant-complain", "positive", 1.0, r"\b(?:can't|cannot|can\s{1,3}not|couldn't)\s{1,3}complain\b"),
@@ -183,7 +206,10 @@ MASKS: Final[tuple[Mask, ...]] = (
     ),
     _mask("cn-not-bad", "positive", 1.0, r"不错|不赖|不差|不坏|挺好|不用谢"),
     _mask(
-        "cn-no-problem", "positive", 1.0, r"没(?:有|啥|什么)?(?:问题|毛病)|挑不出(?:毛病|问题)|无可挑剔|没得说"
+        "cn-no-problem",
+        "positive",
+        1.0,
+        r"没(?:有|啥|什么)?(?:问题|毛病)|挑不出(?:毛病|问题)|无可挑剔|没得说",
     ),
     _mask("cn-no-error-now", "positive", 1.0, r"(?:不|没|没有|不再)报错了|没(?:有)?(?:报错|错误)了"),
     _mask("cn-no-change-needed", "positive", 1.0, r"不用(?:再)?改了|不需要(?:再)?改了"),
@@ -221,8 +247,15 @@ MASKS: Final[tuple[Mask, ...]] = (
         r"dig\s{1,3}into|research|ask\s{1,3}\w{1,20})\s{1,3})(?:why|what|how|whether|if|where|when|which)\b"
         r"[^,.;!?\n，。；！？]{0,80}",
     ),
-    _mask("cn-embedded-question", None, 0.0, r"(?<=(?:查|看|排查|研究|搞清楚|弄清楚)(?:一下|下)?)(?:为什么|为啥|是不是|有没有|怎么)[^，。；！？,.;!?\n]{0,40}"),
-    _mask("no-notes", "positive", 1.0, r"\bno\s{1,3}(?:notes|comments|feedback|changes\s{1,3}needed|edits)\b"),
+    _mask(
+        "cn-embedded-question",
+        None,
+        0.0,
+        r"(?<=(?:查|看|排查|研究|搞清楚|弄清楚)(?:一下|下|查|看)?)(?:为什么|为啥|是不是|有没有|怎么)[^，。；！？,.;!?\n]{0,40}",
+    ),
+    _mask(
+        "no-notes", "positive", 1.0, r"\bno\s{1,3}(?:notes|comments|feedback|changes\s{1,3}needed|edits)\b"
+    ),
     _mask(
         "idiom-wrong",
         None,
@@ -233,7 +266,9 @@ MASKS: Final[tuple[Mask, ...]] = (
     _mask("i-know", None, 0.0, r"\bi\s{1,3}know\b|\bno\s{1,3}idea\b(?!\s{1,3}what)"),
     _mask("note-to-self", None, 0.0, r"\bnote\s{1,3}to\s{1,3}self\b"),
     _mask("cn-error-noun", None, 0.0, r"错误(?:信息|日志|码|提示|处理|报告|率|类型|消息|堆栈)"),
-    _mask("cn-idioms", None, 0.0, r"不知不觉|对了[，,]|不对称|用户|费用|作用|应用|调用|引用|用例|信用|实用|用途"),
+    _mask(
+        "cn-idioms", None, 0.0, r"不知不觉|对了[，,]|不对称|用户|费用|作用|应用|调用|引用|用例|信用|实用|用途"
+    ),
     # --- negated approval: a rejection, not a "works" ------------------------
     _mask(
         "not-working",
@@ -267,7 +302,9 @@ MASKS: Final[tuple[Mask, ...]] = (
 # Cues. Weights: 1.0 and more decides a shape alone; 0.4-0.8 needs company.
 # ---------------------------------------------------------------------------
 _TOOLISH = r"[A-Za-z`'\"][\w.+#/`'\"-]{0,40}"
-_DEMONSTRATIVE = r"(?:it|this|that|these|those|them|one|the\s{1,3}same|the\s{1,3}existing|the\s{1,3}current)\b"
+_DEMONSTRATIVE = (
+    r"(?:it|this|that|these|those|them|one|the\s{1,3}same|the\s{1,3}existing|the\s{1,3}current)\b"
+)
 _CN_DEMONSTRATIVE = r"(?:这|那|此|它|本|上面|刚才|原来|之前|现在|什么|哪)"
 _INSTRUCTION_VERBS = (
     r"(?:run|deploy|commit|push|check|find|look|search|schedule|plot|draw|make|create|add|write|send|show|"
@@ -279,7 +316,7 @@ _INSTRUCTION_VERBS = (
     r"invite|share|publish|release|tag|bump|rebase|checkout|stash|reset|kill|close|rerun|re-run|"
     r"collect|gather|pick|choose|resolve|notify|ask|message|ping|text|set\s{1,3}up|tidy|grab|bring|"
     r"do(?!\s{1,3}(?:you|we|i|they|it|not|n't)\b)|redo|repeat|"
-        r"apply|append|insert|replace|split|join|extract|parse|scan|scrape|crawl|train|evaluate|measure|draft|cc)"
+    r"apply|append|insert|replace|split|join|extract|parse|scan|scrape|crawl|train|evaluate|measure|draft|cc)"
 )
 _CN_INSTRUCTION_VERBS = (
     r"(?:跑|运行|部署|发布|提交|推送|合并|检查|查|看|找|搜|统计|生成|写|画|做|建|创建|删除|删|修|安装|下载|"
@@ -313,8 +350,11 @@ CUES: Final[tuple[Cue, ...]] = (
         r"that's\s{1,3}the\s{1,3}one|you\s{1,3}got\s{1,3}it|sounds\s{1,3}good|just\s{1,3}what\s{1,3}I|"
         r"(?:much|way|a\s{1,3}lot|so\s{1,3}much)\s{1,3}better|that\s{1,3}helps|super\s{1,3}helpful|helpful|"
         r"works\s{1,3}like\s{1,3}a\s{1,3}charm|ship\s{1,3}it|makes\s{1,3}sense\s{1,3}now|appreciated|"
-        r"(?:ready|good)\s{1,3}to\s{1,3}(?:go|ship|merge)|ready\s{1,3}for\s{1,3}review)\b"
-        r"|^\W{0,3}(?:yes|yep|yup|yeah|exactly|right|correct|that's\s{1,3}it)\W{0,4}$",
+        r"(?:ready|good)\s{1,3}to\s{1,3}(?:go|ship|merge)|ready\s{1,3}for\s{1,3}review|did\s{1,3}the\s{1,3}trick|"
+        r"all\s{1,3}good|(?:much|way|a\s{1,3}lot|so\s{1,3}much|far)\s{1,3}(?:cleaner|faster|nicer|clearer|simpler|easier|"
+        r"more\s{1,3}readable))\b"
+        r"|^\W{0,3}(?:yes|yep|yup|yeah|exactly|right|correct|that's\s{1,3}it)"
+        r"(?:\W{1,3}(?:yes|exactly|right|correct|perfect|that's\s{1,3}it))?\W{0,4}$",
     ),
     _cue(
         "it-works",
@@ -334,7 +374,7 @@ CUES: Final[tuple[Cue, ...]] = (
         r"能用了|可以用了|成功了|搞定|解决了|好使|全绿|全过了|通过了|漂亮|厉害|牛[!！啊逼]|给力|赞|就是这样|"
         r"完全正确|正确|就用这个|终于(?:好|可以|行|能)|(?:现在|这下|终于)(?:对|行|好)了|对了[!！。~]?$|简洁|好多了|"
         r"清晰|没问题了|行了|好用|完全没问题|跑通|跑起来了|能跑了|跑成功|跑过了|符合(?:要求|预期)|就(?:这样|这么办)|有用|有帮助|"
-        r"帮大忙|明白了|懂了|[Oo][Kk]\s{0,2}了|^\W{0,3}(?:可以|好的|行|对|对的|嗯嗯?好)\W{0,4}$",
+        r"帮大忙|明白了|懂了|就是这个意思|正是|就是我要的|[Oo][Kk]\s{0,2}了|^\W{0,3}(?:可以|好的|行|对|对的|嗯嗯?好)\W{0,4}$",
     ),
     _cue(
         "courtesy-thanks",
@@ -368,7 +408,7 @@ CUES: Final[tuple[Cue, ...]] = (
         r"\b(?:same|identical)\s{1,3}(?:old\s{1,3})?(?:error|errors|issue|problem|result|results|output|thing|"
         r"failure|exception|traceback|bug|behaviou?r|message|response|story|crash|404|500|stack\s{1,3}trace|spot|place|"
         r"point|line|step|way)\b"
-        r"|\b(?:nothing|no)\s{1,3}(?:has\s{1,3})?changed\b|\bmade\s{1,3}no\s{1,3}difference\b",
+        r"|\b(?:nothing|no)\s{1,3}(?:has\s{1,3})?changed\b|\b(?:made|makes|make)\s{1,3}no\s{1,3}difference\b",
     ),
     _cue(
         "flat-rejection",
@@ -390,7 +430,8 @@ CUES: Final[tuple[Cue, ...]] = (
         "broken-state",
         "negative",
         1.0,
-        r"\b(?:is|are|was|went|looks|seems)\s{1,3}(?:just\s{1,3}|now\s{1,3}|all\s{1,3}|completely\s{1,3})?"
+        r"(?:\b(?:is|are|was|went|looks|seems|got)|'s)\s{1,3}(?:just\s{1,3}|now\s{1,3}|all\s{1,3}|completely\s{1,3}|even\s{1,3}|"
+        r"still\s{1,3}|way\s{1,3}|much\s{1,3})?"
         r"(?:blank|empty|gone|missing|dead|down|frozen|broken|worse|slower)\b(?!\s{1,3}(?:rows?|lines?|values?|cells?))",
     ),
     _cue(
@@ -408,6 +449,13 @@ CUES: Final[tuple[Cue, ...]] = (
         r"\s{1,3}(?:a\s{1,3}|an\s{1,3})?(?:\d{3}|error|exception|traceback|segfault|panic|timeout|blank|nothing)",
     ),
     _cue(
+        "change-broke",
+        "negative",
+        1.3,
+        r"\b(?:that|this|it|your\s{1,3}(?:change|fix|patch|commit|edit|script|code))\s{1,3}(?:just\s{1,3})?"
+        r"(?:broke|killed|wiped|deleted|corrupted|nuked|erased|undid)\b",
+    ),
+    _cue(
         "you-ignored",
         "negative",
         1.2,
@@ -422,7 +470,12 @@ CUES: Final[tuple[Cue, ...]] = (
         r"^\W{0,3}(?:please\s{1,3}|just\s{1,3})?(?:undo|revert|roll\s{1,3}back)\s{1,3}(?:that|this|it|your|the\s{1,3}"
         r"(?:change|last|edit|commit))\b|撤销|回滚|改回去|恢复原样",
     ),
-    _cue("failure-word", "negative", 0.5, r"\b(?:fail(?:s|ed|ing|ure)?|errors?|crash(?:es|ed|ing)?|exception)\b"),
+    _cue(
+        "failure-word",
+        "negative",
+        0.5,
+        r"\b(?:fail(?:s|ed|ing|ure)?|errors?|crash(?:es|ed|ing)?|exception)\b",
+    ),
     _cue(
         "sarcasm",
         "negative",
@@ -452,7 +505,7 @@ CUES: Final[tuple[Cue, ...]] = (
         "cn-failing",
         "negative",
         1.2,
-        r"又\s{0,2}(?:失败|报错|挂|崩|出错|不行|错|卡|crash|fail|error|break|broke|timeout)"
+        r"又\s{0,2}(?:失败|报错|挂|崩|出错|不行|错|卡|超时|坏|断|crash|fail|error|break|broke|timeout)"
         r"|(?:跑|连|打|装|启动|编译|运行|登)不(?:起来|通|动|上|开|了|进去)|崩了|挂了|坏了|炸了|"
         r"被你(?:删|改|弄|搞|覆盖|清)|你(?:把|给).{0,12}(?:删了|搞坏|弄坏|改坏|搞砸|弄丢|覆盖了)",
     ),
@@ -486,12 +539,18 @@ CUES: Final[tuple[Cue, ...]] = (
         r"(?:\b(?:is|are|was|were)|'s)\s{1,3}[^\s,，]{1,30}(?:\s{1,3}[^\s,，]{1,20}){0,2}\s{0,3}[,，]\s{0,3}not\s{1,3}\w",
     ),
     _cue(
+        "value-not-value",
+        "correction",
+        1.2,
+        r"(?:\b(?:is|are|was)|'s)\s{1,3}[\w.@/-]{0,30}[.\d_/@-][\w.@/-]{0,30}\s{1,3}not\s{1,3}[\w.]",
+    ),
+    _cue(
         "you-got-detail-wrong",
         "correction",
         0.6,
         r"\byou(?:'ve)?\s{1,3}(?:swapped|flipped|mixed\s{1,3}up|misspelled|misspelt|misread|miscounted|miscalculated|"
-        r"mistyped|typed|wrote|put|used|booked|set|forgot|double[- ]counted|counted|missed|left\s{1,3}out|confused|"
-        r"switched|transposed|added|subtracted|rounded|got|listed|entered|picked|gave|said|have)\b",
+        r"mistyped|typed|wrote|put|used|booked|set|forgot|double[- ]counted|counted|missed|left\s{1,3}out|"
+        r"confused|switched|transposed|added|subtracted|rounded|got|listed|entered|picked|gave|said|have)\b",
     ),
     _cue(
         "copula-value",
@@ -530,7 +589,12 @@ CUES: Final[tuple[Cue, ...]] = (
         r"^\W{0,3}(?:no|nope|nah|wrong|not\s{1,3}quite)\b[\s,!.]{1,6}(?:no\W{1,3})?"
         r"(?!.{0,60}\b(?:still|again|same|errors?|fail\w{0,4}|crash\w{0,4})\b)[^\d\n]{0,40}\d",
     ),
-    _cue("rejection-start", "correction", 0.5, r"^\W{0,3}(?:no|nope|nah|wrong|incorrect|not\s{1,3}quite|close|almost)\b"),
+    _cue(
+        "rejection-start",
+        "correction",
+        0.5,
+        r"^\W{0,3}(?:no|nope|nah|wrong|incorrect|not\s{1,3}quite|close|almost)\b",
+    ),
     _cue(
         "cn-should-be",
         "correction",
@@ -542,7 +606,7 @@ CUES: Final[tuple[Cue, ...]] = (
         "correction",
         1.2,
         r"不是.{1,20}?[，,]\s{0,2}(?:而)?是|(?:不对|错了|不是这样|搞错了)[，,。\s]{1,3}[^，。？！,.?!]{0,8}?(?:应该)?(?:是|叫|在)"
-        r"(?!不是)|才对|"
+        r"(?!不是)|(?:不对|错了)[，,。\s]{1,3}[^，。？！,.?!]{0,6}?姓|才对|"
         r"我(?:说|指|要)的是|(?:名字|文件名|名称|分支|表|库|函数|变量|字段|项目|仓库|目录|路径)(?:名)?(?:叫|是)\s{0,2}[A-Za-z0-9\u4e00-\u9fff]",
     ),
     _cue(
@@ -605,7 +669,7 @@ CUES: Final[tuple[Cue, ...]] = (
         r"\bkeep\s{1,3}(?:it|them|the|everything|all|each|every|this|that|things?|my|our|its|their)\b"
         r"|\bonly\s{1,3}(?:touch|change|modify|edit|use|include|keep|show|return|process|handle|run|update|"
         r"the|for|in|on|files?|when|if|count|list|consider|look|apply|affect)\b|^\W{0,3}only\b"
-        r"|\b(?:but|and)\s{1,3}(?:just|only)\b|\bno\s{1,3}\w{2,20}\s{1,3}(?:though|please|pls|either)\b",
+        r"|\b(?:but|and)\s{1,3}(?:just|only)\b|\bno\s{1,3}[^,.;!?\n]{1,40}?\s(?:though|please|pls|either)\b",
     ),
     _cue(
         "numeric-limit",
@@ -676,7 +740,12 @@ CUES: Final[tuple[Cue, ...]] = (
         r"(?:不要|别|不能|不许|不准|勿)\s{0,2}(?:动|改|碰|删|提交|推送|推|修改|改动|影响|排|超过|加|包含|出现|覆盖|"
         r"push|commit|touch|delete|merge|change)",
     ),
-    _cue("cn-avoid-keep", "constraint", 1.0, r"避开|避免|排除|保留|保持|沿用|除了|除外|不包括|尽量|兼容|支持(?!一下)"),
+    _cue(
+        "cn-avoid-keep",
+        "constraint",
+        1.0,
+        r"避开|避免|排除|保留|保持|沿用|除了|除外|不包括|尽量|兼容|支持(?!一下)",
+    ),
     _cue("cn-ack-but", "constraint", 0.4, r"(?:但是|不过|可是|但)"),
     # "new task:" starts something unrelated: not a requirement on the last answer.
     _cue("new-task", "constraint", -1.5, _NEW_TASK),
@@ -703,7 +772,11 @@ CUES: Final[tuple[Cue, ...]] = (
         "preference",
         1.2,
         r"(?:^|[,.;:!?，。；—]\s{0,3}|\b(?:no|nope|then|so)\W{1,3})\W{0,3}(?:please\s{1,3}|just\s{1,3})?use\s{1,3}"
-        r"(?!" + _DEMONSTRATIVE + r")|^\W{0,3}(?:no|nope|nah|不对|不是)\W{1,3}用\s{0,2}(?!" + _CN_DEMONSTRATIVE + r")",
+        r"(?!"
+        + _DEMONSTRATIVE
+        + r")|^\W{0,3}(?:no|nope|nah|不对|不是)\W{1,3}用\s{0,2}(?!"
+        + _CN_DEMONSTRATIVE
+        + r")",
     ),
     _cue(
         "dont-with",
@@ -711,7 +784,12 @@ CUES: Final[tuple[Cue, ...]] = (
         0.4,
         r"\b(?:don't|do\s{1,3}not|dont|not)\b.{0,40}?\b(?:with|in|using|via)\s{1,3}[A-Za-z`]|不用(?:写|搞|弄|手写)",
     ),
-    _cue("use-generic", "preference", 0.7, r"\b(?:use|using)\s{1,3}(?!" + _DEMONSTRATIVE + r"|case|of\b)" + _TOOLISH),
+    _cue(
+        "use-generic",
+        "preference",
+        0.7,
+        r"\b(?:use|using)\s{1,3}(?!" + _DEMONSTRATIVE + r"|case|of\b)" + _TOOLISH,
+    ),
     _cue(
         "switch-to",
         "preference",
@@ -776,7 +854,9 @@ CUES: Final[tuple[Cue, ...]] = (
         "with-not",
         "preference",
         0.8,
-        r"\b(?:with|using|in|via)\s{1,3}" + _TOOLISH + r".{0,30}?[,，]?\s{0,3}not\s{1,3}(?:plain\s{1,3}|raw\s{1,3})?[a-z`]",
+        r"\b(?:with|using|in|via)\s{1,3}"
+        + _TOOLISH
+        + r".{0,30}?[,，]?\s{0,3}not\s{1,3}(?:plain\s{1,3}|raw\s{1,3})?[a-z`]",
     ),
     _cue(
         "do-it-in",
@@ -798,7 +878,7 @@ CUES: Final[tuple[Cue, ...]] = (
         "cn-use",
         "preference",
         1.2,
-        r"(?:改用|换成|换用|统一用|一律用|都用|还是用|就用|改成用|最好用|建议用|推荐用|请用|请使用|应该用|要用|得用|"
+        r"(?<![不别])(?:改用|换成|换用|统一用|一律用|都用|还是用|就用|改成用|最好用|建议用|推荐用|请用|请使用|应该用|要用|得用|"
         r"以后用|以后都用|直接用)\s{0,2}(?!" + _CN_DEMONSTRATIVE + r")",
     ),
     _cue("cn-later", "preference", 0.8, r"以后|今后|往后|下次"),
@@ -823,7 +903,7 @@ CUES: Final[tuple[Cue, ...]] = (
     _cue(
         "why-did-you-use",
         "preference",
-        -1.5,
+        -3.0,
         r"\b(?:why\s{1,3}(?:did|do|would|are|were)\s{1,3}you|why'd\s{1,3}you|what\s{1,3}made\s{1,3}you|"
         r"how\s{1,3}come\s{1,3}you)\b|为(?:什么|啥)(?:要)?用",
     ),
@@ -833,7 +913,7 @@ CUES: Final[tuple[Cue, ...]] = (
         "confusion",
         1.2,
         r"\bwhy\s{1,3}(?:did|do|does|would|are|is|were|was|'d|has|have|on\s{1,3}earth|the\s{1,3}heck)"
-        r"\s{1,3}(?:you|it|this|that|there|the)\b|\bwhat\s{1,3}(?:made|makes)\s{1,3}you\b|\bhow\s{1,3}come\b"
+        r"\s{1,3}(?:you|this|that|there|the)\b|\bwhat\s{1,3}(?:made|makes)\s{1,3}you\b|\bhow\s{1,3}come\b"
         r"|\bwhy\s{1,3}you\b|\bwhy\s{1,3}(?:not|the)\b|\bwhy'd\b|\bwhy\s{0,3}(?:要|把|你|这|那)"
         r"|\bwhy\s{1,3}(?:were|was|are|is|did|does|do)\s{1,3}\S[^?\n]{0,60}\?",
     ),
@@ -841,7 +921,9 @@ CUES: Final[tuple[Cue, ...]] = (
         "why-dont-you",
         "confusion",
         -1.2,
-        r"\bwhy\s{1,3}(?:don't|dont|not)\s{1,3}(?:you|we)\s{1,3}(?:just\s{1,3})?(?:go\s{1,3}ahead|" + _INSTRUCTION_VERBS + r")\b",
+        r"\bwhy\s{1,3}(?:don't|dont|not)\s{1,3}(?:you|we)\s{1,3}(?:just\s{1,3})?(?:go\s{1,3}ahead|"
+        + _INSTRUCTION_VERBS
+        + r")\b",
     ),
     _cue("why", "confusion", 0.5, r"\bwhy\b"),
     _cue(
@@ -869,7 +951,12 @@ CUES: Final[tuple[Cue, ...]] = (
         r"come\s{1,3}again|pardon|say\s{1,3}what|sorry|why|how\s{1,3}so|wait\s{1,3}what)?\s{0,3}\?{1,5}\W{0,3}$"
         r"|^\W{0,3}(?:huh|wait\s{1,3}what|why|how\s{1,3}so|wdym)\W{0,3}$|^\W{0,3}(?:啥|什么|蛤|嗯|啊)\W{0,3}[？?]{1,5}\W{0,3}$",
     ),
-    _cue("explain", "confusion", 1.0, r"\bexplain\b|\bclarify\b|\bwalk\s{1,3}me\s{1,3}through\b|解释|讲讲|说明一下|什么是"),
+    _cue(
+        "explain",
+        "confusion",
+        1.0,
+        r"\bexplain\b|\bclarify\b|\bwalk\s{1,3}me\s{1,3}through\b|解释|讲讲|说明一下|什么是",
+    ),
     _cue(
         "what-for",
         "confusion",
@@ -888,11 +975,13 @@ CUES: Final[tuple[Cue, ...]] = (
         "confusion",
         1.0,
         r"\b(?:which|what)\s{1,3}(?:\w{1,20}\s{1,3})?(?:did|do|are|were|have)\s{1,3}you\b"
-        r"|\bis\s{1,3}(?:this|that|it)\b.{1,60}?\bor\b.{1,60}?\?"
+        r"|\bis\s{1,3}(?:this|that|it)\b.{1,60}?\bor\b.{1,60}?\?|\bdid\s{1,3}(?:it|this|that|you)\b.{1,50}?\bor\s{1,3}not\b"
         r"|\bdid\s{1,3}(?:it|this|that|you)\s{1,3}(?:actually\s{1,3}|really\s{1,3}|even\s{1,3})?(?:change|run|test|update|"
         r"delete|remove|add|check|commit|push|save|try|use|modify|touch|include|mean|break|install|restart)\b",
     ),
-    _cue("question-deixis", "confusion", 0.4, r"\b(?:this|that|these|those|here|there|it)\b.{0,40}?\?\W{0,3}$"),
+    _cue(
+        "question-deixis", "confusion", 0.4, r"\b(?:this|that|these|those|here|there|it)\b.{0,40}?\?\W{0,3}$"
+    ),
     _cue(
         "cn-confused",
         "confusion",
@@ -907,14 +996,14 @@ CUES: Final[tuple[Cue, ...]] = (
         "confusion",
         1.2,
         r"(?:你|这|那|要|把).{0,10}?(?:为什么|为啥|干嘛)|(?:为什么|为啥|干嘛|怎么会).{0,12}?(?:你|这|那|要|把|改|加|删|用|设|会|是)"
-        r"|咋回事|怎么回事",
+        r"|咋回事|怎么回事|(?:为什么|为啥).{0,8}?了",
     ),
     _cue(
         "cn-which",
         "confusion",
         1.0,
         r"到底.{0,15}?(?:了没有|没有|吗|没|呢)|(?:这|那|这个|那个|它)(?:是|要).{1,20}?还是.{1,20}?[？?]|啥区别|什么区别|有什么不同|有啥不同|"
-        r"哪个文件|哪一个|改了哪",
+        r"哪个文件|哪一个|改了哪|是哪(?:个|一个|些|里|儿)|指哪|你说的",
     ),
     _cue("cn-question-deixis", "confusion", 0.4, r"(?:这|那|这里|那里|这个|那个|它).{0,20}?[？?]$"),
     # ===== instruction =========================================================
@@ -941,6 +1030,9 @@ CUES: Final[tuple[Cue, ...]] = (
         + _INSTRUCTION_VERBS
         + r"\b|\bplease\s{1,3}"
         + _INSTRUCTION_VERBS
+        + r"\b|\bwhy\s{1,3}(?:don't|dont)\s{1,3}you\s{1,3}(?:just\s{1,3})?"
+        + r"(?:go\s{1,3}ahead\s{1,3}and\s{1,3})?"
+        + _INSTRUCTION_VERBS
         + r"\b|\b(?:then|and\s{1,3}then|now)\s{1,3}"
         + _INSTRUCTION_VERBS
         + r"\b",
@@ -965,8 +1057,9 @@ CUES: Final[tuple[Cue, ...]] = (
         "cn-request",
         "instruction",
         1.2,
-        r"帮我|帮忙|麻烦(?:你)?|请(?:你)?(?!问|用|使用)|给我|^\W{0,3}(?:把|将)\S|一下|接下来|然后|"
-        r"^\W{0,3}(?:now\s{1,3}|现在|接着|再|先)?\s{0,2}" + _CN_INSTRUCTION_VERBS,
+        r"帮我|帮忙|麻烦(?:你)?|请(?:你)?(?!问|用|使用)|给我|^\W{0,3}(?:把|将)\s{0,2}\S|一下|接下来|然后|"
+        r"^\W{0,3}(?:给|跟|和|向)[^，。？！,.?!]{1,8}?(?:发|打|说|回|写|约|订)|"
+        r"^\W{0,3}(?:now\s{1,3}|现在|接着|再|先|去)?\s{0,2}" + _CN_INSTRUCTION_VERBS,
     ),
     _cue(
         "mixed-request",
@@ -995,4 +1088,149 @@ CORRECTION_FRAMES: Final[tuple[regex.Pattern[str], ...]] = (
         r"|\bcorrect\s{1,3}(?:one|value|answer|number|name|date|figure)\s{1,3}is\s{1,3}"
         r"|应该是|应是|应为|应该为|应该叫|应该在|其实是|实际上是|正确的是|正确答案是"
     ),
+)
+
+
+# ---------------------------------------------------------------------------
+# Text preparation and extraction: lexicons and frames used by classifier.py.
+# ---------------------------------------------------------------------------
+
+CONTROL: Final = compile_pattern(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u2028\u2029\ufeff]")
+
+INLINE_CODE: Final = compile_pattern(r"`[^`\n]{1,200}`")
+
+# Lines of a pasted log or traceback that were not fenced.
+LOG_LINE: Final = compile_pattern(
+    r"[ ]{4}|\t|\$ |>>> |Traceback \(most recent|File \"|\s{0,8}at \S{1,200}\(|"
+    r"\d{4}-\d\d-\d\d[ T]\d|\[?(?:INFO|DEBUG|WARN|WARNING|ERROR|FATAL|TRACE)\]?[: ]|"
+    r"[A-Za-z_.]{1,60}(?:Error|Exception|Warning)\b:",
+)
+
+CODE_TROUBLE: Final = compile_pattern(
+    r"\b(?:traceback|error|exception|failed|failure|fatal|panic)\b|报错|失败|异常"
+)
+
+TOKEN: Final = compile_pattern(
+    r"`[^`\n]{1,80}`|\"[^\"\n]{1,80}\"|“[^”\n]{1,80}”|「[^」\n]{1,80}」"
+    r"|[$¥€£]?\d{1,3}(?:,\d{3}){1,6}(?:\.\d{1,6})?[A-Za-z%]{0,6}"
+    r"|[A-Za-z0-9_$¥€£~@#+./:'%\-]{1,80}"
+    r"|[\u3400-\u9fff\uf900-\ufaff]{1,40}"
+    r"|\S"
+)
+
+CJK: Final = compile_pattern(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+QUOTES: Final = "`\"'“”‘’「」『』"
+
+EDGE_PUNCT: Final = " \t\n.,;:!?。，；：！？、()[]{}（）" + QUOTES
+
+DETERMINERS: Final = _words(
+    "a an the some any plain just only whole native vanilla regular normal simple raw bare pure good "
+    "old our my your their its"
+)
+
+DEMONSTRATIVES: Final = _words("it this that these those them one same existing current")
+
+TOOL_STOP: Final = _words(
+    "instead rather over not for to in on at with from and or but because since so as is are was were "
+    "be works work worked takes took here there this that it them please pls plz thanks thank next "
+    "now always anymore again though then when if which where than by of like too also way whenever "
+    "already lol tbh"
+)
+
+# Words that trail or stand in for a tool name but never are one.
+SOFTENERS: Final = _words("please pls plz then instead too here there now again thanks")
+
+CN_MODIFIERS: Final = _words("原生 手动 默认 自带 纯 普通 直接 原来的 现在的 那个 这个 我的 你的 我们的 他的")
+
+CN_CUT: Final = compile_pattern(
+    r"吧|了|呢|啊|吗|嘛|太|的|来|去|做|处理|实现|写|算|画|跑|替代|代替|而|启动|运行"
+)
+
+VALUE_STOP: Final = _words(
+    "not you on in at for but and so because since instead rather than which with from by when if "
+    "this that here there your i we"
+)
+
+CN_EVENT_VERB: Final = compile_pattern(r"(?:落地|起飞|出发|到达|到|开始|结束|截止|见面|开会|举行|上线|发布)$")
+
+PREFER_FORWARD: Final = (
+    compile_pattern(
+        r"(?<![不别])(?:改用|换成|换用|统一用|一律用|都用|还是用|就用|改成用|最好用|建议用|推荐用|请用|请使用|应该用|要用|得用|"
+        r"以后用|以后都用|直接用|换|直接(?=\s{0,2}[A-Za-z`]))\s{0,2}"
+    ),
+    compile_pattern(
+        r"\b(?:switch|switching|migrate|migrating|move|moving|port|porting)\s{1,3}(?:it\s{1,3}|this\s{1,3}|"
+        r"that\s{1,3}|everything\s{1,3}|back\s{1,3}|over\s{1,3})?to\s{1,3}|\bstick\s{1,3}(?:with|to)\s{1,3}"
+        r"|\bgo\s{1,3}(?:with|for)\s{1,3}|\bprefer(?:s|red)?\s{1,3}|\bopt\s{1,3}for\s{1,3}"
+        r"|\brather\s{1,3}(?:you\s{1,3})?(?:use|used|go\s{1,3}with|went\s{1,3}with)\s{1,3}"
+        r"|\bwhy\s{1,3}not\s{1,3}(?:use\s{1,3}|just\s{1,3})?"
+    ),
+    compile_pattern(
+        r"(?<!\b(?:stop|quit|avoid|avoiding|don't|dont|not|never)\s{1,3})\b(?:use|using|used)\s{1,3}"
+    ),
+    compile_pattern(
+        r"\b(?:do|write|rewrite|implement|redo|build|vectori[sz]e|parse|handle|manage|format|lint|test|plot|"
+        r"script|run)\b.{0,30}?\b(?:with|using|in|via)\s{1,3}"
+    ),
+    compile_pattern(r"\bjust\s{1,3}(?=[a-z][\w.-]{1,20}\s{1,3}(?:it|this|that|them)\b)"),
+    compile_pattern(r"(?<![没有不可能费作应调引备通专常信使试采享所我他她们在还再就好别])用\s{0,2}"),
+    compile_pattern(r"\bmore\s{1,3}|走(?!了|吧|啦|过|开)\s{0,2}"),
+)
+
+PREFER_BACKWARD: Final = (
+    compile_pattern(
+        r"\s(?:works?|is|are)\s{1,3}(?:way\s{1,3}|much\s{1,3}|far\s{1,3}|a\s{1,3}lot\s{1,3})?"
+        r"(?:better|faster|simpler|enough|plenty)\b"
+    ),
+    compile_pattern(
+        r"[,，]\s{0,3}not\s{1,3}\w|\s{0,2}>{1,2}\s{0,2}[A-Za-z`]|\s(?:is|are)\s{1,3}what\s{1,3}(?:we|i)\b"
+    ),
+)
+
+AVOID_FORWARD: Final = compile_pattern(
+    r"\b(?:stop|quit)\s{1,3}using\s{1,3}|\b(?:don't|do\s{1,3}not|dont|never)\s{1,3}use\s{1,3}"
+    r"|\bavoid(?:ing)?\s{1,3}(?:using\s{1,3})?|\bno\s{1,3}more\s{1,3}|\bditch(?:ing)?\s{1,3}|\bdrop\s{1,3}"
+    r"|\bskip\s{1,3}|\bget\s{1,3}rid\s{1,3}of\s{1,3}|\bno\s{1,3}need\s{1,3}for\s{1,3}"
+    r"|\binstead\s{1,3}of\s{1,3}(?:using\s{1,3})?|\brather\s{1,3}than\s{1,3}(?:using\s{1,3})?"
+    r"|\b(?:picked|chose|went\s{1,3}with)\s{1,3}|\b(?:switch(?:ing)?|mov(?:e|ing)\s{1,3}away)\s{1,3}from\s{1,3}"
+    r"|[,，]\s{0,3}not\s{1,3}(?:plain\s{1,3}|using\s{1,3}|with\s{1,3})?"
+    r"|(?:别再?|不要再?|停止|不再|勿)\s{0,2}(?:用|使用)?\s{0,2}|而不是\s{0,2}(?:用)?|而非|(?<!为什么|为啥|何不)不用\s{0,2}(?=[A-Za-z`])"
+    r"|\b(?:don't|do\s{1,3}not|dont)\b.{0,40}?\b(?:with|using|via)\s{1,3}|\bless\s{1,3}|不用(?:写|搞|弄|手写)\s{0,2}"
+)
+
+AVOID_BACKWARD: Final = compile_pattern(
+    r"\s{0,3}(?:is|are)\s{1,3}(?:way\s{1,3}|too\s{1,3}|so\s{1,3}|really\s{1,3}|just\s{1,3}|kinda\s{1,3}){0,2}"
+    r"(?:overkill|flaky|slow|clunky|bloated|deprecated|unreliable|outdated|ugly|a\s{1,3}pain)\b"
+    r"|\s{0,3}takes\s{1,3}forever|\s{0,3}太(?:丑|慢|重|麻烦|难用|老|复杂|啰嗦|笨|卡)|\s{0,3}(?:不支持|不兼容|不稳定|有\s{0,2}bug)"
+)
+
+VALUE_BEFORE_NOT: Final = compile_pattern(r"\s{0,3}[,，]?\s{0,3}(?:\bnot\b|而不是|不是)")
+
+COPULA: Final = compile_pattern(
+    r"\b(?:lives|located|stored|sits|is)\s{1,3}(?:in|at|under)\s{1,3}"
+    r"|(?:\b(?:is|are|was|were)|'s)\s{1,3}(?:(?:actually\s{1,3})?(?:spelled|spelt|called|named)\s{1,3}|on\s{1,3}|at\s{1,3})?"
+    r"|(?<![这那还就但不总可要于若倒凡算像也都])(?:是|叫|在|为)\s{0,2}"
+)
+
+YOU_CLAUSE: Final = compile_pattern(r"\W{0,3}(?:you\b|你)")
+
+CONNECTIVE: Final = compile_pattern(
+    r"(?:\bbut\s{1,3}|\G\W{0,3}(?:(?:ok(?:ay)?|fine|good|great|sure|yes|yep|nice|cool|now)\W{1,3})?"
+    r"(?:and|also|plus)\s{1,3})(?:(?:please|also|then|now)\s{1,3}){0,2}"
+    r"|(?:但是|不过|可是|但|只是)\s{0,2}|\G\W{0,3}(?:另外|此外|同时|而且|并且|还有|顺便)\s{0,2}"
+)
+
+EN_MODAL: Final = compile_pattern(
+    r"\b(?:must|needs?\s{1,3}to|has\s{1,3}to|have\s{1,3}to|got\s{1,3}to|should(?:\s{1,3}also)?|"
+    r"make\s{1,3}sure(?:\s{1,3}(?:that|to))?|ensure(?:\s{1,3}that)?|remember\s{1,3}to|"
+    r"don't\s{1,3}forget\s{1,3}to|be\s{1,3}sure\s{1,3}to)\s{1,3}"
+)
+
+CN_MODAL: Final = compile_pattern(
+    r"\s{0,2}(?:也|还|都)?\s{0,2}(?:要|得|需要|必须|务必|记得|一定要|确保|make\s{1,3}sure(?:\s{1,3}that)?)\s{0,2}"
+)
+
+TRAILING_SOFTENER: Final = compile_pattern(
+    r"(?:\s{1,3}(?:though|please|pls|thanks|thx|too)|\s{0,2}(?:就行|就好|就可以|即可)?\s{0,2}(?:吧|哦|啊|呀|哈)|\s{0,2}(?:就行|就好|就可以|即可))\W{0,3}$"
 )

@@ -56,7 +56,10 @@ def cmd_classify(args: argparse.Namespace) -> int:
 
 def _repair_line(row: Any) -> str:
     flag = "validated" if row.validated else "rejected" if row.rejected else "new"
-    return f"{row.id}  {row.context_hash}  {row.trigger:<16} {row.severity:<4} {row.confidence:.2f} {flag:<9} {row.preference}"
+    return (
+        f"{row.id}  {row.context_hash}  {row.trigger:<16} {row.severity:<4} "
+        f"{row.confidence:.2f} {flag:<9} {row.preference}"
+    )
 
 
 def cmd_repairs_list(args: argparse.Namespace) -> int:

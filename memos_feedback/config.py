@@ -80,7 +80,7 @@ class FeedbackConfig:
         env = os.environ if environ is None else environ
         types = _field_types()
         values: dict[str, Any] = {}
-        for key in cls.keys():
+        for key in cls.keys():  # noqa: SIM118 (a classmethod, not dict.keys)
             raw = env.get(ENV_PREFIX + key.upper())
             if raw is not None:
                 values[key] = _parse_text(key, raw, types[key])
@@ -111,7 +111,7 @@ class FeedbackConfig:
 
 def _field_types() -> dict[str, type]:
     defaults = FeedbackConfig()
-    return {k: type(getattr(defaults, k)) for k in FeedbackConfig.keys()}
+    return {k: type(getattr(defaults, k)) for k in FeedbackConfig.keys()}  # noqa: SIM118
 
 
 def _parse_text(key: str, raw: str, kind: type) -> object:

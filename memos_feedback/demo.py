@@ -86,7 +86,8 @@ def run_demo(out: TextIO = sys.stdout, use_llm: bool = False, workdir: str | Non
         for step in (1, 2, 3):
             store.traces.add(
                 SESSION,
-                agent_text=f"npm install failed (attempt {step}): npm ERR! ERESOLVE unable to resolve dependency tree",
+                agent_text=f"npm install failed (attempt {step}): npm ERR! ERESOLVE unable to resolve "
+                "dependency tree",
                 reflection="npm cannot resolve the peer dependencies of the pnpm workspace",
                 value=-0.7,
                 episode_id=EPISODE,
@@ -121,9 +122,9 @@ def run_demo(out: TextIO = sys.stdout, use_llm: bool = False, workdir: str | Non
     say(f"\npolicy {policy.id} boundary now:")
     for line in store.policies.get(policy.id).boundary.splitlines():
         say(f"  {line}")
-    say(
-        f"\naudit log: {sum(1 for _ in open(base / 'audit.jsonl', encoding='utf-8'))} lines in {base / 'audit.jsonl'}"
-    )
+    audit_path = base / "audit.jsonl"
+    audit_lines = audit_path.read_text(encoding="utf-8").count("\n")
+    say(f"\naudit log: {audit_lines} lines in {audit_path}")
     audit.close()
     store.close()
     if tmp is not None:

@@ -190,7 +190,9 @@ def _macro_f1(pairs: Sequence[tuple[str, str]]) -> tuple[float, dict[str, ShapeS
 
 
 def _extraction_ok(label: LabelledMessage, got: ClassifiedFeedback) -> bool:
-    return all(normalize_span(getattr(got, name)) == normalize_span(value) for name, value in label.fields.items())
+    return all(
+        normalize_span(getattr(got, name)) == normalize_span(value) for name, value in label.fields.items()
+    )
 
 
 def _slice(rows: Sequence[tuple[LabelledMessage, ClassifiedFeedback]]) -> SliceReport:
@@ -220,7 +222,9 @@ def evaluate(
     langs = sorted({lab.lang for lab, _ in rows if lab.lang})
     by_lang = {lang: _slice([r for r in rows if r[0].lang == lang]) for lang in langs}
     errors = [
-        Misclassified(lab.id, lab.shape, got.shape.value, lab.text) for lab, got in rows if lab.shape != got.shape.value
+        Misclassified(lab.id, lab.shape, got.shape.value, lab.text)
+        for lab, got in rows
+        if lab.shape != got.shape.value
     ]
     misses = [
         {
@@ -286,7 +290,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m memos_feedback.eval", description="Score the feedback classifier on labelled JSONL."
     )
     parser.add_argument("labels", help="JSON Lines file: one {id, text, shape, lang, ...} object a line")
-    parser.add_argument("--errors", type=int, default=0, metavar="N", help="list up to N misclassified messages")
+    parser.add_argument(
+        "--errors", type=int, default=0, metavar="N", help="list up to N misclassified messages"
+    )
     parser.add_argument("--by-lang", action="store_true", help="add per-language figures")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args(argv)

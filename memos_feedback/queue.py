@@ -22,13 +22,14 @@ import logging
 import os
 import random
 import socket
+import threading
 import unicodedata
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import delete, exists, func, select, update
+from sqlalchemy import Select, bindparam, delete, exists, func, select, update
 from sqlalchemy.orm import Session, aliased
 
 from .config import FeedbackConfig
@@ -111,7 +112,7 @@ def _job_row(m: RepairJobModel) -> JobRow:
 def payload_of(inp: RepairInput) -> dict[str, Any]:
     """The JSON payload that fully describes a ``RepairInput``."""
     data = asdict(inp)
-    data["failures"] = [asdict(f) for f in inp.failures]
+    data["failures"] = [f._asdict() for f in inp.failures]
     return data
 
 
@@ -172,17 +173,76 @@ def _owner_is_dead(owner: str | None) -> bool:
     return False
 
 
+def _claim_statement(postgres: bool) -> Select[int]:
+    # Built once: SQLAlchemy memoizes the cache key of a statement object,
+    # so the claim (run for every job) skips re-compiling it.
+    j = RepairJobModel
+    other = aliased(RepairJobModel)
+    busy_context = exists().where(other.context_hash == j.context_hash, other.status == "running")
+    older_waiting = exists().where(
+        other.context_hash == j.context_hash, other.status == "pending", other.seq < j.seq
+    )
+    stmt = (
+        select(j.seq)
+        .where(j.status == "pending", j.next_attempt_at <= bindparam("now"), ~busy_context, ~older_waiting)
+        .order_by(j.seq)
+        .limit(1)
+    )
+    return stmt.with_for_update(skip_locked=True, of=j) if postgres else stmt
+
+
+_CLAIM = _claim_statement(postgres=False)
+_CLAIM_PG = _claim_statement(postgres=True)
+
+
+@dataclass(slots=True)
+class _EnqueueRequest:
+    inp: RepairInput
+    result: EnqueueResult | None = None
+    error: BaseException | None = None
+
+
 class RepairQueue:
     """Operations on ``repair_jobs``; every method is one short transaction."""
 
     def __init__(self, store: Store, config: FeedbackConfig | None = None) -> None:
         self.store = store
         self.config = config or FeedbackConfig()
+        self._waiting: list[_EnqueueRequest] = []
+        self._waiting_lock = threading.Lock()
+        self._commit_lock = threading.Lock()
 
     # -- enqueue ------------------------------------------------------------
 
     def enqueue(self, inp: RepairInput) -> EnqueueResult:
-        return self.enqueue_many([inp])[0]
+        """Store one job durably; returns once it is committed.
+
+        Concurrent callers share commits (group commit): whoever holds the
+        commit lock writes every request waiting at that moment in one
+        transaction, so a burst of producers costs a few transactions, not
+        one each, and nobody waits behind more than one commit.
+        """
+        if not isinstance(inp, RepairInput):
+            raise InvalidInputError(f"enqueue takes RepairInput, got {type(inp).__name__}")
+        request = _EnqueueRequest(inp)
+        with self._waiting_lock:
+            self._waiting.append(request)
+        with self._commit_lock:
+            if request.result is None and request.error is None:
+                with self._waiting_lock:
+                    batch, self._waiting = self._waiting, []
+                try:
+                    results = self.enqueue_many([r.inp for r in batch])
+                except BaseException as exc:
+                    for r in batch:
+                        r.error = exc
+                else:
+                    for r, result in zip(batch, results, strict=True):
+                        r.result = result
+        if request.error is not None:
+            raise request.error
+        assert request.result is not None
+        return request.result
 
     def enqueue_many(self, inputs: Sequence[RepairInput]) -> list[EnqueueResult]:
         """Insert jobs in order, in one transaction; waiting duplicates are no-ops."""
@@ -252,32 +312,19 @@ class RepairQueue:
         return len(stale)
 
     def claim(self, owner: str, now: int | None = None) -> JobRow | None:
-        """Take the next due job whose context has nothing running and nothing older waiting."""
+        """Take the next due job whose context has nothing running and nothing older waiting.
+
+        Expired leases are not swept here (``recover`` does that at start
+        and on the subscriber's heartbeat), so a claim is two statements.
+        """
         now = now_ms() if now is None else now
         with self.store.session(write=True, action="claiming a repair job") as s:
-            self._recover(s, now)
-            other = aliased(RepairJobModel)
-            j = RepairJobModel
-            busy_context = exists().where(
-                other.context_hash == j.context_hash,
-                other.status == "running",
-            )
-            older_waiting = exists().where(
-                other.context_hash == j.context_hash,
-                other.status == "pending",
-                other.seq < j.seq,
-            )
-            stmt = (
-                select(j)
-                .where(j.status == "pending", j.next_attempt_at <= now, ~busy_context, ~older_waiting)
-                .order_by(j.seq)
-                .limit(1)
-            )
-            if s.get_bind().dialect.name == "postgresql":
-                stmt = stmt.with_for_update(skip_locked=True, of=j)
-            job = s.scalars(stmt).first()
-            if job is None:
+            stmt = _CLAIM_PG if s.get_bind().dialect.name == "postgresql" else _CLAIM
+            seq = s.execute(stmt, {"now": now}).scalar()
+            if seq is None:
                 return None
+            job = s.get(RepairJobModel, seq)
+            assert job is not None
             job.status = "running"
             job.attempts += 1
             job.lease_owner = owner

@@ -47,8 +47,8 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from .config import FeedbackConfig
 from .errors import InvalidInputError
@@ -69,10 +69,6 @@ _INFO = logging.INFO
 # Below any window start (steps are >= 0, a window start is > -failure_window),
 # so "no success yet" never looks like a success inside the window.
 _NO_SUCCESS = -(1 << 62)
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _check_str(name: str, value: object) -> None:
@@ -128,57 +124,83 @@ def _hash(tool_id: str, context: str) -> str:
     return digest.hexdigest()[:16]
 
 
-@dataclass(frozen=True, slots=True)
-class FailureRecord:
-    """One failed tool call, as reported by the runtime.
-
-    ``step`` is the runtime's monotonic step counter (an int >= 0); ``ts`` is
-    the wall-clock time in epoch milliseconds (default: now).
-    """
-
+class _FailureRecordFields(NamedTuple):
     tool_id: str
     context: str
     step: int
     reason: str = ""
-    ts: int = field(default_factory=_now_ms)
+    ts: int = 0
     session_id: str | None = None
     episode_id: str | None = None
     trace_id: str | None = None
 
-    def __post_init__(self) -> None:
-        # One cheap combined test for the common case (records are built on
-        # the hot path); the field-by-field check only runs when it fails.
-        step = self.step
-        ts = self.ts
-        sid = self.session_id
-        eid = self.episode_id
-        tid = self.trace_id
+
+class FailureRecord(_FailureRecordFields):
+    """One failed tool call, as reported by the runtime (immutable).
+
+    ``step`` is the runtime's monotonic step counter (an int >= 0); ``ts`` is
+    the wall-clock time in epoch milliseconds (default: now).
+
+    A named tuple rather than a frozen dataclass: records are built on the
+    agent's hot path, and a frozen dataclass costs about three times as
+    much to construct (every field goes through ``object.__setattr__``).
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        tool_id: str,
+        context: str,
+        step: int,
+        reason: str = "",
+        ts: int | None = None,
+        session_id: str | None = None,
+        episode_id: str | None = None,
+        trace_id: str | None = None,
+    ) -> FailureRecord:
+        if ts is None:
+            ts = time.time_ns() // 1_000_000
+        # One cheap combined test for the common case; the field-by-field
+        # check (with a message naming the field) only runs when it fails.
         if not (
             type(step) is int
             and step >= 0
             and type(ts) is int
-            and isinstance(self.tool_id, str)
-            and self.tool_id
-            and isinstance(self.context, str)
-            and isinstance(self.reason, str)
-            and (sid is None or isinstance(sid, str))
-            and (eid is None or isinstance(eid, str))
-            and (tid is None or isinstance(tid, str))
+            and type(tool_id) is str
+            and tool_id
+            and type(context) is str
+            and type(reason) is str
+            and (session_id is None or type(session_id) is str)
+            and (episode_id is None or type(episode_id) is str)
+            and (trace_id is None or type(trace_id) is str)
         ):
-            self._check_fields()
+            _check_record_fields(tool_id, context, step, reason, ts, session_id, episode_id, trace_id)
+        return _tuple_new(cls, (tool_id, context, step, reason, ts, session_id, episode_id, trace_id))
 
-    def _check_fields(self) -> None:
-        """Raise ``InvalidInputError`` naming the first bad field, if any."""
-        _check_tool_context(self.tool_id, self.context)
-        _check_step(self.step)
-        _check_str("reason", self.reason)
-        ts = self.ts
-        if isinstance(ts, bool) or not isinstance(ts, int):
-            raise InvalidInputError(f"ts must be an int (epoch ms), got {type(ts).__name__}")
-        for name in ("session_id", "episode_id", "trace_id"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
+
+_tuple_new = tuple.__new__
+
+
+def _check_record_fields(
+    tool_id: object,
+    context: object,
+    step: object,
+    reason: object,
+    ts: object,
+    session_id: object,
+    episode_id: object,
+    trace_id: object,
+) -> None:
+    """Raise ``InvalidInputError`` naming the first bad field, if any."""
+    _check_tool_context(tool_id, context)
+    _check_step(step)
+    _check_str("reason", reason)
+    if isinstance(ts, bool) or not isinstance(ts, int):
+        raise InvalidInputError(f"ts must be an int (epoch ms), got {type(ts).__name__}")
+    for name, value in (("session_id", session_id), ("episode_id", episode_id), ("trace_id", trace_id)):
+        if value is not None and not isinstance(value, str):
+            raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,11 +254,12 @@ class FailureWindow:
 class _State:
     """Mutable per-(tool, context) window; only touched under the lock."""
 
-    __slots__ = ("context", "failures", "newest", "success", "tool_id")
+    __slots__ = ("context", "context_hash", "failures", "newest", "success", "tool_id")
 
-    def __init__(self, tool_id: str, context: str, newest: int) -> None:
+    def __init__(self, tool_id: str, context: str, newest: int, context_hash: str) -> None:
         self.tool_id = tool_id
         self.context = context
+        self.context_hash = context_hash
         self.newest = newest
         self.success = _NO_SUCCESS
         # Ordered by step, one record per step, never longer than the
@@ -275,6 +298,7 @@ class FailureSignals:
 
     __slots__ = (
         "_bursts",
+        "_by_hash",
         "_config",
         "_evictions",
         "_failures_recorded",
@@ -296,7 +320,11 @@ class FailureSignals:
         self._threshold = config.failure_threshold
         self._window = config.failure_window
         self._max_states = config.max_tracked_contexts
-        self._states: OrderedDict[str, _State] = OrderedDict()
+        # Keyed by (tool_id, context): Python's cached string hashes make the
+        # lookup far cheaper than SHA-1, which is computed once per new pair
+        # and indexed in ``_by_hash`` so ``clear(context_hash)`` stays O(1).
+        self._states: OrderedDict[tuple[str, str], _State] = OrderedDict()
+        self._by_hash: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
         self._total_failures = 0  # records currently held in all windows
         self._failures_recorded = 0
@@ -319,23 +347,24 @@ class FailureSignals:
         Fires on every failure while the burst condition holds; the caller
         (the repair queue) dedupes.
         """
-        if not isinstance(record, FailureRecord):
+        if type(record) is not FailureRecord:
             raise InvalidInputError(f"record must be a FailureRecord, got {type(record).__name__}")
-        context_hash = _hash(record.tool_id, record.context)
-        step = record.step
+        tool_id, context, step = record[0], record[1], record[2]
+        key = (tool_id, context)
+        states = self._states
+        # A lock-free peek only to decide whether to hash outside the lock.
+        new_hash = None if key in states else _hash(tool_id, context)
         occurrences: tuple[FailureRecord, ...] | None = None
         evicted: str | None = None
         with self._lock:
             self._failures_recorded += 1
-            states = self._states
-            state = states.get(context_hash)
+            state = states.get(key)
             if state is None:
-                state = _State(record.tool_id, record.context, step)
-                states[context_hash] = state
+                state = self._add_state(key, step, new_hash)
                 if len(states) > self._max_states:
                     evicted = self._evict_oldest()
             else:
-                states.move_to_end(context_hash)
+                states.move_to_end(key)
             failures = self._place(state, record)
             if (
                 failures is not None
@@ -348,6 +377,7 @@ class FailureSignals:
             _log.debug("evicted least recently used failure window %s", evicted)
         if occurrences is None:
             return None
+        context_hash = state.context_hash
         burst = _burst_of(record, context_hash, occurrences)
         if _log.isEnabledFor(_INFO):
             _log.info(
@@ -400,13 +430,23 @@ class FailureSignals:
             self._total_failures += 1
         return failures
 
+    def _add_state(self, key: tuple[str, str], step: int, context_hash: str | None) -> _State:
+        """Create and index the state for ``key`` (lock held)."""
+        if context_hash is None:  # another thread removed it since the peek
+            context_hash = _hash(key[0], key[1])
+        state = _State(key[0], key[1], step, context_hash)
+        self._states[key] = state
+        self._by_hash[context_hash] = key
+        return state
+
     def _evict_oldest(self) -> str:
         """Drop the least recently touched state (lock held); return its hash."""
-        key, old = self._states.popitem(last=False)
+        _, old = self._states.popitem(last=False)
+        self._by_hash.pop(old.context_hash, None)
         if old.failures:
             self._total_failures -= len(old.failures)
         self._evictions += 1
-        return key
+        return old.context_hash
 
     def record_success(self, tool_id: str, context: str, step: int) -> None:
         """Mark a success: failures at or before ``step`` stop counting, and
@@ -420,21 +460,21 @@ class FailureSignals:
         ):
             _check_tool_context(tool_id, context)
             _check_step(step)
-        context_hash = _hash(tool_id, context)
+        key = (tool_id, context)
+        states = self._states
+        new_hash = None if key in states else _hash(tool_id, context)
         evicted: str | None = None
         with self._lock:
             self._successes_recorded += 1
-            states = self._states
-            state = states.get(context_hash)
+            state = states.get(key)
             if state is None:
                 # Remembered even without failures: failures in the next
                 # steps must not fire while this success is in the window.
-                state = _State(tool_id, context, step)
-                states[context_hash] = state
+                state = self._add_state(key, step, new_hash)
                 if len(states) > self._max_states:
                     evicted = self._evict_oldest()
             else:
-                states.move_to_end(context_hash)
+                states.move_to_end(key)
                 if step > state.newest:
                     state.newest = step
             if step > state.success:
@@ -463,11 +503,11 @@ class FailureSignals:
         until it is touched again, evicted or cleared.
         """
         _check_tool_context(tool_id, context)
-        context_hash = _hash(tool_id, context)
         with self._lock:
-            state = self._states.get(context_hash)
+            state = self._states.get((tool_id, context))
             if state is None:
                 return None
+            context_hash = state.context_hash
             newest = state.newest
             success = state.success
             occurrences = tuple(state.failures) if state.failures else ()
@@ -496,9 +536,11 @@ class FailureSignals:
             if context_hash is None:
                 removed = len(self._states)
                 self._states.clear()
+                self._by_hash.clear()
                 self._total_failures = 0
                 return removed
-            state = self._states.pop(context_hash, None)
+            key = self._by_hash.pop(context_hash, None)
+            state = None if key is None else self._states.pop(key, None)
             if state is None:
                 return 0
             if state.failures:

@@ -353,10 +353,14 @@ class FeedbackSubscriber:
                 return
 
     def _renew_leases(self) -> None:
+        """Heartbeat: extend our leases, and return other owners' abandoned jobs."""
         with self._lock:
             ids = list(self._in_flight)
         try:
             self.queue.renew(ids, self.owner)
+            if self.queue.recover():
+                with self._work:
+                    self._work.notify_all()
         except StoreError as exc:
             logger.warning("lease renewal failed: %s", exc)
 

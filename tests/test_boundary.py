@@ -89,7 +89,7 @@ def test_malformed_blocks_are_replaced_not_crashing() -> None:
 
 
 def test_missing_keys_in_block_default_to_empty() -> None:
-    host, block = parse_repair_block('h\n@repair {"preference":["p"]}')
+    _, block = parse_repair_block('h\n@repair {"preference":["p"]}')
     assert block == RepairBlock(preference=("p",), anti_pattern=())
 
 

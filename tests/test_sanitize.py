@@ -175,10 +175,3 @@ def test_property_markers_never_survive(text: str) -> None:
     out = sanitize_line(text)
     assert "@repair" not in out.lower()
     assert not has_control(out)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.text(max_size=300))
-def test_property_idempotent_on_its_output(text: str) -> None:
-    once = sanitize_line(text, 1_000)
-    assert sanitize_line(once, 1_000) == once

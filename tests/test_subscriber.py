@@ -6,7 +6,6 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-import freezegun.config
 import pytest
 from freezegun import freeze_time
 from sqlalchemy import update
@@ -19,6 +18,7 @@ from memos_feedback.signals import FailureBurst, context_hash_of
 from memos_feedback.store import Store, ToolCall
 from memos_feedback.store.models import RepairJobModel
 from memos_feedback.subscriber import FeedbackSubscriber, _burst_input, attach_feedback_subscriber
+from tests.support.freezing import threaded_freezegun  # noqa: F401  (fixture)
 
 SESSION = "s1"
 EPISODE = "ep1"
@@ -44,21 +44,6 @@ class Feed:
         with self._lock:
             out, self.events = self.events, []
         return out
-
-
-@pytest.fixture
-def threaded_freezegun() -> Iterator[None]:
-    """Let frozen time reach the subscriber's threads.
-
-    By default freezegun answers with real time to any call that has a
-    ``threading`` frame on its stack, which is every call made by a worker.
-    """
-    saved = list(freezegun.config.settings.default_ignore_list)
-    freezegun.configure(default_ignore_list=[m for m in saved if m != "threading"])
-    try:
-        yield
-    finally:
-        freezegun.configure(default_ignore_list=saved)
 
 
 @pytest.fixture

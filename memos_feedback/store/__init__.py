@@ -8,8 +8,9 @@ library touches the database.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from types import TracebackType
 
 from sqlalchemy.engine import Engine
@@ -45,6 +46,12 @@ class Store:
         self.traces = TraceRepository(self)
         self.policies = PolicyRepository(self)
         self.repairs = RepairRepository(self)
+        # SQLite has one writer at a time. Threads of this process queue on
+        # a Python lock instead of SQLite's busy handler, whose sleeps (up
+        # to 100 ms each) would put a long tail on every contended write.
+        self._write_lock: AbstractContextManager[object] = (
+            threading.RLock() if engine.dialect.name == "sqlite" else nullcontext()
+        )
 
     @property
     def dialect(self) -> str:
@@ -65,9 +72,16 @@ class Store:
             if session is not None:
                 yield session
                 return
-            with self.engine.connect() as conn:
-                if write:
-                    conn.execution_options(**{WRITE_OPTION: True})
+            if not write:
+                with (
+                    self.engine.connect() as conn,
+                    Session(bind=conn, expire_on_commit=False) as s,
+                    s.begin(),
+                ):
+                    yield s
+                return
+            with self._write_lock, self.engine.connect() as conn:
+                conn.execution_options(**{WRITE_OPTION: True})
                 with Session(bind=conn, expire_on_commit=False) as s, s.begin():
                     yield s
 

@@ -1,0 +1,158 @@
+"""Repair-path benchmarks: ``run_repair`` latency, queue enqueue latency, drain throughput.
+
+    python -m benchmarks.repair_path [--quick] [--db URL]
+
+All on a SQLite file in a temp dir (or ``--db``), template synthesis (no
+LLM). Figures are medians over several runs; the machine and Python
+version are printed first. Targets (docs/PERFORMANCE.md): ``run_repair``
+≤ 3 ms median, ≥ 300 repairs/s through the subscriber, enqueue p99 ≤ 5 ms,
+drain ≥ 200 jobs/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+from benchmarks.hot_path import machine
+from memos_feedback.config import FeedbackConfig
+from memos_feedback.queue import RepairQueue
+from memos_feedback.repair import RepairDeps, RepairInput, run_repair
+from memos_feedback.store import Store, ToolCall, open_store
+from memos_feedback.subscriber import attach_feedback_subscriber
+
+CONFIG = FeedbackConfig(use_llm=False, cooldown_ms=0)
+SESSION = "bench-session"
+
+
+def seed(store: Store) -> None:
+    policy_episode = "bench-ep"
+    store.policies.add("bench policy", boundary="host text", source_episode_ids=[policy_episode])
+    for i in range(12):
+        store.traces.add(
+            SESSION,
+            agent_text=f"pip install failed: error {i}" if i % 2 else f"uv pip install ok {i}",
+            reflection="uv resolves faster" if i % 2 == 0 else "pip resolver conflict",
+            value=0.8 if i % 2 == 0 else -0.7,
+            episode_id=policy_episode,
+            tool_calls=[ToolCall("pip.install", "E1" if i % 2 else None)],
+        )
+
+
+def fresh_store(url: str | None) -> tuple[Store, AbstractContextManager[object]]:
+    tmp = tempfile.TemporaryDirectory(prefix="memos-bench-")
+    store = open_store(url or f"sqlite:///{tmp.name}/bench.db")
+    seed(store)
+    return store, tmp
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def bench_run_repair(n: int, url: str | None) -> tuple[float, float]:
+    store, tmp = fresh_store(url)
+    with tmp:
+        deps = RepairDeps(store=store, config=CONFIG)
+        samples = []
+        for i in range(n):
+            inp = RepairInput(
+                trigger="manual", context_hash=f"rr{i:08x}", tool_id="pip.install", session_id=SESSION
+            )
+            t0 = time.perf_counter()
+            result = run_repair(inp, deps)
+            samples.append((time.perf_counter() - t0) * 1000)
+            assert result.repair_id is not None, result
+        store.close()
+    return statistics.median(samples), percentile(samples, 0.99)
+
+
+def bench_subscriber_drain(n: int, url: str | None) -> float:
+    """Repairs per second through the durable queue (enqueue all, then drain)."""
+    store, tmp = fresh_store(url)
+    with tmp:
+        queue = RepairQueue(store, CONFIG)
+        queue.enqueue_many(
+            [
+                RepairInput(
+                    trigger="manual", context_hash=f"dr{i:08x}", tool_id="pip.install", session_id=SESSION
+                )
+                for i in range(n)
+            ]
+        )
+        t0 = time.perf_counter()
+        with attach_feedback_subscriber(store, config=CONFIG, poll_interval=0.01) as sub:
+            while queue.stats()["done"] < n:
+                time.sleep(0.005)
+            elapsed = time.perf_counter() - t0
+            assert sub.metrics()["dead"] == 0
+        assert len(store.repairs.list(limit=n)) == n
+        store.close()
+    return n / elapsed
+
+
+def bench_enqueue(total: int, threads: int, url: str | None) -> tuple[float, float, int]:
+    """Enqueue latency (ms, p50 and p99) with ``threads`` concurrent producers."""
+    store, tmp = fresh_store(url)
+    with tmp:
+        queue = RepairQueue(store, CONFIG)
+        latencies: list[float] = []
+        lock = threading.Lock()
+        per = total // threads
+
+        def produce(k: int) -> None:
+            mine = []
+            for i in range(per):
+                inp = RepairInput(trigger="manual", context_hash=f"eq{k:02d}{i:06d}", session_id=SESSION)
+                t0 = time.perf_counter()
+                queue.enqueue(inp)
+                mine.append((time.perf_counter() - t0) * 1000)
+            with lock:
+                latencies.extend(mine)
+
+        workers = [threading.Thread(target=produce, args=(k,)) for k in range(threads)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        stored = queue.stats()["pending"] or 0
+        store.close()
+    return statistics.median(latencies), percentile(latencies, 0.99), int(stored)
+
+
+def repeat(fn: Callable[[], float], runs: int) -> float:
+    return statistics.median(fn() for _ in range(runs))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--db", help="database URL (default: a fresh SQLite file per run)")
+    args = parser.parse_args()
+    n = 200 if args.quick else 1000
+    runs = 3 if args.quick else 5
+    for line in machine():
+        print(line)
+    rr = [bench_run_repair(n, args.db) for _ in range(runs)]
+    print(
+        f"run_repair (template, persist + attach): median {statistics.median(r[0] for r in rr):.2f} ms, "
+        f"p99 {statistics.median(r[1] for r in rr):.2f} ms  ({runs} runs x {n})"
+    )
+    rate = repeat(lambda: bench_subscriber_drain(n, args.db), runs)
+    print(f"subscriber drain (claim + run_repair + done): {rate:,.0f} repairs/s  ({runs} runs x {n} jobs)")
+    total = 2000 if args.quick else 10_000
+    eq = [bench_enqueue(total, 8, args.db) for _ in range(runs)]
+    print(
+        f"enqueue, 8 threads x {total // 8}: p50 {statistics.median(e[0] for e in eq):.2f} ms, "
+        f"p99 {statistics.median(e[1] for e in eq):.2f} ms; stored {eq[0][2]} of {total}"
+    )
+
+
+if __name__ == "__main__":
+    main()

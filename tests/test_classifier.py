@@ -1,0 +1,426 @@
+"""The rule-based feedback classifier: dev-set floors, families of phrasing, robustness, linear time."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import random
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memos_feedback import _classifier_rules as rules
+from memos_feedback.classifier import ClassifiedFeedback, Shape, classify_feedback
+from memos_feedback.errors import InvalidInputError
+from memos_feedback.eval import EvalReport, evaluate, load_labels
+
+DEV_SET_ENV = "MEMOS_FEEDBACK_DEV_SET"
+
+
+def dev_set_path() -> Path:
+    default = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "feedback_dev.jsonl"
+    return Path(os.environ.get(DEV_SET_ENV, default))
+
+
+@pytest.fixture(scope="module")
+def dev_report() -> EvalReport:
+    path = dev_set_path()
+    if not path.is_file():
+        message = f"dev set not found at {path} (set {DEV_SET_ENV})"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return evaluate(load_labels(path))
+
+
+# ---------------------------------------------------------------------------
+# Floors on the labelled dev set
+# ---------------------------------------------------------------------------
+def test_dev_set_trigger_accuracy(dev_report: EvalReport) -> None:
+    assert dev_report.trigger_accuracy >= 0.97
+
+
+def test_dev_set_macro_f1(dev_report: EvalReport) -> None:
+    assert dev_report.macro_f1 >= 0.90
+
+
+def test_dev_set_extraction(dev_report: EvalReport) -> None:
+    assert dev_report.extraction_exact is not None
+    assert dev_report.extraction_exact >= 0.80
+
+
+@pytest.mark.parametrize("lang", ["en", "zh", "mixed"])
+def test_dev_set_trigger_accuracy_per_language(dev_report: EvalReport, lang: str) -> None:
+    assert lang in dev_report.by_lang
+    assert dev_report.by_lang[lang].trigger_accuracy >= 0.93
+
+
+# ---------------------------------------------------------------------------
+# Families of phrasing (own sentences, not from the dev set)
+# ---------------------------------------------------------------------------
+FAMILIES: dict[Shape, list[str]] = {
+    Shape.POSITIVE: [
+        "that worked, thanks!",
+        "works like a charm",
+        "tests pass now",
+        "okay that did the trick",
+        "oh nice, it finally compiles",
+        "nice, the 500s are gone",
+        "好的谢谢",
+        "终于跑通了，感谢",
+        "這次對了",
+        "这个 patch works 了，thx",
+    ],
+    Shape.NEGATIVE: [
+        "still broken",
+        "nope, didn't fix it",
+        "that broke the login page",
+        "it's even slower now",
+        "it still throws a TypeError",
+        "you've overwritten my changes",
+        "还是报错",
+        "又超时了",
+        "你把配置文件覆盖了",
+        "這個答案完全不對",
+        "还是 crash",
+    ],
+    Shape.CORRECTION: [
+        "the meeting is on Tuesday, not Wednesday",
+        "her email is ana@corp.io, you used the old one",
+        "actually the default port is 5432",
+        "the total should read 2,350",
+        "价格应该是 88 元",
+        "地址是杭州，不是苏州",
+        "時間應該是下午兩點",
+        "version 应该是 3.12",
+    ],
+    Shape.CONSTRAINT: [
+        "also add a docstring to each function",
+        "sounds good, but it must run on python 3.8",
+        "don't touch the migrations",
+        "keep it under 80 characters per line",
+        "without touching the database schema",
+        "另外加一下错误处理",
+        "控制在 500 字以内",
+        "不過要相容舊版本",
+        "ok 但是要 handle timeout",
+    ],
+    Shape.PREFERENCE: [
+        "use ruff instead of flake8",
+        "please switch to pydantic v2",
+        "stick to the standard library",
+        "drop moment.js, use date-fns",
+        "stop using global variables",
+        "用 asyncio 吧",
+        "别用 os.system，用 subprocess",
+        "以後請用 yarn",
+        "lint 换成 ruff 吧",
+    ],
+    Shape.CONFUSION: [
+        "why'd you change the schema?",
+        "what is this `retry` decorator for?",
+        "could you clarify what the third argument does?",
+        "wait, did you delete the old table?",
+        "我没懂这一步",
+        "为啥要用 sudo？",
+        "這是什麼意思？",
+        "这个 flag 是干嘛的？",
+    ],
+    Shape.INSTRUCTION: [
+        "next, write the migration",
+        "email the report to finance",
+        "go ahead and merge it",
+        "部署到生产环境",
+        "帮我写一封邮件给客户",
+        "now 把 docs 更新一下",
+    ],
+    Shape.UNKNOWN: [
+        "hey there",
+        "what's your favourite language?",
+        "afk 10 min",
+        "haha nice weekend",
+        "今天天气不错",
+        "我先吃个饭",
+        "周末愉快",
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("expected", "text"), [(shape, text) for shape, texts in FAMILIES.items() for text in texts]
+)
+def test_families_of_phrasing(expected: Shape, text: str) -> None:
+    assert classify_feedback(text).shape is expected
+
+
+@pytest.mark.parametrize(
+    "text", ["no problem", "not bad at all", "no complaints here", "没问题", "不错", "没毛病", "挑不出毛病"]
+)
+def test_polite_negations_are_approval(text: str) -> None:
+    result = classify_feedback(text)
+    assert result.shape is Shape.POSITIVE
+    assert not result.shape.triggers_repair
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I know, it's an odd setup",
+        "nothing new on my side",
+        "what went wrong?",
+        "see what's wrong with the nightly build",
+        "错误日志在哪里？",
+        "把错误信息发给我",
+        "sorry, wrong window",
+        "the refactor note is in the README",
+    ],
+)
+def test_words_inside_other_meanings_do_not_trigger(text: str) -> None:
+    assert not classify_feedback(text).shape.triggers_repair
+
+
+@pytest.mark.parametrize(
+    ("simplified", "traditional"),
+    [
+        ("不对，应该是 8080", "不對，應該是 8080"),
+        ("别用 npm 了，换成 pnpm", "別用 npm 了，換成 pnpm"),
+        ("还是不行", "還是不行"),
+        ("这是什么意思？", "這是什麼意思？"),
+        ("没问题，谢谢", "沒問題，謝謝"),
+    ],
+)
+def test_traditional_chinese_reads_like_simplified(simplified: str, traditional: str) -> None:
+    a, b = classify_feedback(simplified), classify_feedback(traditional)
+    assert a.shape is b.shape
+    assert (a.prefer, a.avoid, a.correction) == (b.prefer, b.avoid, b.correction)
+
+
+def test_extraction_keeps_the_users_script() -> None:
+    result = classify_feedback("可以，但只處理 2024 年的資料")
+    assert result.shape is Shape.CONSTRAINT
+    assert result.constraint == "只處理 2024 年的資料"
+
+
+@pytest.mark.parametrize(
+    ("text", "shape", "fields"),
+    [
+        ("use `uv` instead of pip.", Shape.PREFERENCE, {"prefer": "uv", "avoid": "pip"}),
+        ("别用 npm 了，改用 pnpm", Shape.PREFERENCE, {"prefer": "pnpm", "avoid": "npm"}),
+        ("No, use pnpm", Shape.PREFERENCE, {"prefer": "pnpm"}),
+        ("wrong port, it's 8080", Shape.CORRECTION, {"correction": "8080"}),
+        ("it should be 42, not 41", Shape.CORRECTION, {"correction": "42"}),
+        ("also log every request", Shape.CONSTRAINT, {"constraint": "log every request"}),
+        ("looks good, but also handle empty input", Shape.CONSTRAINT, {"constraint": "handle empty input"}),
+        ("that did not work", Shape.NEGATIVE, {}),
+        ("why did you delete it?", Shape.CONFUSION, {}),
+        ("什么意思？", Shape.CONFUSION, {}),
+        ("what's the weather?", Shape.UNKNOWN, {}),
+        ("now run the tests", Shape.INSTRUCTION, {}),
+        ("部署到测试环境", Shape.INSTRUCTION, {}),
+    ],
+)
+def test_spec_examples(text: str, shape: Shape, fields: dict[str, str]) -> None:
+    result = classify_feedback(text)
+    assert result.shape is shape
+    for name in ("prefer", "avoid", "correction", "constraint"):
+        assert getattr(result, name) == fields.get(name)
+
+
+def test_questions_about_the_agents_choice_are_not_preferences() -> None:
+    assert classify_feedback("why did you use pandas instead of polars here?").shape is Shape.CONFUSION
+
+
+# ---------------------------------------------------------------------------
+# Pasted code and logs
+# ---------------------------------------------------------------------------
+def test_prose_around_a_code_block_decides() -> None:
+    text = "```\nERROR wrong value\nTraceback (most recent call last):\n```\nperfect, that's the log I wanted"
+    assert classify_feedback(text).shape is Shape.POSITIVE
+
+
+def test_a_pasted_error_alone_is_a_failure_report() -> None:
+    text = '```\nTraceback (most recent call last):\n  File "a.py", line 1\nValueError: bad\n```'
+    assert classify_feedback(text).shape is Shape.NEGATIVE
+
+
+def test_inline_code_words_do_not_count() -> None:
+    assert classify_feedback("rename `no_errors_flag` to `ok`").shape is Shape.INSTRUCTION
+
+
+def test_long_input_reads_head_and_tail() -> None:
+    log = "\n".join(f"2024-01-01 00:00:{i % 60:02d} INFO step {i}" for i in range(5000))
+    text = "```\n" + log + "\n```\nstill failing with the same error"
+    result = classify_feedback(text)
+    assert result.shape is Shape.NEGATIVE
+    assert result.text == text.strip()
+
+
+# ---------------------------------------------------------------------------
+# API contract and robustness
+# ---------------------------------------------------------------------------
+def test_shape_values_and_triggers() -> None:
+    assert {s.value for s in Shape} == {
+        "positive",
+        "negative",
+        "correction",
+        "constraint",
+        "preference",
+        "confusion",
+        "instruction",
+        "unknown",
+    }
+    assert {s for s in Shape if s.triggers_repair} == {
+        Shape.NEGATIVE,
+        Shape.CORRECTION,
+        Shape.CONSTRAINT,
+        Shape.PREFERENCE,
+    }
+
+
+def test_result_is_frozen_and_text_trimmed() -> None:
+    result = classify_feedback("  thanks!  \n")
+    assert result.text == "thanks!"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.shape = Shape.NEGATIVE  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("text", [None, "", "   ", "\n\t  "])
+def test_empty_is_unknown_with_zero_confidence(text: str | None) -> None:
+    result = classify_feedback(text)
+    assert result == ClassifiedFeedback(Shape.UNKNOWN, 0.0, text="")
+
+
+def test_bytes_are_decoded_with_replacement() -> None:
+    assert classify_feedback("还是不行".encode()).shape is Shape.NEGATIVE
+    result = classify_feedback(b"\xff\xfe use uv instead of pip")
+    assert result.shape is Shape.PREFERENCE
+    assert result.prefer == "uv"
+
+
+@pytest.mark.parametrize("value", [42, 3.5, ["use uv"], {"text": "hi"}, object()])
+def test_other_types_are_rejected(value: object) -> None:
+    with pytest.raises(InvalidInputError):
+        classify_feedback(value)
+
+
+@pytest.mark.parametrize(
+    "text", ["\x00\x01\x02", "thanks\x00 a lot", "\x1b[31mstill failing\x1b[0m", "\ud800 broken", "\x7f" * 50]
+)
+def test_control_characters_and_junk_do_not_crash(text: str) -> None:
+    result = classify_feedback(text)
+    assert 0.0 <= result.confidence <= 1.0
+
+
+def test_debug_logging_names_the_shape(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, logger="memos_feedback.classifier"):
+        classify_feedback("use uv instead of pip")
+    assert any("preference" in rec.getMessage() for rec in caplog.records)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400))
+def test_any_text_gives_a_valid_result(text: str) -> None:
+    result = classify_feedback(text)
+    assert isinstance(result.shape, Shape)
+    assert 0.0 <= result.confidence <= 1.0
+    assert result.text == text.strip()
+    if not result.text:
+        assert result.shape is Shape.UNKNOWN and result.confidence == 0.0
+    for name in ("prefer", "avoid", "correction", "constraint"):
+        value = getattr(result, name)
+        assert value is None or (isinstance(value, str) and value == value.strip() and value)
+
+
+# ---------------------------------------------------------------------------
+# Linear time
+# ---------------------------------------------------------------------------
+MB = 1_000_000
+
+
+def _random_unicode(n: int) -> str:
+    rng = random.Random(1234)
+    return "".join(chr(rng.randrange(0x20, 0x2FFF)) for _ in range(n))
+
+
+ADVERSARIAL = {
+    "use-a": "use " + "a " * (MB // 2),
+    "bie-x-yong": "别" + "x" * MB + "用",
+    "not-x": "not " + "x" * MB,
+    "yong-a": "用" + "a" * MB,
+    "no-no": "no " * (MB // 3),
+    "fences": "```" * (MB // 3),
+    "fence-lines": "```\n" * (MB // 4),
+    "spaces-then-word": " " * MB + "x",
+    "use-it": "use it " * (MB // 7),
+    "why-did-you": "why did you " * (MB // 12),
+    "commas": "a, " * (MB // 3),
+    "cjk-commas": "不对，" * (MB // 3),
+    "log-lines": "    at x(y)\n" * (MB // 12),
+    "random-unicode": _random_unicode(MB),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADVERSARIAL))
+def test_adversarial_megabyte_inputs_finish_fast(name: str) -> None:
+    text = ADVERSARIAL[name]
+    classify_feedback("warm up the compiled patterns")
+    start = time.perf_counter()
+    classify_feedback(text)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 0.1, f"{name}: {elapsed * 1000:.1f} ms"
+
+
+def _unbounded_quantifiers(source: str) -> list[int]:
+    """Offsets of ``*``, ``+`` or ``{n,}`` outside character classes."""
+    found: list[int] = []
+    i, in_class = 0, False
+    while i < len(source):
+        ch = source[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+            if source[i + 1 : i + 2] == "]":
+                i += 1
+        elif ch in "*+":
+            found.append(i)
+        elif ch == "{":
+            close = source.find("}", i)
+            if close > 0 and source[i + 1 : close].endswith(","):
+                found.append(i)
+        i += 1
+    return found
+
+
+def _all_patterns() -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    for cue in rules.CUES:
+        found.append((cue.name, cue.pattern.pattern))
+    for mask in rules.MASKS:
+        found.append((mask.name, mask.pattern.pattern))
+    for name in dir(rules):
+        value = getattr(rules, name)
+        values = value if isinstance(value, tuple) else (value,)
+        for item in values:
+            if hasattr(item, "pattern") and isinstance(item.pattern, str):
+                found.append((name, item.pattern))
+    return found
+
+
+def test_every_rule_pattern_has_bounded_repetition() -> None:
+    offenders = [(name, src) for name, src in _all_patterns() if _unbounded_quantifiers(src)]
+    assert offenders == []
+
+
+def test_the_audit_catches_unbounded_repeats() -> None:
+    assert _unbounded_quantifiers(r"a+b") == [1]
+    assert _unbounded_quantifiers(r"(?:ab)*") == [6]
+    assert _unbounded_quantifiers(r"x{2,}") == [1]
+    assert _unbounded_quantifiers(r"[+*]\+x{1,3}") == []
