@@ -351,6 +351,8 @@ CUES: Final[tuple[Cue, ...]] = (
         r"(?:much|way|a\s{1,3}lot|so\s{1,3}much)\s{1,3}better|that\s{1,3}helps|super\s{1,3}helpful|helpful|"
         r"works\s{1,3}like\s{1,3}a\s{1,3}charm|ship\s{1,3}it|makes\s{1,3}sense\s{1,3}now|appreciated|"
         r"(?:ready|good)\s{1,3}to\s{1,3}(?:go|ship|merge)|ready\s{1,3}for\s{1,3}review|did\s{1,3}the\s{1,3}trick|"
+        r"(?:that's|this\s{1,3}is|it's)\s{1,3}(?:exactly\s{1,3}|just\s{1,3})?what\s{1,3}i\s{1,3}(?:wanted|needed|meant|"
+        r"was\s{1,3}after|was\s{1,3}looking\s{1,3}for|asked\s{1,3}for)|"
         r"all\s{1,3}good|(?:much|way|a\s{1,3}lot|so\s{1,3}much|far)\s{1,3}(?:cleaner|faster|nicer|clearer|simpler|easier|"
         r"more\s{1,3}readable))\b"
         r"|^\W{0,3}(?:yes|yep|yup|yeah|exactly|right|correct|that's\s{1,3}it)"
@@ -405,7 +407,8 @@ CUES: Final[tuple[Cue, ...]] = (
         "same-result",
         "negative",
         1.3,
-        r"\b(?:same|identical)\s{1,3}(?:old\s{1,3})?(?:error|errors|issue|problem|result|results|output|thing|"
+        r"\b(?:same|identical)\s{1,3}[a-z]{0,30}(?:error|exception)\b"
+        r"|\b(?:same|identical)\s{1,3}(?:old\s{1,3})?(?:error|errors|issue|problem|result|results|output|thing|"
         r"failure|exception|traceback|bug|behaviou?r|message|response|story|crash|404|500|stack\s{1,3}trace|spot|place|"
         r"point|line|step|way)\b"
         r"|\b(?:nothing|no)\s{1,3}(?:has\s{1,3})?changed\b|\b(?:made|makes|make)\s{1,3}no\s{1,3}difference\b",
@@ -499,7 +502,7 @@ CUES: Final[tuple[Cue, ...]] = (
         r"编的|乱写|瞎写|乱改|瞎改|不是我(?:要|想要|说)的|完全不是|离谱|更(?:慢|糟|差|乱|卡)了|一模一样|"
         r"跟(?:上次|之前|刚才|原来)(?:的)?(?:一样|一模一样|相同)|一样的(?:错|问题|结果|报错|error)|越改越|越来越(?:慢|乱|差|糟)|"
         r"空白|白屏|黑屏|闪退|卡死|卡住了|结果不对|根本(?:不|没)|同样的(?:错|问题|报错|error)|"
-        r"(?:写|做|改|弄|说|搞)得(?:太|有点|不太|过于)",
+        r"(?:写|做|改|弄|说|搞)得(?:太|有点|不太|过于)|一点(?:用|效果|作用|变化)?都没|都没用",
     ),
     _cue(
         "cn-failing",
@@ -915,7 +918,8 @@ CUES: Final[tuple[Cue, ...]] = (
         r"\bwhy\s{1,3}(?:did|do|does|would|are|is|were|was|'d|has|have|on\s{1,3}earth|the\s{1,3}heck)"
         r"\s{1,3}(?:you|this|that|there|the)\b|\bwhat\s{1,3}(?:made|makes)\s{1,3}you\b|\bhow\s{1,3}come\b"
         r"|\bwhy\s{1,3}you\b|\bwhy\s{1,3}(?:not|the)\b|\bwhy'd\b|\bwhy\s{0,3}(?:要|把|你|这|那)"
-        r"|\bwhy\s{1,3}(?:were|was|are|is|did|does|do)\s{1,3}\S[^?\n]{0,60}\?",
+        r"|\bwhy\s{1,3}(?:were|was|are|is|did|does|do)\s{1,3}\S[^?\n]{0,60}\?"
+        r"|\bwhat(?:'s|\s{1,3}is)\s{1,3}the\s{1,3}(?:point|purpose|idea|reason)\s{1,3}(?:of|for|behind)\b",
     ),
     _cue(
         "why-dont-you",
@@ -926,6 +930,8 @@ CUES: Final[tuple[Cue, ...]] = (
         + r")\b",
     ),
     _cue("why", "confusion", 0.5, r"\bwhy\b"),
+    # A why-question in a feedback stream is nearly always about the last step.
+    _cue("why-question", "confusion", 0.6, r"\bwhy\b[^?\n]{0,60}\?"),
     _cue(
         "what-mean",
         "confusion",

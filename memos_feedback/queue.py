@@ -29,12 +29,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import Select, bindparam, delete, exists, func, select, update
+from sqlalchemy import and_, bindparam, delete, exists, func, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from .config import FeedbackConfig
 from .errors import InvalidInputError, NotFoundError, StoreError
-from .repair import RepairInput
+from .repair import RepairInput, context_lock_key
 from .signals import FailureRecord
 from .store import Store
 from .store.models import RepairJobModel
@@ -173,26 +173,46 @@ def _owner_is_dead(owner: str | None) -> bool:
     return False
 
 
-def _claim_statement(postgres: bool) -> Select[int]:
-    # Built once: SQLAlchemy memoizes the cache key of a statement object,
-    # so the claim (run for every job) skips re-compiling it.
-    j = RepairJobModel
-    other = aliased(RepairJobModel)
-    busy_context = exists().where(other.context_hash == j.context_hash, other.status == "running")
-    older_waiting = exists().where(
-        other.context_hash == j.context_hash, other.status == "pending", other.seq < j.seq
+# Statements are built once: SQLAlchemy memoizes a statement object's cache
+# key, so the claim (run for every job) skips re-compiling them.
+_j = RepairJobModel
+_other = aliased(RepairJobModel)
+_BUSY_CONTEXT = exists().where(_other.context_hash == _j.context_hash, _other.status == "running")
+_OLDER_WAITING = exists().where(
+    _other.context_hash == _j.context_hash, _other.status == "pending", _other.seq < _j.seq
+)
+_DUE = (_j.status == "pending", _j.next_attempt_at <= bindparam("now"))
+
+# SQLite: the claim runs under BEGIN IMMEDIATE (one writer at a time), so a
+# single statement can pick the job and nobody can race it.
+_CLAIM = select(_j.seq).where(*_DUE, ~_BUSY_CONTEXT, ~_OLDER_WAITING).order_by(_j.seq).limit(1)
+
+# PostgreSQL: many claimers at once. Candidates are locked with SKIP LOCKED
+# (claimers never wait on each other's rows), then each candidate's context
+# is taken with a transaction-scoped advisory try-lock, and only then is the
+# context checked for a running or older waiting job — a statement that runs
+# after the lock sees every claim committed before it.
+_CANDIDATES_PG = (
+    select(_j.seq, _j.context_hash)
+    .where(*_DUE)
+    .order_by(_j.seq)
+    .limit(bindparam("batch"))
+    .with_for_update(skip_locked=True)
+)
+_CONTEXT_BLOCKED_PG = select(
+    exists().where(
+        _j.context_hash == bindparam("context_hash"),
+        or_(_j.status == "running", and_(_j.status == "pending", _j.seq < bindparam("seq"))),
     )
-    stmt = (
-        select(j.seq)
-        .where(j.status == "pending", j.next_attempt_at <= bindparam("now"), ~busy_context, ~older_waiting)
-        .order_by(j.seq)
-        .limit(1)
-    )
-    return stmt.with_for_update(skip_locked=True, of=j) if postgres else stmt
+)
+_TRY_CONTEXT_LOCK_PG = select(func.pg_try_advisory_xact_lock(bindparam("key")))
+_CLAIM_CANDIDATES = 32
 
 
-_CLAIM = _claim_statement(postgres=False)
-_CLAIM_PG = _claim_statement(postgres=True)
+def _claim_lock_key(context_hash: str) -> int:
+    # A key space apart from run_repair's per-context write lock, so a
+    # claimer never skips a context just because its repair is committing.
+    return context_lock_key(context_hash) ^ 0x5A5A5A5A5A5A5A5A
 
 
 @dataclass(slots=True)
@@ -319,8 +339,10 @@ class RepairQueue:
         """
         now = now_ms() if now is None else now
         with self.store.session(write=True, action="claiming a repair job") as s:
-            stmt = _CLAIM_PG if s.get_bind().dialect.name == "postgresql" else _CLAIM
-            seq = s.execute(stmt, {"now": now}).scalar()
+            if s.get_bind().dialect.name == "postgresql":
+                seq = self._pick_postgres(s, now)
+            else:
+                seq = s.execute(_CLAIM, {"now": now}).scalar()
             if seq is None:
                 return None
             job = s.get(RepairJobModel, seq)
@@ -332,6 +354,21 @@ class RepairQueue:
             job.updated_at = now
             s.flush()
             return _job_row(job)
+
+    @staticmethod
+    def _pick_postgres(s: Session, now: int) -> int | None:
+        candidates = s.execute(_CANDIDATES_PG, {"now": now, "batch": _CLAIM_CANDIDATES}).all()
+        tried: set[str] = set()
+        for seq, context_hash in candidates:
+            if context_hash in tried:
+                continue  # only the oldest waiting job of a context may go
+            tried.add(context_hash)
+            if not s.execute(_TRY_CONTEXT_LOCK_PG, {"key": _claim_lock_key(context_hash)}).scalar():
+                continue  # another worker is claiming this context right now
+            if s.execute(_CONTEXT_BLOCKED_PG, {"context_hash": context_hash, "seq": seq}).scalar():
+                continue
+            return int(seq)
+        return None
 
     def renew(self, job_ids: Iterable[str], owner: str, now: int | None = None) -> None:
         """Extend the leases of jobs this owner is still working on."""

@@ -202,8 +202,12 @@ def _validate_reply(reply: object) -> tuple[str, str, Severity, float]:
         raise _RejectedReply("confidence must be a number")
     if not math.isfinite(confidence):
         raise _RejectedReply("confidence must be finite")
+    # A confidence outside [0, 1] means the model did not follow the
+    # contract; its other fields are not trusted either.
+    if not 0.0 <= confidence <= 1.0:
+        raise _RejectedReply("confidence must be within [0, 1]")
     sev: Severity = "warn" if severity == "warn" else "info"
-    return lines[0], lines[1], sev, _clamp(float(confidence))
+    return lines[0], lines[1], sev, float(confidence)
 
 
 # -- template path ------------------------------------------------------------

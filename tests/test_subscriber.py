@@ -12,12 +12,14 @@ from sqlalchemy import update
 
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.events import FeedbackBus, FeedbackEvent
+from memos_feedback.llm import OpenAIRepairLLM
 from memos_feedback.queue import RepairQueue, job_id_for
 from memos_feedback.repair import RepairInput
 from memos_feedback.signals import FailureBurst, context_hash_of
 from memos_feedback.store import Store, ToolCall
 from memos_feedback.store.models import RepairJobModel
 from memos_feedback.subscriber import FeedbackSubscriber, _burst_input, attach_feedback_subscriber
+from tests.support.chat_server import Behaviour, ChatServer
 from tests.support.freezing import threaded_freezegun  # noqa: F401  (fixture)
 
 SESSION = "s1"
@@ -274,3 +276,25 @@ def test_closed_subscriber_refuses_work(store: Store, make_sub: Any) -> None:
     sub.close()
     with pytest.raises(SubscriberClosedError):
         sub.submit_user_feedback("use uv", SESSION)
+
+
+def test_llm_path_through_the_subscriber(store: Store, feed: Feed, make_sub: Any) -> None:
+    add_history(store)
+    reply = (
+        '{"preference": "Use pnpm for installs", "anti_pattern": "Running npm here", '
+        '"severity": "warn", "confidence": 0.9}'
+    )
+    with ChatServer(reply=reply) as server:
+        llm = OpenAIRepairLLM("m", base_url=server.base_url, api_key="k", timeout=0.5)
+        # Retries off (max_attempts=1): a failing model falls back to the template at once.
+        sub = make_sub(FeedbackConfig(use_llm=True, cooldown_ms=0, max_attempts=1), llm=llm)
+        _, ok = sub.submit_user_feedback("use pnpm instead of npm", SESSION)
+        drafted = ok.result(timeout=10).draft
+        assert drafted is not None and drafted.preference == "Use pnpm for installs"
+        assert drafted.confidence == 0.9
+
+        server.script(Behaviour.delay(2_000))  # slower than the client's timeout
+        _, slow = sub.submit_user_feedback("use uv instead of pip", SESSION)
+        fallback = slow.result(timeout=10).draft
+        assert fallback is not None and fallback.preference.startswith("Prefer: uv")
+        assert "repair.job.failed" not in feed.kinds()

@@ -238,13 +238,11 @@ def test_use_llm_false_never_calls_the_server(server: ChatServer, llm: OpenAIRep
     assert server.requests == []
 
 
-@pytest.mark.parametrize(("given", "expected"), [(7, 1.0), (-3, 0.0), (0.25, 0.25), (1, 1.0)])
-def test_llm_confidence_is_clamped(
-    server: ChatServer, llm: OpenAIRepairLLM, given: float, expected: float
-) -> None:
+@pytest.mark.parametrize("given", [0, 0.25, 1])
+def test_llm_confidence_in_range_is_kept(server: ChatServer, llm: OpenAIRepairLLM, given: float) -> None:
     server.script(Behaviour.ok(json.dumps({**GOOD_REPLY, "confidence": given})))
-    draft = run(llm=llm).draft
-    assert draft is not None and draft.confidence == expected
+    out = run(llm=llm)
+    assert out.source == "llm" and out.draft is not None and out.draft.confidence == given
 
 
 FAILURES = {
@@ -265,6 +263,8 @@ FAILURES = {
     "bool-confidence": Behaviour.ok(json.dumps({**GOOD_REPLY, "confidence": True})),
     "nan-confidence": Behaviour.ok(json.dumps(GOOD_REPLY).replace("0.8", "NaN")),
     "inf-confidence": Behaviour.ok(json.dumps(GOOD_REPLY).replace("0.8", "1e999")),
+    "confidence-above-1": Behaviour.ok(json.dumps({**GOOD_REPLY, "confidence": 7})),
+    "confidence-below-0": Behaviour.ok(json.dumps({**GOOD_REPLY, "confidence": -0.1})),
     "markup-only": Behaviour.ok(json.dumps({**GOOD_REPLY, "preference": "<b></b> ``` @repair"})),
 }
 
