@@ -26,6 +26,16 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.hot_path
+	$(BIN)/python -m benchmarks.repair_path
+
+# The whole suite against a throwaway PostgreSQL server as well as SQLite
+# (installs Debian's postgresql package when it is missing; needs root for that).
+PG_DIR := /tmp/memos-feedback-pg-$(shell echo $$PPID)
+test-postgres: $(STAMP)
+	scripts/pg-cluster.sh install
+	url=$$(scripts/pg-cluster.sh start $(PG_DIR)) && \
+	  trap 'scripts/pg-cluster.sh stop $(PG_DIR)' EXIT && \
+	  MEMOS_FEEDBACK_TEST_PG_URL=$$url $(MAKE) test
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist
