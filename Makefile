@@ -30,11 +30,11 @@ bench: $(STAMP)
 
 # The whole suite against a throwaway PostgreSQL server as well as SQLite
 # (installs Debian's postgresql package when it is missing; needs root for that).
-PG_DIR := /tmp/memos-feedback-pg-$(shell echo $$PPID)
 test-postgres: $(STAMP)
 	scripts/pg-cluster.sh install
-	url=$$(scripts/pg-cluster.sh start $(PG_DIR)) && \
-	  trap 'scripts/pg-cluster.sh stop $(PG_DIR)' EXIT && \
+	dir=$$(mktemp -u /tmp/memos-feedback-pg.XXXXXX) && \
+	  url=$$(scripts/pg-cluster.sh start $$dir) && \
+	  trap "scripts/pg-cluster.sh stop $$dir" EXIT && \
 	  MEMOS_FEEDBACK_TEST_PG_URL=$$url $(MAKE) test
 
 clean:

@@ -23,7 +23,6 @@ from memos_feedback.store import Store, open_store
 from tests.support.pg import PG_URL_ENV, fresh_pg_database
 
 
-
 def backend_params() -> list[Any]:
     """The database backends every ``store``/``db_url`` test runs against."""
     params: list[Any] = [pytest.param("sqlite", id="sqlite")]
