@@ -1,7 +1,26 @@
-"""memos-feedback: closes the feedback loop of LLM agents."""
+"""memos-feedback: closes the feedback loop of LLM agents.
+
+The pipeline, in the order the package's modules read: ``signals`` (stuck
+tools) and ``classifier`` (user feedback) trigger; ``queue`` keeps the
+trigger durably; ``repair`` runs the guards, ``evidence`` and
+``synthesize`` (``llm``, ``prompts``, ``sanitize``), persists into the
+``store`` and merges into policy ``boundary`` blocks (``attach``); every
+step goes out on the ``events`` bus and into the ``audit`` log.
+``subscriber`` wires it all for a host.
+"""
 
 from __future__ import annotations
 
+from .attach import attach_repair_to_policies
+from .audit import AuditLog
+from .boundary import (
+    RepairBlock,
+    merge_repair_block,
+    parse_repair_block,
+    render_repair_block,
+    strip_repair_block,
+)
+from .classifier import ClassifiedFeedback, Shape, classify_feedback
 from .config import FeedbackConfig
 from .errors import (
     ConfigError,
@@ -16,28 +35,88 @@ from .errors import (
     StoreError,
     SubscriberClosedError,
 )
+from .events import (
+    FeedbackBus,
+    FeedbackClassified,
+    FeedbackEvent,
+    RepairAttached,
+    RepairJobDead,
+    RepairJobDiscarded,
+    RepairJobFailed,
+    RepairJobRetrying,
+    RepairPersisted,
+    RepairSkipped,
+    RepairTriggered,
+)
+from .evidence import RepairEvidence, cap_trace, gather_repair_evidence
+from .llm import OpenAIRepairLLM, RepairLLM
+from .queue import RepairQueue
+from .repair import RepairDeps, RepairInput, RepairResult, run_repair
+from .signals import FailureBurst, FailureRecord, FailureSignals, context_hash_of
 from .store import DecisionRepairRow, PolicyRow, Store, ToolCall, TraceRow, open_store
+from .subscriber import FeedbackSubscriber, attach_feedback_subscriber
+from .synthesize import DecisionRepairDraft, SynthesisOutcome, synthesize_draft
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AuditLog",
+    "ClassifiedFeedback",
     "ConfigError",
+    "DecisionRepairDraft",
     "DecisionRepairRow",
+    "FailureBurst",
+    "FailureRecord",
+    "FailureSignals",
+    "FeedbackBus",
+    "FeedbackClassified",
     "FeedbackConfig",
+    "FeedbackEvent",
+    "FeedbackSubscriber",
     "InvalidInputError",
     "LLMError",
     "LLMReplyError",
     "LLMTransientError",
     "MemosFeedbackError",
     "NotFoundError",
+    "OpenAIRepairLLM",
     "PolicyRow",
+    "RepairAttached",
+    "RepairBlock",
+    "RepairDeps",
+    "RepairEvidence",
+    "RepairInput",
+    "RepairJobDead",
+    "RepairJobDiscarded",
+    "RepairJobFailed",
+    "RepairJobRetrying",
+    "RepairLLM",
+    "RepairPersisted",
+    "RepairQueue",
+    "RepairResult",
+    "RepairSkipped",
+    "RepairTriggered",
     "SchemaError",
+    "Shape",
     "Store",
     "StoreBusyError",
     "StoreError",
     "SubscriberClosedError",
+    "SynthesisOutcome",
     "ToolCall",
     "TraceRow",
     "__version__",
+    "attach_feedback_subscriber",
+    "attach_repair_to_policies",
+    "cap_trace",
+    "classify_feedback",
+    "context_hash_of",
+    "gather_repair_evidence",
+    "merge_repair_block",
     "open_store",
+    "parse_repair_block",
+    "render_repair_block",
+    "run_repair",
+    "strip_repair_block",
+    "synthesize_draft",
 ]

@@ -20,17 +20,32 @@ How it decides, in four steps:
 
 Extraction then runs only for the chosen shape. Everything is deterministic
 and takes time linear in the input (bounded windows, bounded patterns).
+
+*Gating* keeps steps 2 and 3 cheap. A message can match only a few of the
+~150 masks and cues, and one ``regex`` call costs about a microsecond even
+when it fails, so each rule runs only when the message contains something
+every match of that rule must contain: a whole ASCII word ("thanks"), a
+character ("谢", "?") or an ASCII fragment ("hallucinat"). Those keys are
+derived once, at import, from each rule's own source (``_Deriver``: literal
+strings forced by the pattern, with ``\b`` / ``\s`` telling where words
+end), so the rules file stays the single source of truth and a rule whose
+keys cannot be derived simply always runs. Per message the gate costs one
+pass to collect the text's words and characters and a few set
+intersections; a skipped rule is one that could not have matched, so the
+answer is the same as running every rule.
 """
 
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import enum
+import importlib
 import itertools
 import logging
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, Final, NamedTuple
 
 import regex
 
@@ -106,14 +121,18 @@ _LOOKBACK = 160
 
 @dataclass(frozen=True, slots=True)
 class _View:
-    """Aligned copies of the message (same length, same offsets)."""
+    """Aligned copies of the message (same length, same offsets), for extraction."""
 
     prose: str  # original characters, code blanked: extraction slices this
-    norm: str  # prose folded (traditional -> simplified, quotes), inline code hidden
-    masked: str  # norm with mask spans blanked: cues and frames run on this
-    code_trouble: bool  # a blanked code block or log line reports an error
-    break_starts: tuple[int, ...] = ()  # clause breaks, sorted
-    break_ends: tuple[int, ...] = ()
+    masked: str  # folded, inline code hidden, mask spans blanked: frames run on this
+    break_starts: tuple[int, ...]  # clause breaks, sorted
+    break_ends: tuple[int, ...]
+
+    @classmethod
+    def build(cls, prose: str, masked: str) -> _View:
+        # Clause bounds matter to extraction only, so they are found here.
+        breaks = [m.span() for m in rules.CLAUSE_BREAK.finditer(prose)]
+        return cls(prose, masked, tuple(a for a, _ in breaks), tuple(b for _, b in breaks))
 
     def clause(self, pos: int) -> tuple[int, int]:
         """Start and end of the clause that contains ``pos`` (binary search)."""
@@ -191,26 +210,387 @@ def _log_line_spans(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def _prepare(text: str) -> _View:
-    work = rules.CONTROL.sub(" ", _window(text))
-    fenced = _fenced_spans(work)
+class _Prepared(NamedTuple):
+    prose: str  # original characters, code blanked
+    norm: str  # prose folded (traditional -> simplified, quotes), inline code hidden
+    code_trouble: bool  # a blanked code block or log line reports an error
+
+
+def _prepare(text: str) -> _Prepared:
+    work = _window(text)
+    # Each step below is skipped when a cheap test shows it would change nothing.
+    if not work.isprintable():  # every CONTROL character is unprintable
+        work = rules.CONTROL.sub(" ", work)
+    fenced = _fenced_spans(work) if _FENCE in work else []
     without_fences = _blank(work, fenced)
     spans = sorted(fenced + (_log_line_spans(without_fences) if "\n" in work else []))
     code_trouble = any(rules.CODE_TROUBLE.search(work, a, b) for a, b in spans)
     prose = _blank(without_fences, [s for s in spans if s not in fenced]) if spans else work
-    folded = prose.translate(rules.TRAD_TO_SIMP)
+    # TRAD_TO_SIMP maps no ASCII character to another one.
+    norm = prose if prose.isascii() else prose.translate(rules.TRAD_TO_SIMP)
     # Inline code keeps its back-ticks but not its words: `no_errors` must
     # not read as "no errors".
-    norm = rules.INLINE_CODE.sub(lambda m: "`" + "_" * (len(m.group()) - 2) + "`", folded)
-    breaks = [m.span() for m in rules.CLAUSE_BREAK.finditer(prose)]
-    return _View(
-        prose=prose,
-        norm=norm,
-        masked=norm,
-        code_trouble=code_trouble,
-        break_starts=tuple(a for a, _ in breaks),
-        break_ends=tuple(b for _, b in breaks),
-    )
+    if "`" in norm:
+        norm = rules.INLINE_CODE.sub(lambda m: "`" + "_" * (len(m.group()) - 2) + "`", norm)
+    return _Prepared(prose, norm, code_trouble)
+
+
+# ---------------------------------------------------------------------------
+# Gating: which rules can match this message at all
+# ---------------------------------------------------------------------------
+# The gate reads each rule's source with the standard library's regex parser
+# (the rules use no syntax it lacks). Were it missing, or a rule unreadable,
+# that rule is simply never skipped.
+try:
+    _sre: Any = importlib.import_module("re._parser")
+except ImportError:  # pragma: no cover - a Python without re._parser
+    _sre = None
+
+# Inside a derived literal, a position where an ASCII word cannot continue:
+# a ``\b``, ``^`` or ``$``, or a character such as ``\s`` that is never a word
+# character. Literals never contain NUL otherwise (rules blank control chars).
+_EDGE = "\x00"
+# Derived sets stay small; past these sizes a node counts as "anything".
+_MAX_STRINGS = 64
+_MAX_CLASS = 12
+# What ``\w`` (and so ``\b``) knows under the ASCII flag.
+_WORD_RUN = re.compile(r"[A-Za-z0-9_]+")
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+# Chinese characters too common to say much; a rarer character of the same
+# literal makes a better key.
+_COMMON_CJK = frozenset("的了是不我你这那个一在有人他也就都要么什吗吧呢啊好用")
+
+_Strings = frozenset[str]
+_NOTHING: Final[_Strings] = frozenset({""})  # "no known text" (matches empty)
+# A test a message can pass cheaply: ("word", w) a whole ASCII word,
+# ("char", c) one non-word character, ("sub", s) an ASCII substring.
+_Key = tuple[str, str]
+
+
+class _Shape(NamedTuple):
+    """What every match of a pattern node looks like, case-folded.
+
+    ``exact``: all the strings it can match, when there are few. ``prefix`` /
+    ``suffix``: every match starts / ends with one of these (``{""}``: no
+    telling).
+    """
+
+    exact: _Strings | None
+    prefix: _Strings
+    suffix: _Strings
+
+
+_ANYTHING = _Shape(None, _NOTHING, _NOTHING)
+_NON_WORD = _Shape(None, frozenset({_EDGE}), frozenset({_EDGE}))
+
+
+def _exactly(strings: _Strings) -> _Shape:
+    return _Shape(strings, strings, strings)
+
+
+def _product(a: _Strings | None, b: _Strings | None) -> _Strings | None:
+    if a is None or b is None or len(a) * len(b) > _MAX_STRINGS:
+        return None
+    return frozenset(x + y for x in a for y in b)
+
+
+def _fold(ch: str) -> str:
+    # The rules fold ASCII case only (IGNORECASE under ASCII).
+    return ch.lower() if ch.isascii() else ch
+
+
+class _Deriver:
+    """Derives the gate keys of patterns, with memo tables for one build."""
+
+    def __init__(self) -> None:
+        self._shapes: dict[tuple[int, int], _Shape] = {}
+        self._costs: dict[_Strings, float | None] = {}
+        self._keys: dict[str, tuple[float, _Key] | None] = {}
+
+    def gate_keys(self, pattern: regex.Pattern[str]) -> frozenset[_Key] | None:
+        """Keys one of which every match of ``pattern`` implies; None when unknown."""
+        if _sre is None:
+            return None
+        try:
+            tree = _sre.parse(pattern.pattern)
+            required = self.seq_need(tree, _NOTHING, _NOTHING)
+        except (re.error, RecursionError, TypeError, ValueError, AttributeError):
+            return None
+        finally:
+            self._shapes.clear()  # keyed by id(): valid for one parse tree only
+        if required is None:
+            return None
+        keys = [self.key_of(s) for s in required]
+        return frozenset(k[1] for k in keys if k) if all(keys) else None
+
+    # -- shapes: what a node's matches look like, whatever surrounds it ------
+    def seq_shape(self, items: Sequence[tuple[Any, Any]]) -> _Shape:
+        shapes = [self.shape(op, av) for op, av in items]
+        whole: _Strings | None = _NOTHING
+        for s in shapes:
+            whole = _product(whole, s.exact)
+        if whole is not None:
+            return _exactly(whole)
+        head: _Strings = _NOTHING
+        for s in shapes:  # the exact items, then the start of the first other one
+            head = _product(head, s.prefix) or head
+            if s.exact is None:
+                break
+        tail: _Strings = _NOTHING
+        for s in reversed(shapes):
+            tail = _product(s.suffix, tail) or tail
+            if s.exact is None:
+                break
+        return _Shape(None, head, tail)
+
+    def shape(self, op: Any, av: Any) -> _Shape:
+        memo = (id(op), id(av))
+        if (found := self._shapes.get(memo)) is None:
+            found = self._shapes[memo] = self._shape(op, av)
+        return found
+
+    def _shape(self, op: Any, av: Any) -> _Shape:
+        sre = _sre
+        if op is sre.LITERAL:
+            ch = chr(av)
+            return _exactly(frozenset({_fold(ch)})) if ch != _EDGE else _ANYTHING
+        if op is sre.IN:
+            return _class_shape(av)
+        if op is sre.BRANCH:
+            return _branch_shape([self.seq_shape(alt) for alt in av[1]])
+        if op is sre.SUBPATTERN:
+            return self.seq_shape(av[3])
+        if op is sre.ATOMIC_GROUP:
+            return self.seq_shape(av)
+        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+            return _repeat_shape(av[0], av[1], self.seq_shape(av[2]))
+        if op is sre.AT:
+            edges = (sre.AT_BOUNDARY, sre.AT_BEGINNING, sre.AT_BEGINNING_STRING, sre.AT_END, sre.AT_END_STRING)
+            return _exactly(frozenset({_EDGE if av in edges else ""}))
+        if op in (sre.ASSERT, sre.ASSERT_NOT):
+            return _exactly(_NOTHING)  # zero-width: what it looks at is not part of the match
+        return _ANYTHING  # any character, a negated literal, a group reference
+
+    # -- requirements: one of these strings is inside every match -------------
+    # A node is read with the strings that must come right before (``left``)
+    # and right after (``right``) it, so "\b(?:thanks?|thx)\b" yields whole
+    # words, not fragments of words.
+    def seq_need(self, items: Sequence[tuple[Any, Any]], left: _Strings, right: _Strings) -> _Strings | None:
+        # Adjacent exact items (the letters of a word) are read as one.
+        # Each item's own exact strings stay candidates ("错" for "错误(?:日志|码)").
+        parts: list[tuple[_Shape, tuple[Any, Any] | None]] = []
+        needs: list[_Strings | None] = []
+        for op, av in items:
+            shape = self.shape(op, av)
+            needs.append(shape.exact)
+            if shape.exact is not None and parts and parts[-1][1] is None:
+                joined = _product(parts[-1][0].exact, shape.exact)
+                if joined is not None:
+                    parts[-1] = (_exactly(joined), None)
+                    continue
+            parts.append((shape, None if shape.exact is not None else (op, av)))
+        lefts: list[_Strings] = []
+        ctx = left
+        for shape, _ in parts:
+            lefts.append(ctx)
+            ctx = (_product(ctx, shape.exact) or shape.exact) if shape.exact is not None else shape.suffix
+        rights: list[_Strings] = []
+        ctx = right
+        for shape, _ in reversed(parts):
+            rights.append(ctx)
+            ctx = (_product(shape.exact, ctx) or shape.exact) if shape.exact is not None else shape.prefix
+        rights.reverse()
+        for (shape, node), before, after in zip(parts, lefts, rights, strict=True):
+            if node is None and shape.exact is not None:
+                exact = shape.exact
+                both = _product(before, _product(exact, after))
+                needs += (both, _product(before, exact), _product(exact, after), exact)
+            elif node is not None:
+                needs.append(self.need(node[0], node[1], before, after))
+        return self.rarest(needs)
+
+    def need(self, op: Any, av: Any, left: _Strings, right: _Strings) -> _Strings | None:
+        sre = _sre
+        shape = self.shape(op, av)
+        if shape.exact is not None:
+            exact = shape.exact
+            both = _product(left, _product(exact, right))
+            return self.rarest([both, _product(left, exact), _product(exact, right), exact])
+        inner: _Strings | None = None
+        if op is sre.BRANCH:  # one alternative matched: the union of their requirements
+            inner = _union((self.seq_need(alt, left, right) for alt in av[1]), limit=4 * _MAX_STRINGS)
+        elif op is sre.SUBPATTERN:
+            inner = self.seq_need(av[3], left, right)
+        elif op is sre.ATOMIC_GROUP:
+            inner = self.seq_need(av, left, right)
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT) and av[0] >= 1:
+            # The first repetition follows ``left``, the last precedes ``right``.
+            inner = self.rarest([self.seq_need(av[2], left, _NOTHING), self.seq_need(av[2], _NOTHING, right)])
+        return self.rarest([inner, _product(left, shape.prefix), _product(shape.suffix, right)])
+
+    # -- keys: the cheap test each literal implies ------------------------------
+    def rarest(self, candidates: Iterable[_Strings | None]) -> _Strings | None:
+        """Among valid requirements, the one whose keys would pass least often."""
+        best: tuple[float, _Strings] | None = None
+        for strings in candidates:
+            if strings is None:
+                continue
+            cost = self._costs.get(strings, -1.0)
+            if cost == -1.0:
+                cost = self._costs[strings] = self._cost(strings)
+            if cost is not None and (best is None or cost < best[0]):
+                best = (cost, strings)
+        return best[1] if best else None
+
+    def _cost(self, strings: _Strings) -> float | None:
+        total = 0.0
+        for s in strings:
+            key = self.key_of(s)
+            if key is None:
+                return None  # this literal implies nothing testable
+            total += key[0]
+        return total if strings else None
+
+    def key_of(self, literal: str) -> tuple[float, _Key] | None:
+        if literal not in self._keys:
+            self._keys[literal] = _key_of(literal)
+        return self._keys[literal]
+
+
+def _class_shape(items: list[tuple[Any, Any]]) -> _Shape:
+    sre = _sre
+    chars: set[str] = set()
+    for op, av in items:
+        if op is sre.LITERAL:
+            chars.add(_fold(chr(av)))
+        elif op is sre.RANGE and av[1] - av[0] < _MAX_CLASS:
+            chars.update(_fold(chr(c)) for c in range(av[0], av[1] + 1))
+        elif op is sre.CATEGORY and av in (sre.CATEGORY_SPACE, sre.CATEGORY_NOT_WORD):
+            chars.add(_EDGE)  # too many to list, but none continues a word
+        elif op is sre.NEGATE and (sre.CATEGORY, sre.CATEGORY_WORD) in items:
+            return _NON_WORD  # [^\w...]
+        else:
+            return _ANYTHING
+    if _EDGE in chars:
+        return _NON_WORD if all(c == _EDGE or c not in _WORD_CHARS for c in chars) else _ANYTHING
+    return _exactly(frozenset(chars)) if len(chars) <= _MAX_CLASS else _ANYTHING
+
+
+def _union(sets: Iterable[_Strings | None], limit: int = _MAX_STRINGS) -> _Strings | None:
+    acc: set[str] = set()
+    for s in sets:
+        if s is None:
+            return None
+        acc |= s
+    return frozenset(acc) if len(acc) <= limit else None
+
+
+def _branch_shape(alts: list[_Shape]) -> _Shape:
+    exact = _union(a.exact for a in alts)
+    if exact is not None:
+        return _exactly(exact)
+    return _Shape(None, _union(a.prefix for a in alts) or _NOTHING, _union(a.suffix for a in alts) or _NOTHING)
+
+
+def _repeat_shape(low: int, high: int, body: _Shape) -> _Shape:
+    if body.exact is not None and high <= 3:  # x?  x{1,3}: spell the few forms out
+        forms: set[str] = set()
+        power: _Strings | None = _NOTHING
+        for count in range(high + 1):
+            if power is None:
+                break
+            if count >= low:
+                forms |= power
+            power = _product(power, body.exact)
+        else:
+            if len(forms) <= _MAX_STRINGS:
+                return _exactly(frozenset(forms))
+    return _Shape(None, body.prefix, body.suffix) if low else _ANYTHING
+
+
+def _key_of(literal: str) -> tuple[float, _Key] | None:
+    """The cheapest test implied by ``literal`` occurring, with a rough chance it passes."""
+    keys: list[tuple[float, _Key]] = []
+    for m in _WORD_RUN.finditer(literal):
+        word = m.group()
+        # With an edge or a non-word character on both sides inside the
+        # literal, the run is a whole word of the message; else part of one.
+        if 0 < m.start() and m.end() < len(literal):
+            keys.append((4 * 0.45 ** len(word), ("word", word)))
+        else:
+            keys.append((16 * 0.45 ** len(word), ("sub", word)))
+    for ch in literal:
+        if ch != _EDGE and ch not in _WORD_CHARS:
+            keys.append((0.6 if ch.isascii() or ch in _COMMON_CJK else 0.3, ("char", ch)))
+    return min(keys) if keys else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Keys:
+    """What a gate tests a text for, computed once per text."""
+
+    words: frozenset[str]  # whole ASCII words, lowercased
+    chars: frozenset[str]
+    lower: str
+
+    @classmethod
+    def of(cls, text: str) -> _Keys:
+        lower = text.lower()
+        if text.isascii():  # lower() is plain ASCII folding: same words
+            words = frozenset(_WORD_RUN.findall(lower))
+        else:  # lower() first could glue a word to e.g. the Kelvin sign
+            words = frozenset(w.lower() for w in _WORD_RUN.findall(text))
+        return cls(words, frozenset(text), lower)
+
+
+@dataclass(frozen=True, slots=True)
+class _Gate:
+    """For an ordered list of rules, the ones that can match a given text.
+
+    Each rule is indexed under the keys derived from its source; a rule with
+    no derivable key always runs.
+    """
+
+    always: frozenset[int]
+    by_word: dict[str, frozenset[int]]
+    by_char: dict[str, frozenset[int]]
+    by_sub: tuple[tuple[str, frozenset[int]], ...]
+    words: frozenset[str]
+    chars: frozenset[str]
+
+    @classmethod
+    def build(cls, patterns: Sequence[regex.Pattern[str]]) -> _Gate:
+        deriver = _Deriver()
+        always: set[int] = set()
+        index: dict[str, dict[str, set[int]]] = {"word": {}, "char": {}, "sub": {}}
+        for i, pattern in enumerate(patterns):
+            keys = deriver.gate_keys(pattern)
+            if keys is None:
+                always.add(i)
+                continue
+            for kind, value in keys:
+                index[kind].setdefault(value, set()).add(i)
+        frozen = {kind: {k: frozenset(v) for k, v in table.items()} for kind, table in index.items()}
+        return cls(
+            always=frozenset(always),
+            by_word=frozen["word"],
+            by_char=frozen["char"],
+            by_sub=tuple(frozen["sub"].items()),
+            words=frozenset(frozen["word"]),
+            chars=frozenset(frozen["char"]),
+        )
+
+    def candidates(self, keys: _Keys, after: int = -1) -> list[int]:
+        """Indexes (ascending) of the rules that may match, skipping those up to ``after``."""
+        found = set(self.always)
+        for word in keys.words & self.words:
+            found |= self.by_word[word]
+        for ch in keys.chars & self.chars:
+            found |= self.by_char[ch]
+        for sub, rules_ in self.by_sub:
+            if sub in keys.lower:
+                found |= rules_
+        return sorted(i for i in found if i > after)
 
 
 # ---------------------------------------------------------------------------
@@ -218,60 +598,84 @@ def _prepare(text: str) -> _View:
 # ---------------------------------------------------------------------------
 @dataclass(slots=True)
 class _Evidence:
-    scores: dict[Shape, float]
+    # Keyed by shape value, in Shape order (hashing an enum member is slow).
+    scores: dict[str, float]
     # Offsets inside each shape's matched cues (the last matched character),
     # so extraction can find the clause that carries the evidence.
-    anchors: dict[Shape, list[int]]
+    anchors: dict[str, list[int]]
     fired: list[str]
 
 
-def _score(view: _View) -> tuple[_View, _Evidence]:
-    ev = _Evidence(scores=dict.fromkeys(Shape, 0.0), anchors={s: [] for s in Shape}, fired=[])
-    masked = view.norm
-    for mask in rules.MASKS:
+_SHAPE_VALUES: Final = tuple(s.value for s in Shape)
+_MASK_GATE: Final = _Gate.build([mask.pattern for mask in rules.MASKS])
+_CUE_GATE: Final = _Gate.build([cue.pattern for cue in rules.CUES])
+
+
+def _apply_masks(norm: str, ev: _Evidence) -> tuple[str, _Keys]:
+    """Blank every mask's spans, in order; returns the text and its gate keys."""
+    masked = norm
+    keys = _Keys.of(masked)
+    todo = _MASK_GATE.candidates(keys)
+    pos = 0
+    while pos < len(todo):
+        index = todo[pos]
+        pos += 1
+        mask = rules.MASKS[index]
         spans = [m.span() for m in mask.pattern.finditer(masked)]
         if not spans:
             continue
         masked = _blank(masked, spans)
         if mask.shape is not None:
-            shape = Shape(mask.shape)
-            ev.scores[shape] += mask.weight
-            ev.anchors[shape].append(spans[0][1] - 1)
+            ev.scores[mask.shape] += mask.weight
+            ev.anchors[mask.shape].append(spans[0][1] - 1)
         ev.fired.append(mask.name)
+        # Blanking can cut a word short ("…foo|bar" -> "bar"), which may
+        # give later masks a word to key on: read the keys again.
+        keys = _Keys.of(masked)
+        todo, pos = _MASK_GATE.candidates(keys, after=index), 0
+    return masked, keys
+
+
+def _score(prepared: _Prepared) -> tuple[str, _Evidence]:
+    ev = _Evidence(
+        scores=dict.fromkeys(_SHAPE_VALUES, 0.0), anchors={s: [] for s in _SHAPE_VALUES}, fired=[]
+    )
+    masked, keys = _apply_masks(prepared.norm, ev)
     # Anchored cues (^ ... $) must see the message without surrounding blanks.
     lead = len(masked) - len(masked.lstrip())
     stripped = masked.strip()
-    for cue in rules.CUES:
+    # Stripping removes blanks only: ``keys`` still covers what cues can match.
+    for index in _CUE_GATE.candidates(keys):
+        cue = rules.CUES[index]
         m = cue.pattern.search(stripped)
         if m is None:
             continue
-        shape = Shape(cue.shape)
-        ev.scores[shape] += cue.weight
+        ev.scores[cue.shape] += cue.weight
         if cue.weight > 0:
-            ev.anchors[shape].append(lead + m.end() - 1)
+            ev.anchors[cue.shape].append(lead + m.end() - 1)
         ev.fired.append(cue.name)
-    if view.code_trouble and not stripped:
+    if prepared.code_trouble and not stripped:
         # Only a pasted error, no words around it: the last step failed.
-        ev.scores[Shape.NEGATIVE] += _THRESHOLD
+        ev.scores[Shape.NEGATIVE.value] += _THRESHOLD
         ev.fired.append("pasted-error-only")
-    return dataclasses.replace(view, masked=masked), ev
+    return masked, ev
 
 
-def _resolve(scores: dict[Shape, float]) -> Shape:
+def _resolve(scores: dict[str, float]) -> Shape:
     """The first shape, in the spec's tie-break order, with enough evidence."""
     for shape in _ORDER:
-        if scores[shape] >= _THRESHOLD:
+        if scores[shape.value] >= _THRESHOLD:
             return shape
     return Shape.UNKNOWN
 
 
-def _confidence(shape: Shape, scores: dict[Shape, float]) -> float:
+def _confidence(shape: Shape, scores: dict[str, float]) -> float:
     if shape is Shape.UNKNOWN:
         # No evidence at all reads as small talk; weak evidence, less sure.
         strongest = max(scores.values())
         return round(max(0.2, 0.6 - 0.3 * max(strongest, 0.0)), 2)
-    own = scores[shape]
-    rivals = sum(1 for s, v in scores.items() if s is not shape and v >= _THRESHOLD)
+    own = scores[shape.value]
+    rivals = sum(1 for s, v in scores.items() if s != shape.value and v >= _THRESHOLD)
     value = 0.55 + 0.2 * min(own - _THRESHOLD, 1.5) - 0.1 * rivals
     return round(min(0.95, max(0.3, value)), 2)
 
@@ -523,22 +927,24 @@ def classify_feedback(text: object) -> ClassifiedFeedback:
     trimmed = _coerce(text).strip()
     if not trimmed:
         return ClassifiedFeedback(Shape.UNKNOWN, 0.0, text=trimmed)
-    view, ev = _score(_prepare(trimmed))
+    prepared = _prepare(trimmed)
+    masked, ev = _score(prepared)
     shape = _resolve(ev.scores)
     prefer = avoid = correction = constraint = None
     if shape is Shape.PREFERENCE:
-        prefer, avoid = _extract_preference(view)
+        prefer, avoid = _extract_preference(_View.build(prepared.prose, masked))
     elif shape is Shape.CORRECTION:
-        correction = _extract_correction(view)
+        correction = _extract_correction(_View.build(prepared.prose, masked))
     elif shape is Shape.CONSTRAINT:
-        constraint = _extract_constraint(view, ev.anchors[Shape.CONSTRAINT])
+        view = _View.build(prepared.prose, masked)
+        constraint = _extract_constraint(view, ev.anchors[Shape.CONSTRAINT.value])
     confidence = _confidence(shape, ev.scores)
     if _log.isEnabledFor(logging.DEBUG):
         _log.debug(
             "classified %s (%.2f) scores=%s cues=%s",
             shape.value,
             confidence,
-            {s.value: round(v, 2) for s, v in ev.scores.items() if v},
+            {s: round(v, 2) for s, v in ev.scores.items() if v},
             ev.fired,
         )
     return ClassifiedFeedback(

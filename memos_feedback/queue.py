@@ -187,23 +187,21 @@ _DUE = (_j.status == "pending", _j.next_attempt_at <= bindparam("now"))
 # single statement can pick the job and nobody can race it.
 _CLAIM = select(_j.seq).where(*_DUE, ~_BUSY_CONTEXT, ~_OLDER_WAITING).order_by(_j.seq).limit(1)
 
-# PostgreSQL: many claimers at once. Candidates are locked with SKIP LOCKED
-# (claimers never wait on each other's rows), then each candidate's context
-# is taken with a transaction-scoped advisory try-lock, and only then is the
-# context checked for a running or older waiting job — a statement that runs
-# after the lock sees every claim committed before it.
-_CANDIDATES_PG = (
-    select(_j.seq, _j.context_hash)
-    .where(*_DUE)
-    .order_by(_j.seq)
-    .limit(bindparam("batch"))
-    .with_for_update(skip_locked=True)
-)
+# PostgreSQL: many claimers at once. Candidates are read without locks; for
+# each, the context is taken with a transaction-scoped advisory try-lock
+# (claimers of other contexts never wait), the context is checked for a
+# running or older waiting job — a statement run after the lock sees every
+# claim committed before it — and only then is the one row locked, with
+# SKIP LOCKED so a claimer never waits on a row another transaction holds.
+_CANDIDATES_PG = select(_j.seq, _j.context_hash).where(*_DUE).order_by(_j.seq).limit(bindparam("batch"))
 _CONTEXT_BLOCKED_PG = select(
     exists().where(
         _j.context_hash == bindparam("context_hash"),
         or_(_j.status == "running", and_(_j.status == "pending", _j.seq < bindparam("seq"))),
     )
+)
+_LOCK_ROW_PG = (
+    select(_j.seq).where(_j.seq == bindparam("seq"), _j.status == "pending").with_for_update(skip_locked=True)
 )
 _TRY_CONTEXT_LOCK_PG = select(func.pg_try_advisory_xact_lock(bindparam("key")))
 _CLAIM_CANDIDATES = 32
@@ -367,6 +365,8 @@ class RepairQueue:
                 continue  # another worker is claiming this context right now
             if s.execute(_CONTEXT_BLOCKED_PG, {"context_hash": context_hash, "seq": seq}).scalar():
                 continue
+            if s.execute(_LOCK_ROW_PG, {"seq": seq}).scalar() is None:
+                continue  # claimed or changed since the candidate list was read
             return int(seq)
         return None
 

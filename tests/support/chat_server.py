@@ -276,6 +276,9 @@ def _error_body(status: int, message: str) -> bytes:
 def _make_handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out in separate writes; with Nagle's algorithm
+        # on, the body waits for the client's delayed ACK (~40 ms a reply).
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
             pass
