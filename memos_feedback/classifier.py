@@ -271,13 +271,14 @@ class _Shape(NamedTuple):
     """What every match of a pattern node looks like, case-folded.
 
     ``exact``: all the strings it can match, when there are few. ``prefix`` /
-    ``suffix``: every match starts / ends with one of these (``{""}``: no
-    telling).
+    ``suffix``: every non-empty match starts / ends with one of these
+    (``{""}``: no telling). ``nullable``: it can match the empty string.
     """
 
     exact: _Strings | None
     prefix: _Strings
     suffix: _Strings
+    nullable: bool = False
 
 
 _ANYTHING = _Shape(None, _NOTHING, _NOTHING)
@@ -285,7 +286,25 @@ _NON_WORD = _Shape(None, frozenset({_EDGE}), frozenset({_EDGE}))
 
 
 def _exactly(strings: _Strings) -> _Shape:
-    return _Shape(strings, strings, strings)
+    return _Shape(strings, strings, strings, "" in strings)
+
+
+def _after(ctx: _Strings, shape: _Shape) -> _Strings:
+    """How the text ends once ``shape`` matched, if it ended with one of ``ctx`` before."""
+    if shape.exact is not None:
+        return _product(ctx, shape.exact) or shape.exact
+    if shape.nullable:  # it may have matched nothing
+        return _union([shape.suffix, ctx]) or _NOTHING
+    return shape.suffix
+
+
+def _before(shape: _Shape, ctx: _Strings) -> _Strings:
+    """How the text starts where ``shape`` matches, if one of ``ctx`` follows it."""
+    if shape.exact is not None:
+        return _product(shape.exact, ctx) or shape.exact
+    if shape.nullable:
+        return _union([shape.prefix, ctx]) or _NOTHING
+    return shape.prefix
 
 
 def _product(a: _Strings | None, b: _Strings | None) -> _Strings | None:
@@ -332,16 +351,12 @@ class _Deriver:
         if whole is not None:
             return _exactly(whole)
         head: _Strings = _NOTHING
-        for s in shapes:  # the exact items, then the start of the first other one
-            head = _product(head, s.prefix) or head
-            if s.exact is None:
-                break
-        tail: _Strings = _NOTHING
         for s in reversed(shapes):
-            tail = _product(s.suffix, tail) or tail
-            if s.exact is None:
-                break
-        return _Shape(None, head, tail)
+            head = _before(s, head)
+        tail: _Strings = _NOTHING
+        for s in shapes:
+            tail = _after(tail, s)
+        return _Shape(None, head, tail, all(s.nullable for s in shapes))
 
     def shape(self, op: Any, av: Any) -> _Shape:
         memo = (id(op), id(av))
@@ -393,12 +408,12 @@ class _Deriver:
         ctx = left
         for shape, _ in parts:
             lefts.append(ctx)
-            ctx = (_product(ctx, shape.exact) or shape.exact) if shape.exact is not None else shape.suffix
+            ctx = _after(ctx, shape)
         rights: list[_Strings] = []
         ctx = right
         for shape, _ in reversed(parts):
             rights.append(ctx)
-            ctx = (_product(shape.exact, ctx) or shape.exact) if shape.exact is not None else shape.prefix
+            ctx = _before(shape, ctx)
         rights.reverse()
         for (shape, node), before, after in zip(parts, lefts, rights, strict=True):
             if node is None and shape.exact is not None:
@@ -416,6 +431,8 @@ class _Deriver:
             exact = shape.exact
             both = _product(left, _product(exact, right))
             return self.rarest([both, _product(left, exact), _product(exact, right), exact])
+        if shape.nullable:
+            return None  # it may match nothing: it requires nothing
         inner: _Strings | None = None
         if op is sre.BRANCH:  # one alternative matched: the union of their requirements
             inner = _union((self.seq_need(alt, left, right) for alt in av[1]), limit=4 * _MAX_STRINGS)
@@ -489,7 +506,12 @@ def _branch_shape(alts: list[_Shape]) -> _Shape:
     exact = _union(a.exact for a in alts)
     if exact is not None:
         return _exactly(exact)
-    return _Shape(None, _union(a.prefix for a in alts) or _NOTHING, _union(a.suffix for a in alts) or _NOTHING)
+    return _Shape(
+        None,
+        _union(a.prefix for a in alts) or _NOTHING,
+        _union(a.suffix for a in alts) or _NOTHING,
+        any(a.nullable for a in alts),
+    )
 
 
 def _repeat_shape(low: int, high: int, body: _Shape) -> _Shape:
@@ -505,7 +527,7 @@ def _repeat_shape(low: int, high: int, body: _Shape) -> _Shape:
         else:
             if len(forms) <= _MAX_STRINGS:
                 return _exactly(frozenset(forms))
-    return _Shape(None, body.prefix, body.suffix) if low else _ANYTHING
+    return _Shape(None, body.prefix, body.suffix, nullable=body.nullable or low == 0)
 
 
 def _key_of(literal: str) -> tuple[float, _Key] | None:

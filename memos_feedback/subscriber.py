@@ -339,10 +339,13 @@ class FeedbackSubscriber:
         return True
 
     def _enqueuer(self) -> None:
+        # Woken at once by a burst; the timeout bounds how long a burst can
+        # sit in memory even if a wake-up were missed (buffer_flush_ms).
+        flush_every = self.config.buffer_flush_ms / 1000
         heartbeat = max(0.05, self.config.lease_ms / 3000)
         next_beat = time.monotonic() + heartbeat
         while True:
-            self._buffer_wake.wait(timeout=heartbeat)
+            self._buffer_wake.wait(timeout=flush_every)
             self._buffer_wake.clear()
             if not self._drain_buffer():
                 time.sleep(0.05)

@@ -20,7 +20,7 @@ from memos_feedback.store import Store, ToolCall
 from memos_feedback.store.models import RepairJobModel
 from memos_feedback.subscriber import FeedbackSubscriber, _burst_input, attach_feedback_subscriber
 from tests.support.chat_server import Behaviour, ChatServer
-from tests.support.freezing import threaded_freezegun  # noqa: F401  (fixture)
+from tests.support.freezing import threaded_freezegun, wait_for  # noqa: F401  (fixture)
 
 SESSION = "s1"
 EPISODE = "ep1"
@@ -298,3 +298,13 @@ def test_llm_path_through_the_subscriber(store: Store, feed: Feed, make_sub: Any
         fallback = slow.result(timeout=10).draft
         assert fallback is not None and fallback.preference.startswith("Prefer: uv")
         assert "repair.job.failed" not in feed.kinds()
+
+
+def test_a_burst_reaches_the_table_without_any_further_call(store: Store, make_sub: Any) -> None:
+    """The hot path only buffers; the enqueuer stores the burst on its own."""
+    cfg = FeedbackConfig(use_llm=False)
+    sub = make_sub(cfg)
+    queue = RepairQueue(store)
+    burst(sub)
+    wait_for(lambda: queue.stats()["depth"] == 1 or queue.stats()["done"] == 1, seconds=5)
+    assert len(queue.list()) == 1
