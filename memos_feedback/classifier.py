@@ -547,38 +547,35 @@ def _key_of(literal: str) -> tuple[float, _Key] | None:
     return min(keys) if keys else None
 
 
-@dataclass(frozen=True, slots=True)
-class _Keys:
-    """What a gate tests a text for, computed once per text."""
+class _Keys(NamedTuple):
+    """What a gate tests a text for, read once per text."""
 
-    words: frozenset[str]  # whole ASCII words, lowercased
-    chars: frozenset[str]
+    words: set[str]  # whole ASCII words, lowercased
+    chars: set[str]
     lower: str
 
-    @classmethod
-    def of(cls, text: str) -> _Keys:
-        lower = text.lower()
-        if text.isascii():  # lower() is plain ASCII folding: same words
-            words = frozenset(_WORD_RUN.findall(lower))
-        else:  # lower() first could glue a word to e.g. the Kelvin sign
-            words = frozenset(w.lower() for w in _WORD_RUN.findall(text))
-        return cls(words, frozenset(text), lower)
+
+def _keys_of(text: str) -> _Keys:
+    lower = text.lower()
+    if text.isascii():  # lower() is plain ASCII folding here: same words
+        return _Keys(set(_WORD_RUN.findall(lower)), set(text), lower)
+    # Elsewhere lower() could glue a word to e.g. the Kelvin sign: split first.
+    return _Keys({w.lower() for w in _WORD_RUN.findall(text)}, set(text), lower)
 
 
 @dataclass(frozen=True, slots=True)
 class _Gate:
-    """For an ordered list of rules, the ones that can match a given text.
+    """For an ordered list of patterns, the ones that can match a given text.
 
-    Each rule is indexed under the keys derived from its source; a rule with
+    Each pattern is indexed under the keys derived from its source; one with
     no derivable key always runs.
     """
 
     always: frozenset[int]
-    by_word: dict[str, frozenset[int]]
-    by_char: dict[str, frozenset[int]]
-    by_sub: tuple[tuple[str, frozenset[int]], ...]
+    by_key: dict[str, frozenset[int]]  # whole words and characters (never a word character)
     words: frozenset[str]
     chars: frozenset[str]
+    by_sub: tuple[tuple[str, frozenset[int]], ...]
 
     @classmethod
     def build(cls, patterns: Sequence[regex.Pattern[str]]) -> _Gate:
@@ -595,24 +592,87 @@ class _Gate:
         frozen = {kind: {k: frozenset(v) for k, v in table.items()} for kind, table in index.items()}
         return cls(
             always=frozenset(always),
-            by_word=frozen["word"],
-            by_char=frozen["char"],
-            by_sub=tuple(frozen["sub"].items()),
+            by_key=frozen["word"] | frozen["char"],
             words=frozenset(frozen["word"]),
             chars=frozenset(frozen["char"]),
+            by_sub=tuple(frozen["sub"].items()),
         )
 
     def candidates(self, keys: _Keys, after: int = -1) -> list[int]:
-        """Indexes (ascending) of the rules that may match, skipping those up to ``after``."""
+        """Indexes (ascending) of the patterns that may match, skipping those up to ``after``."""
         found = set(self.always)
-        for word in keys.words & self.words:
-            found |= self.by_word[word]
-        for ch in keys.chars & self.chars:
-            found |= self.by_char[ch]
-        for sub, rules_ in self.by_sub:
+        by_key = self.by_key
+        for key in keys.words & self.words:
+            found |= by_key[key]
+        for key in keys.chars & self.chars:
+            found |= by_key[key]
+        for sub, indexes in self.by_sub:
             if sub in keys.lower:
-                found |= rules_
-        return sorted(i for i in found if i > after)
+                found |= indexes
+        if after >= 0:
+            return sorted(i for i in found if i > after)
+        return sorted(found)
+
+
+def _alternatives(source: str) -> list[str]:
+    """The top-level alternatives of a pattern's source (itself when it has none)."""
+    parts: list[str] = []
+    depth = start = 0
+    i = 0
+    in_class = False
+    while i < len(source):
+        ch = source[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+            i += 1 + (source.startswith("^]", i + 1) * 2 or source.startswith("]", i + 1))
+            continue
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            parts.append(source[start:i])
+            start = i + 1
+        i += 1
+    parts.append(source[start:])
+    return parts
+
+
+class _CuePart(NamedTuple):
+    cue: int  # index in rules.CUES
+    pattern: regex.Pattern[str]
+
+
+def _cue_parts(cues: Sequence[rules.Cue]) -> tuple[_CuePart, ...]:
+    """Each cue cut into runs of its top-level alternatives that share gate keys.
+
+    ``regex`` tries every alternative of one pattern at every position, which
+    is slow for long alternations (the "x over y" cue has twelve), while a
+    part whose keys are absent need not run at all. Searching the parts of a
+    cue in order and keeping the leftmost match (the earlier part on a tie)
+    finds the match the whole pattern finds.
+    """
+    deriver = _Deriver()
+    parts: list[_CuePart] = []
+    for index, cue in enumerate(cues):
+        alternatives = _alternatives(cue.pattern.pattern)
+        if len(alternatives) == 1:
+            parts.append(_CuePart(index, cue.pattern))
+            continue
+        runs: list[tuple[frozenset[_Key] | None, list[str]]] = []
+        for alt in alternatives:
+            keys = deriver.gate_keys(regex.compile(alt, cue.pattern.flags))
+            if runs and runs[-1][0] == keys:
+                runs[-1][1].append(alt)
+            else:
+                runs.append((keys, [alt]))
+        parts += (_CuePart(index, regex.compile("|".join(run), cue.pattern.flags)) for _, run in runs)
+    return tuple(parts)
 
 
 # ---------------------------------------------------------------------------
@@ -630,13 +690,14 @@ class _Evidence:
 
 _SHAPE_VALUES: Final = tuple(s.value for s in Shape)
 _MASK_GATE: Final = _Gate.build([mask.pattern for mask in rules.MASKS])
-_CUE_GATE: Final = _Gate.build([cue.pattern for cue in rules.CUES])
+_CUE_PARTS: Final = _cue_parts(rules.CUES)
+_CUE_GATE: Final = _Gate.build([part.pattern for part in _CUE_PARTS])
 
 
 def _apply_masks(norm: str, ev: _Evidence) -> tuple[str, _Keys]:
     """Blank every mask's spans, in order; returns the text and its gate keys."""
     masked = norm
-    keys = _Keys.of(masked)
+    keys = _keys_of(masked)
     todo = _MASK_GATE.candidates(keys)
     pos = 0
     while pos < len(todo):
@@ -653,7 +714,7 @@ def _apply_masks(norm: str, ev: _Evidence) -> tuple[str, _Keys]:
         ev.fired.append(mask.name)
         # Blanking can cut a word short ("…foo|bar" -> "bar"), which may
         # give later masks a word to key on: read the keys again.
-        keys = _Keys.of(masked)
+        keys = _keys_of(masked)
         todo, pos = _MASK_GATE.candidates(keys, after=index), 0
     return masked, keys
 
@@ -667,20 +728,31 @@ def _score(prepared: _Prepared) -> tuple[str, _Evidence]:
     lead = len(masked) - len(masked.lstrip())
     stripped = masked.strip()
     # Stripping removes blanks only: ``keys`` still covers what cues can match.
+    current, best = -1, None
     for index in _CUE_GATE.candidates(keys):
-        cue = rules.CUES[index]
-        m = cue.pattern.search(stripped)
-        if m is None:
-            continue
-        ev.scores[cue.shape] += cue.weight
-        if cue.weight > 0:
-            ev.anchors[cue.shape].append(lead + m.end() - 1)
-        ev.fired.append(cue.name)
+        part = _CUE_PARTS[index]
+        if part.cue != current:
+            _add_cue(ev, current, best, lead)
+            current, best = part.cue, None
+        m = part.pattern.search(stripped)
+        if m is not None and (best is None or m.start() < best.start()):
+            best = m
+    _add_cue(ev, current, best, lead)
     if prepared.code_trouble and not stripped:
         # Only a pasted error, no words around it: the last step failed.
         ev.scores[Shape.NEGATIVE.value] += _THRESHOLD
         ev.fired.append("pasted-error-only")
     return masked, ev
+
+
+def _add_cue(ev: _Evidence, index: int, m: regex.Match[str] | None, lead: int) -> None:
+    if m is None:
+        return
+    cue = rules.CUES[index]
+    ev.scores[cue.shape] += cue.weight
+    if cue.weight > 0:
+        ev.anchors[cue.shape].append(lead + m.end() - 1)
+    ev.fired.append(cue.name)
 
 
 def _resolve(scores: dict[str, float]) -> Shape:

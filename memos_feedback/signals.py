@@ -160,7 +160,7 @@ class FailureRecord(_FailureRecordFields):
         trace_id: str | None = None,
     ) -> FailureRecord:
         if ts is None:
-            ts = time.time_ns() // 1_000_000
+            ts = _time_ns() // 1_000_000
         # One cheap combined test for the common case; the field-by-field
         # check (with a message naming the field) only runs when it fails.
         if not (
@@ -180,6 +180,7 @@ class FailureRecord(_FailureRecordFields):
 
 
 _tuple_new = tuple.__new__
+_time_ns = time.time_ns
 
 
 def _check_record_fields(
@@ -349,23 +350,37 @@ class FailureSignals:
         """
         if type(record) is not FailureRecord:
             raise InvalidInputError(f"record must be a FailureRecord, got {type(record).__name__}")
-        tool_id, context, step = record[0], record[1], record[2]
-        key = (tool_id, context)
+        step = record[2]
+        key = (record[0], record[1])
         states = self._states
-        # A lock-free peek only to decide whether to hash outside the lock.
-        new_hash = None if key in states else _hash(tool_id, context)
         occurrences: tuple[FailureRecord, ...] | None = None
         evicted: str | None = None
         with self._lock:
             self._failures_recorded += 1
             state = states.get(key)
             if state is None:
-                state = self._add_state(key, step, new_hash)
+                # A new pair: the one SHA-1 it will ever cost.
+                state = self._add_state(key, step, None)
                 if len(states) > self._max_states:
                     evicted = self._evict_oldest()
             else:
                 states.move_to_end(key)
-            failures = self._place(state, record)
+            failures = state.failures
+            if step > state.newest and failures and step > state.success:
+                # The common case, inlined: an in-order failure on a pair
+                # that already holds some. Drop what left the window, append.
+                state.newest = step
+                low = step - self._window + 1
+                if failures[0][2] < low:
+                    drop = 1
+                    while drop < len(failures) and failures[drop][2] < low:
+                        drop += 1
+                    del failures[:drop]
+                    self._total_failures -= drop
+                failures.append(record)
+                self._total_failures += 1
+            else:
+                failures = self._place(state, record)
             if (
                 failures is not None
                 and len(failures) >= self._threshold

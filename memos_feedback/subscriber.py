@@ -96,6 +96,9 @@ class FeedbackSubscriber:
         self.config = config or FeedbackConfig()
         self.bus = bus or FeedbackBus()
         self.signals = FailureSignals(self.config)
+        # Bound once: these run on every tool step of the agent.
+        self._record_failure = self.signals.record_failure
+        self._record_success = self.signals.record_success
         self.queue = RepairQueue(store, self.config)
         self.owner = owner or default_owner()
         self._llm = llm
@@ -143,8 +146,8 @@ class FeedbackSubscriber:
         on its own instrumentation); the return value is the burst, if any.
         """
         try:
-            burst = self.signals.record_failure(
-                FailureRecord(tool_id, context, step, reason, now_ms(), session_id, episode_id, trace_id)
+            burst = self._record_failure(
+                FailureRecord(tool_id, context, step, reason, None, session_id, episode_id, trace_id)
             )
         except InvalidInputError as exc:
             logger.warning("record_tool_failure ignored: %s", exc)
@@ -159,7 +162,7 @@ class FeedbackSubscriber:
     ) -> None:
         """Record a successful tool step (it suppresses bursts for that tool and context)."""
         try:
-            self.signals.record_success(tool_id, context, step)
+            self._record_success(tool_id, context, step)
         except InvalidInputError as exc:
             logger.warning("record_tool_success ignored: %s", exc)
 
