@@ -83,7 +83,7 @@ def one_run(base_url: str, processes: int, jobs: int, llm_url: str | None) -> fl
         t0 = time.perf_counter()
         queue.enqueue_many(inputs)
         while (queue.stats()["done"] or 0) < jobs:
-            time.sleep(0.01)
+            time.sleep(0.05)  # a light poll: the database is shared with the workers
         elapsed = time.perf_counter() - t0
         for p in procs:
             p.wait(timeout=60)

@@ -17,6 +17,11 @@ input (see docs/_algorithms_classifier.md):
 Patterns are compiled with ``ASCII`` (``\\b`` and ``\\w`` only know ASCII
 letters, so a word boundary also exists between ``不`` and ``work``) and
 ``IGNORECASE``, unless a rule asks to keep case.
+
+The classifier's gate reads these sources (with the standard library's
+parser) to learn which words or characters each rule needs, and skips a rule
+on messages without them; a rule in syntax that parser lacks still works but
+runs on every message (a test flags it).
 """
 
 from __future__ import annotations

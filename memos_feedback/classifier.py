@@ -27,7 +27,7 @@ when it fails, so each rule runs only when the message contains something
 every match of that rule must contain: a whole ASCII word ("thanks"), a
 character ("谢", "?") or an ASCII fragment ("hallucinat"). Those keys are
 derived once, at import, from each rule's own source (``_Deriver``: literal
-strings forced by the pattern, with ``\b`` / ``\s`` telling where words
+strings forced by the pattern, with ``\\b`` / ``\\s`` telling where words
 end), so the rules file stays the single source of truth and a rule whose
 keys cannot be derived simply always runs. Per message the gate costs one
 pass to collect the text's words and characters and a few set
@@ -42,8 +42,9 @@ import enum
 import importlib
 import itertools
 import logging
+import operator
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
@@ -125,14 +126,23 @@ class _View:
 
     prose: str  # original characters, code blanked: extraction slices this
     masked: str  # folded, inline code hidden, mask spans blanked: frames run on this
+    keys: _Keys  # of ``masked``, to skip frames that cannot match
     break_starts: tuple[int, ...]  # clause breaks, sorted
     break_ends: tuple[int, ...]
 
     @classmethod
-    def build(cls, prose: str, masked: str) -> _View:
+    def build(cls, prose: str, masked: str, keys: _Keys) -> _View:
         # Clause bounds matter to extraction only, so they are found here.
         breaks = [m.span() for m in rules.CLAUSE_BREAK.finditer(prose)]
-        return cls(prose, masked, tuple(a for a, _ in breaks), tuple(b for _, b in breaks))
+        return cls(prose, masked, keys, tuple(a for a, _ in breaks), tuple(b for _, b in breaks))
+
+    def may_match(self, frame: regex.Pattern[str]) -> bool:
+        """False when ``frame`` cannot match anywhere in ``masked`` (see ``_FRAME_CHECKS``)."""
+        present, lower = self.keys
+        for chars, fragments in _FRAME_CHECKS.get(id(frame), ()):
+            if present.isdisjoint(chars) and not any(f in lower for f in fragments):
+                return False
+        return True
 
     def clause(self, pos: int) -> tuple[int, int]:
         """Start and end of the clause that contains ``pos`` (binary search)."""
@@ -256,15 +266,22 @@ _MAX_CLASS = 12
 # What ``\w`` (and so ``\b``) knows under the ASCII flag.
 _WORD_RUN = re.compile(r"[A-Za-z0-9_]+")
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-# Chinese characters too common to say much; a rarer character of the same
-# literal makes a better key.
-_COMMON_CJK = frozenset("的了是不我你这那个一在有人他也就都要么什吗吧呢啊好用")
+# Chinese characters too common to say much alone; a rarer character or a
+# pair of characters of the same literal makes a better key.
+_COMMON_CJK = frozenset(
+    "的了是不我你这那个一在有人他也就都要么什吗吧呢啊好用"  # function words
+    "对错没还把给再先会能可以为下上说看到去来得过"  # and feedback's everyday words
+)
 
 _Strings = frozenset[str]
 _NOTHING: Final[_Strings] = frozenset({""})  # "no known text" (matches empty)
 # A test a message can pass cheaply: ("word", w) a whole ASCII word,
-# ("char", c) one non-word character, ("sub", s) an ASCII substring.
+# ("char", c) one non-word character, ("pair", cc) two adjacent non-ASCII
+# characters, ("sub", s) an ASCII substring.
 _Key = tuple[str, str]
+# A pattern's requirements: sets of keys such that every match has one key of
+# each set, rarest set first; None when nothing is known.
+_Required = tuple[frozenset[_Key], ...] | None
 
 
 class _Shape(NamedTuple):
@@ -310,12 +327,19 @@ def _before(shape: _Shape, ctx: _Strings) -> _Strings:
 def _product(a: _Strings | None, b: _Strings | None) -> _Strings | None:
     if a is None or b is None or len(a) * len(b) > _MAX_STRINGS:
         return None
+    if a == _NOTHING or b == _NOTHING:  # the common case: nothing known on one side
+        return b if a == _NOTHING else a
     return frozenset(x + y for x in a for y in b)
 
 
 def _fold(ch: str) -> str:
     # The rules fold ASCII case only (IGNORECASE under ASCII).
     return ch.lower() if ch.isascii() else ch
+
+
+def _is_plain(ch: str) -> bool:
+    """A character the gate can key on: ASCII, or one without case (CJK, emoji)."""
+    return ch != _EDGE and (ch.isascii() or ch.lower() == ch == ch.upper())
 
 
 class _Deriver:
@@ -325,22 +349,46 @@ class _Deriver:
         self._shapes: dict[tuple[int, int], _Shape] = {}
         self._costs: dict[_Strings, float | None] = {}
         self._keys: dict[str, tuple[float, _Key] | None] = {}
+        self._derived: dict[str, _Required] = {}
 
-    def gate_keys(self, pattern: regex.Pattern[str]) -> frozenset[_Key] | None:
-        """Keys one of which every match of ``pattern`` implies; None when unknown."""
+    def gate_keys(self, source: str) -> _Required:
+        if source not in self._derived:
+            self._derived[source] = self._gate_keys(source)
+        return self._derived[source]
+
+    def _gate_keys(self, source: str) -> _Required:
+        """Sets of keys such that every match of ``pattern`` implies one key of each.
+
+        The rarest set comes first; a second one, with other keys, makes the
+        gate stricter ("you" and one of "could / can / would"). None when
+        nothing is known.
+        """
         if _sre is None:
             return None
         try:
-            tree = _sre.parse(pattern.pattern)
-            required = self.seq_need(tree, _NOTHING, _NOTHING)
+            items = _sre.parse(source)
+            while len(items) == 1 and items[0][0] is _sre.SUBPATTERN:
+                items = items[0][1][3]  # a pattern that is one group: read inside
+            candidates = self.seq_needs(items, _NOTHING, _NOTHING)
         except (re.error, RecursionError, TypeError, ValueError, AttributeError):
             return None
         finally:
             self._shapes.clear()  # keyed by id(): valid for one parse tree only
-        if required is None:
-            return None
-        keys = [self.key_of(s) for s in required]
-        return frozenset(k[1] for k in keys if k) if all(keys) else None
+        costed = {(self.cost(strings), strings) for strings in candidates if strings}
+        ranked = sorted(
+            ((cost, strings) for cost, strings in costed if cost is not None),
+            key=lambda pair: (pair[0], sorted(pair[1])),
+        )
+        chosen: list[frozenset[_Key]] = []
+        for cost, strings in ranked:
+            keys = frozenset(k[1] for s in strings if (k := self.key_of(s)))
+            values = {value for _, value in keys}
+            # A further requirement pays only if it often fails and tests new keys.
+            if not chosen or (cost < 5.0 and all(values.isdisjoint(v for _, v in c) for c in chosen)):
+                chosen.append(keys)
+            if len(chosen) == 2:
+                break
+        return tuple(chosen) if chosen else None
 
     # -- shapes: what a node's matches look like, whatever surrounds it ------
     def seq_shape(self, items: Sequence[tuple[Any, Any]]) -> _Shape:
@@ -368,7 +416,7 @@ class _Deriver:
         sre = _sre
         if op is sre.LITERAL:
             ch = chr(av)
-            return _exactly(frozenset({_fold(ch)})) if ch != _EDGE else _ANYTHING
+            return _exactly(frozenset({_fold(ch)})) if _is_plain(ch) else _ANYTHING
         if op is sre.IN:
             return _class_shape(av)
         if op is sre.BRANCH:
@@ -379,9 +427,10 @@ class _Deriver:
             return self.seq_shape(av)
         if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
             return _repeat_shape(av[0], av[1], self.seq_shape(av[2]))
-        if op is sre.AT:
-            edges = (sre.AT_BOUNDARY, sre.AT_BEGINNING, sre.AT_BEGINNING_STRING, sre.AT_END, sre.AT_END_STRING)
-            return _exactly(frozenset({_EDGE if av in edges else ""}))
+        if op is sre.AT:  # \b ^ $ end words; \B and the like say nothing
+            starts = (sre.AT_BOUNDARY, sre.AT_BEGINNING, sre.AT_BEGINNING_STRING)
+            edge = av in starts or av in (sre.AT_END, sre.AT_END_STRING)
+            return _exactly(frozenset({_EDGE if edge else ""}))
         if op in (sre.ASSERT, sre.ASSERT_NOT):
             return _exactly(_NOTHING)  # zero-width: what it looks at is not part of the match
         return _ANYTHING  # any character, a negated literal, a group reference
@@ -391,6 +440,12 @@ class _Deriver:
     # and right after (``right``) it, so "\b(?:thanks?|thx)\b" yields whole
     # words, not fragments of words.
     def seq_need(self, items: Sequence[tuple[Any, Any]], left: _Strings, right: _Strings) -> _Strings | None:
+        return self.rarest(self.seq_needs(items, left, right))
+
+    def seq_needs(
+        self, items: Sequence[tuple[Any, Any]], left: _Strings, right: _Strings
+    ) -> list[_Strings | None]:
+        """Requirements of a sequence: each one holds for every match."""
         # Adjacent exact items (the letters of a word) are read as one.
         # Each item's own exact strings stay candidates ("错" for "错误(?:日志|码)").
         parts: list[tuple[_Shape, tuple[Any, Any] | None]] = []
@@ -398,6 +453,9 @@ class _Deriver:
         for op, av in items:
             shape = self.shape(op, av)
             needs.append(shape.exact)
+            if op in (_sre.ASSERT, _sre.ASSERT_NOT):  # kept apart: they tell what is around
+                parts.append((shape, (op, av)))
+                continue
             if shape.exact is not None and parts and parts[-1][1] is None:
                 joined = _product(parts[-1][0].exact, shape.exact)
                 if joined is not None:
@@ -406,23 +464,43 @@ class _Deriver:
             parts.append((shape, None if shape.exact is not None else (op, av)))
         lefts: list[_Strings] = []
         ctx = left
-        for shape, _ in parts:
+        for shape, node in parts:
             lefts.append(ctx)
-            ctx = _after(ctx, shape)
+            ctx = self._around(node, -1, ctx) or _after(ctx, shape)
         rights: list[_Strings] = []
         ctx = right
-        for shape, _ in reversed(parts):
+        for shape, node in reversed(parts):
             rights.append(ctx)
-            ctx = _before(shape, ctx)
+            ctx = self._around(node, 1, ctx) or _before(shape, ctx)
         rights.reverse()
         for (shape, node), before, after in zip(parts, lefts, rights, strict=True):
             if node is None and shape.exact is not None:
                 exact = shape.exact
                 both = _product(before, _product(exact, after))
                 needs += (both, _product(before, exact), _product(exact, after), exact)
-            elif node is not None:
+            elif node is not None and node[0] not in (_sre.ASSERT, _sre.ASSERT_NOT):
                 needs.append(self.need(node[0], node[1], before, after))
-        return self.rarest(needs)
+        return needs
+
+    def _around(self, node: tuple[Any, Any] | None, direction: int, ctx: _Strings) -> _Strings | None:
+        r"""What a lookbehind (-1) or lookahead (1) says about the text beside it.
+
+        ``(?<=x\s)`` says the text before ends with a space, ``(?<![/\w])`` and
+        ``(?!\w)`` that no word goes on across it. None: nothing new.
+        """
+        if node is None or node[0] not in (_sre.ASSERT, _sre.ASSERT_NOT):
+            return None
+        op, (way, body) = node
+        if way != direction or "" not in ctx:
+            return None  # not this way, or ``ctx`` already says something
+        if op is _sre.ASSERT:
+            shape = self.seq_shape(body)
+            told = shape.suffix if direction < 0 else shape.prefix
+            return None if shape.nullable or "" in told else told
+        items = list(body)
+        if len(items) == 1 and items[0][0] is _sre.IN and (_sre.CATEGORY, _sre.CATEGORY_WORD) in items[0][1]:
+            return frozenset({_EDGE})
+        return None
 
     def need(self, op: Any, av: Any, left: _Strings, right: _Strings) -> _Strings | None:
         sre = _sre
@@ -452,21 +530,26 @@ class _Deriver:
         for strings in candidates:
             if strings is None:
                 continue
-            cost = self._costs.get(strings, -1.0)
-            if cost == -1.0:
-                cost = self._costs[strings] = self._cost(strings)
+            cost = self.cost(strings)
             if cost is not None and (best is None or cost < best[0]):
                 best = (cost, strings)
         return best[1] if best else None
 
+    def cost(self, strings: _Strings) -> float | None:
+        """How likely the keys of ``strings`` pass (lower is better); None: no keys."""
+        cost = self._costs.get(strings, -1.0)
+        if cost == -1.0:
+            cost = self._costs[strings] = self._cost(strings)
+        return cost
+
     def _cost(self, strings: _Strings) -> float | None:
-        total = 0.0
+        keys: set[tuple[float, _Key]] = set()
         for s in strings:
             key = self.key_of(s)
             if key is None:
                 return None  # this literal implies nothing testable
-            total += key[0]
-        return total if strings else None
+            keys.add(key)
+        return sum(chance for chance, _ in keys) if keys else None
 
     def key_of(self, literal: str) -> tuple[float, _Key] | None:
         if literal not in self._keys:
@@ -476,21 +559,24 @@ class _Deriver:
 
 def _class_shape(items: list[tuple[Any, Any]]) -> _Shape:
     sre = _sre
-    chars: set[str] = set()
+    members: set[str] = set()
+    spaces = False  # \s or \W: too many to list, but none continues a word
     for op, av in items:
         if op is sre.LITERAL:
-            chars.add(_fold(chr(av)))
+            members.add(chr(av))
         elif op is sre.RANGE and av[1] - av[0] < _MAX_CLASS:
-            chars.update(_fold(chr(c)) for c in range(av[0], av[1] + 1))
+            members.update(chr(c) for c in range(av[0], av[1] + 1))
         elif op is sre.CATEGORY and av in (sre.CATEGORY_SPACE, sre.CATEGORY_NOT_WORD):
-            chars.add(_EDGE)  # too many to list, but none continues a word
+            spaces = True
         elif op is sre.NEGATE and (sre.CATEGORY, sre.CATEGORY_WORD) in items:
-            return _NON_WORD  # [^\w...]
+            return _NON_WORD  # [^\w...]: no word character
         else:
             return _ANYTHING
-    if _EDGE in chars:
-        return _NON_WORD if all(c == _EDGE or c not in _WORD_CHARS for c in chars) else _ANYTHING
-    return _exactly(frozenset(chars)) if len(chars) <= _MAX_CLASS else _ANYTHING
+    if spaces:
+        return _NON_WORD if members.isdisjoint(_WORD_CHARS) else _ANYTHING
+    if len(members) > _MAX_CLASS or not all(_is_plain(c) for c in members):
+        return _ANYTHING
+    return _exactly(frozenset(_fold(c) for c in members))
 
 
 def _union(sets: Iterable[_Strings | None], limit: int = _MAX_STRINGS) -> _Strings | None:
@@ -515,7 +601,7 @@ def _branch_shape(alts: list[_Shape]) -> _Shape:
 
 
 def _repeat_shape(low: int, high: int, body: _Shape) -> _Shape:
-    if body.exact is not None and high <= 3:  # x?  x{1,3}: spell the few forms out
+    if body.exact is not None and high <= 8:  # x?  o{1,5}: spell the few forms out
         forms: set[str] = set()
         power: _Strings | None = _NOTHING
         for count in range(high + 1):
@@ -531,106 +617,129 @@ def _repeat_shape(low: int, high: int, body: _Shape) -> _Shape:
 
 
 def _key_of(literal: str) -> tuple[float, _Key] | None:
-    """The cheapest test implied by ``literal`` occurring, with a rough chance it passes."""
+    """The best test implied by ``literal`` occurring, with a rough chance it passes."""
     keys: list[tuple[float, _Key]] = []
     for m in _WORD_RUN.finditer(literal):
         word = m.group()
         # With an edge or a non-word character on both sides inside the
         # literal, the run is a whole word of the message; else part of one.
-        if 0 < m.start() and m.end() < len(literal):
+        if m.start() > 0 and m.end() < len(literal):
             keys.append((4 * 0.45 ** len(word), ("word", word)))
         else:
             keys.append((16 * 0.45 ** len(word), ("sub", word)))
-    for ch in literal:
+    chances = [_char_chance(ch) for ch in literal]
+    for i, ch in enumerate(literal):
         if ch != _EDGE and ch not in _WORD_CHARS:
-            keys.append((0.6 if ch.isascii() or ch in _COMMON_CJK else 0.3, ("char", ch)))
+            keys.append((chances[i], ("char", ch)))
+            if i and not literal[i - 1].isascii() and not ch.isascii():
+                keys.append((0.7 * chances[i - 1] * chances[i], ("pair", literal[i - 1 : i + 1])))
     return min(keys) if keys else None
+
+
+def _char_chance(ch: str) -> float:
+    return 0.6 if ch.isascii() or ch in _COMMON_CJK else 0.3
 
 
 class _Keys(NamedTuple):
     """What a gate tests a text for, read once per text."""
 
-    words: set[str]  # whole ASCII words, lowercased
-    chars: set[str]
+    present: set[str]  # its whole words (lowercased), non-word characters, non-ASCII pairs
     lower: str
 
 
 def _keys_of(text: str) -> _Keys:
     lower = text.lower()
+    present = set(text) - _WORD_CHARS  # iterates the text's few characters
     if text.isascii():  # lower() is plain ASCII folding here: same words
-        return _Keys(set(_WORD_RUN.findall(lower)), set(text), lower)
-    # Elsewhere lower() could glue a word to e.g. the Kelvin sign: split first.
-    return _Keys({w.lower() for w in _WORD_RUN.findall(text)}, set(text), lower)
+        present.update(_WORD_RUN.findall(lower))
+    else:  # lower() could glue a word to e.g. the Kelvin sign: split first
+        present.update(map(str.lower, _WORD_RUN.findall(text)))
+        present.update(map(operator.add, text, text[1:]))
+    return _Keys(present, lower)
+
+
+# Keys of one requirement, as frames are tested: characters and pairs
+# (looked up in a set), then words and fragments (substring tests).
+_Check = tuple[frozenset[str], tuple[str, ...]]
+_Search = Callable[[str], "regex.Match[str] | None"]
 
 
 @dataclass(frozen=True, slots=True)
 class _Gate:
     """For an ordered list of patterns, the ones that can match a given text.
 
-    Each pattern is indexed under the keys derived from its source; one with
-    no derivable key always runs.
+    Sets of patterns are ``int`` bit masks (bit i: pattern i). For each key
+    the gate knows the patterns whose rarest requirement it meets and those
+    whose second requirement it meets; a pattern may match a text when the
+    text meets both (a pattern with one requirement meets its second one
+    always; one with no derivable key, both).
     """
 
-    always: frozenset[int]
-    by_key: dict[str, frozenset[int]]  # whole words and characters (never a word character)
-    words: frozenset[str]
-    chars: frozenset[str]
-    by_sub: tuple[tuple[str, frozenset[int]], ...]
+    table: dict[str, tuple[int, int]]  # word, char or pair key -> (first met, second met)
+    keys: frozenset[str]
+    fragments: tuple[tuple[str, int, int], ...]  # the same for ASCII fragments
+    first_free: int  # patterns with no requirement
+    second_free: int  # patterns with no second requirement
 
     @classmethod
-    def build(cls, patterns: Sequence[regex.Pattern[str]]) -> _Gate:
-        deriver = _Deriver()
-        always: set[int] = set()
-        index: dict[str, dict[str, set[int]]] = {"word": {}, "char": {}, "sub": {}}
-        for i, pattern in enumerate(patterns):
-            keys = deriver.gate_keys(pattern)
-            if keys is None:
-                always.add(i)
-                continue
-            for kind, value in keys:
-                index[kind].setdefault(value, set()).add(i)
-        frozen = {kind: {k: frozenset(v) for k, v in table.items()} for kind, table in index.items()}
+    def build(cls, requirements: Sequence[_Required]) -> _Gate:
+        first: dict[_Key, int] = {}
+        second: dict[_Key, int] = {}
+        first_free = second_free = 0
+        for i, required in enumerate(requirements):
+            required = required or ()
+            if not required:
+                first_free |= 1 << i
+            if len(required) < 2:
+                second_free |= 1 << i
+            for keys, met in zip(required, (first, second), strict=False):
+                for key in keys:
+                    met[key] = met.get(key, 0) | 1 << i
+        everything = first.keys() | second.keys()
         return cls(
-            always=frozenset(always),
-            by_key=frozen["word"] | frozen["char"],
-            words=frozenset(frozen["word"]),
-            chars=frozenset(frozen["char"]),
-            by_sub=tuple(frozen["sub"].items()),
+            table={v: (first.get((k, v), 0), second.get((k, v), 0)) for k, v in everything if k != "sub"},
+            keys=frozenset(v for k, v in everything if k != "sub"),
+            fragments=tuple(
+                (v, first.get((k, v), 0), second.get((k, v), 0)) for k, v in sorted(everything) if k == "sub"
+            ),
+            first_free=first_free,
+            second_free=second_free,
         )
 
     def candidates(self, keys: _Keys, after: int = -1) -> list[int]:
         """Indexes (ascending) of the patterns that may match, skipping those up to ``after``."""
-        found = set(self.always)
-        by_key = self.by_key
-        for key in keys.words & self.words:
-            found |= by_key[key]
-        for key in keys.chars & self.chars:
-            found |= by_key[key]
-        for sub, indexes in self.by_sub:
-            if sub in keys.lower:
-                found |= indexes
-        if after >= 0:
-            return sorted(i for i in found if i > after)
-        return sorted(found)
+        present, lower = keys
+        first, second = self.first_free, self.second_free
+        table = self.table
+        for key in present & self.keys:
+            one, two = table[key]
+            first |= one
+            second |= two
+        for fragment, one, two in self.fragments:
+            if fragment in lower:
+                first |= one
+                second |= two
+        found = (first & second) >> (after + 1)
+        out = []
+        index = after
+        while found:  # lowest bit first: ascending order
+            low = found & -found
+            index += low.bit_length()
+            out.append(index)
+            found >>= low.bit_length()
+        return out
 
 
 def _alternatives(source: str) -> list[str]:
     """The top-level alternatives of a pattern's source (itself when it has none)."""
     parts: list[str] = []
-    depth = start = 0
-    i = 0
-    in_class = False
+    depth = start = i = 0
     while i < len(source):
         ch = source[i]
         if ch == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = ch != "]"
+            i += 1  # the escaped character is skipped below
         elif ch == "[":
-            in_class = True
-            i += 1 + (source.startswith("^]", i + 1) * 2 or source.startswith("]", i + 1))
-            continue
+            i = _class_end(source, i)
         elif ch == "(":
             depth += 1
         elif ch == ")":
@@ -643,12 +752,26 @@ def _alternatives(source: str) -> list[str]:
     return parts
 
 
+def _class_end(source: str, start: int) -> int:
+    """Offset of the ``]`` that closes the character class opened at ``start``."""
+    i = start + 1
+    if source.startswith("^", i):
+        i += 1
+    if source.startswith("]", i):  # a leading "]" is a member
+        i += 1
+    while i < len(source) and source[i] != "]":
+        i += 2 if source[i] == "\\" else 1
+    return i
+
+
 class _CuePart(NamedTuple):
     cue: int  # index in rules.CUES
-    pattern: regex.Pattern[str]
+    source: str
+    flags: int
+    required: _Required
 
 
-def _cue_parts(cues: Sequence[rules.Cue]) -> tuple[_CuePart, ...]:
+def _cue_parts(cues: Sequence[rules.Cue], deriver: _Deriver) -> tuple[_CuePart, ...]:
     """Each cue cut into runs of its top-level alternatives that share gate keys.
 
     ``regex`` tries every alternative of one pattern at every position, which
@@ -657,21 +780,16 @@ def _cue_parts(cues: Sequence[rules.Cue]) -> tuple[_CuePart, ...]:
     cue in order and keeping the leftmost match (the earlier part on a tie)
     finds the match the whole pattern finds.
     """
-    deriver = _Deriver()
     parts: list[_CuePart] = []
     for index, cue in enumerate(cues):
-        alternatives = _alternatives(cue.pattern.pattern)
-        if len(alternatives) == 1:
-            parts.append(_CuePart(index, cue.pattern))
-            continue
-        runs: list[tuple[frozenset[_Key] | None, list[str]]] = []
-        for alt in alternatives:
-            keys = deriver.gate_keys(regex.compile(alt, cue.pattern.flags))
-            if runs and runs[-1][0] == keys:
+        runs: list[tuple[_Required, list[str]]] = []
+        for alt in _alternatives(cue.pattern.pattern):
+            required = deriver.gate_keys(alt)
+            if runs and runs[-1][0] == required:
                 runs[-1][1].append(alt)
             else:
-                runs.append((keys, [alt]))
-        parts += (_CuePart(index, regex.compile("|".join(run), cue.pattern.flags)) for _, run in runs)
+                runs.append((required, [alt]))
+        parts += (_CuePart(index, "|".join(run), cue.pattern.flags, required) for required, run in runs)
     return tuple(parts)
 
 
@@ -683,25 +801,105 @@ class _Evidence:
     # Keyed by shape value, in Shape order (hashing an enum member is slow).
     scores: dict[str, float]
     # Offsets inside each shape's matched cues (the last matched character),
-    # so extraction can find the clause that carries the evidence.
+    # so extraction can find the clause that carries the evidence. Lists are
+    # made on first use.
     anchors: dict[str, list[int]]
     fired: list[str]
 
+    def add(self, shape: str, weight: float, anchor: int, name: str) -> None:
+        self.scores[shape] += weight
+        if anchor >= 0:
+            self.anchors.setdefault(shape, []).append(anchor)
+        self.fired.append(name)
+
 
 _SHAPE_VALUES: Final = tuple(s.value for s in Shape)
-_MASK_GATE: Final = _Gate.build([mask.pattern for mask in rules.MASKS])
-_CUE_PARTS: Final = _cue_parts(rules.CUES)
-_CUE_GATE: Final = _Gate.build([part.pattern for part in _CUE_PARTS])
+_ORDER_VALUES: Final = tuple((s, s.value) for s in _ORDER)
+# Gate tables, built once at import (about 0.2 s) by one deriver.
+_deriver = _Deriver()
+_CUE_PARTS: Final = _cue_parts(rules.CUES, _deriver)
 
 
-def _apply_masks(norm: str, ev: _Evidence) -> tuple[str, _Keys]:
-    """Blank every mask's spans, in order; returns the text and its gate keys."""
+def _frame_checks(frames: Iterable[regex.Pattern[str]], deriver: _Deriver) -> dict[int, tuple[_Check, ...]]:
+    """The gate's requirements of each extraction frame, by ``id``.
+
+    Frames also search up to an ``endpos``, where a word can look cut short
+    ("keep|ers" reads "keep"): their whole-word keys are tested as fragments.
+    """
+    checks: dict[int, tuple[_Check, ...]] = {}
+    for frame in frames:
+        required = deriver.gate_keys(frame.pattern) or ()
+        checks[id(frame)] = tuple(
+            (
+                frozenset(value for kind, value in keys if kind in ("char", "pair")),
+                tuple(sorted(value for kind, value in keys if kind in ("word", "sub"))),
+            )
+            for keys in required
+        )
+    return checks
+
+
+_FRAME_CHECKS: Final = _frame_checks(
+    (
+        *rules.PREFER_FORWARD,
+        *rules.PREFER_BACKWARD,
+        rules.CONTRAST_AFTER,
+        rules.AVOID_FORWARD,
+        rules.AVOID_BACKWARD,
+        *rules.CORRECTION_FRAMES,
+        rules.VALUE_BEFORE_NOT,
+        rules.COPULA,
+        rules.YOU_CLAUSE,
+        rules.CONNECTIVE,
+        rules.CN_MODAL,
+        rules.EN_MODAL,
+        rules.TRAILING_SOFTENER,
+    ),
+    _deriver,
+)
+# One gate for masks and cue parts, which read the same keys: masks first.
+_FIRST_PART: Final = len(rules.MASKS)
+_GATE: Final = _Gate.build(
+    [_deriver.gate_keys(mask.pattern.pattern) for mask in rules.MASKS] + [p.required for p in _CUE_PARTS]
+)
+del _deriver
+# The cue loop's lookups, indexed like the gate. A part that is a whole cue
+# uses the cue's pattern; the others are compiled when first needed (most
+# rarely run, and compiling all would double the import time).
+_PART_CUE: Final = (-1,) * _FIRST_PART + tuple(part.cue for part in _CUE_PARTS)
+
+
+def _first_searches() -> list[_Search | None]:
+    searches: list[_Search | None] = [None] * _FIRST_PART
+    for part in _CUE_PARTS:
+        whole = rules.CUES[part.cue].pattern
+        searches.append(whole.search if part.source == whole.pattern else None)
+    return searches
+
+
+_PART_SEARCH: Final = _first_searches()
+
+
+def _part_search(index: int) -> _Search:
+    """The search of cue part ``index`` (a gate index), compiling it on first use."""
+    search = _PART_SEARCH[index]
+    if search is None:
+        part = _CUE_PARTS[index - _FIRST_PART]
+        search = _PART_SEARCH[index] = regex.compile(part.source, part.flags).search
+    return search
+
+
+def _apply_masks(norm: str, ev: _Evidence) -> tuple[str, _Keys, list[int]]:
+    """Blank every mask's spans, in order.
+
+    Returns the masked text, its keys and the cue parts (gate indexes) that
+    may match it.
+    """
     masked = norm
     keys = _keys_of(masked)
-    todo = _MASK_GATE.candidates(keys)
+    todo = _GATE.candidates(keys)
     pos = 0
-    while pos < len(todo):
-        index = todo[pos]
+    while pos < len(todo) and (index := todo[pos]) < _FIRST_PART:
         pos += 1
         mask = rules.MASKS[index]
         spans = [m.span() for m in mask.pattern.finditer(masked)]
@@ -709,56 +907,50 @@ def _apply_masks(norm: str, ev: _Evidence) -> tuple[str, _Keys]:
             continue
         masked = _blank(masked, spans)
         if mask.shape is not None:
-            ev.scores[mask.shape] += mask.weight
-            ev.anchors[mask.shape].append(spans[0][1] - 1)
-        ev.fired.append(mask.name)
-        # Blanking can cut a word short ("…foo|bar" -> "bar"), which may
-        # give later masks a word to key on: read the keys again.
+            ev.add(mask.shape, mask.weight, spans[0][1] - 1, mask.name)
+        else:
+            ev.fired.append(mask.name)
+        # Blanking can cut a word short ("…foo|bar" -> "bar"), which may give
+        # later rules a word to key on: read the keys again.
         keys = _keys_of(masked)
-        todo, pos = _MASK_GATE.candidates(keys, after=index), 0
-    return masked, keys
+        todo, pos = _GATE.candidates(keys, after=index), 0
+    return masked, keys, todo[pos:]
 
 
-def _score(prepared: _Prepared) -> tuple[str, _Evidence]:
-    ev = _Evidence(
-        scores=dict.fromkeys(_SHAPE_VALUES, 0.0), anchors={s: [] for s in _SHAPE_VALUES}, fired=[]
-    )
-    masked, keys = _apply_masks(prepared.norm, ev)
+def _score(prepared: _Prepared) -> tuple[str, _Keys, _Evidence]:
+    ev = _Evidence(scores=dict.fromkeys(_SHAPE_VALUES, 0.0), anchors={}, fired=[])
+    masked, keys, parts = _apply_masks(prepared.norm, ev)
     # Anchored cues (^ ... $) must see the message without surrounding blanks.
     lead = len(masked) - len(masked.lstrip())
     stripped = masked.strip()
-    # Stripping removes blanks only: ``keys`` still covers what cues can match.
+    # Stripping removes blanks only: the keys still cover what cues can match.
+    # The parts of one cue are adjacent; its match is the leftmost of theirs.
     current, best = -1, None
-    for index in _CUE_GATE.candidates(keys):
-        part = _CUE_PARTS[index]
-        if part.cue != current:
-            _add_cue(ev, current, best, lead)
-            current, best = part.cue, None
-        m = part.pattern.search(stripped)
+    for index in parts:
+        if _PART_CUE[index] != current:
+            if best is not None:
+                _add_cue(ev, current, best.end() + lead - 1)
+            current, best = _PART_CUE[index], None
+        m = (_PART_SEARCH[index] or _part_search(index))(stripped)
         if m is not None and (best is None or m.start() < best.start()):
             best = m
-    _add_cue(ev, current, best, lead)
+    if best is not None:
+        _add_cue(ev, current, best.end() + lead - 1)
     if prepared.code_trouble and not stripped:
         # Only a pasted error, no words around it: the last step failed.
-        ev.scores[Shape.NEGATIVE.value] += _THRESHOLD
-        ev.fired.append("pasted-error-only")
-    return masked, ev
+        ev.add(Shape.NEGATIVE.value, _THRESHOLD, -1, "pasted-error-only")
+    return masked, keys, ev
 
 
-def _add_cue(ev: _Evidence, index: int, m: regex.Match[str] | None, lead: int) -> None:
-    if m is None:
-        return
+def _add_cue(ev: _Evidence, index: int, anchor: int) -> None:
     cue = rules.CUES[index]
-    ev.scores[cue.shape] += cue.weight
-    if cue.weight > 0:
-        ev.anchors[cue.shape].append(lead + m.end() - 1)
-    ev.fired.append(cue.name)
+    ev.add(cue.shape, cue.weight, anchor if cue.weight > 0 else -1, cue.name)
 
 
 def _resolve(scores: dict[str, float]) -> Shape:
     """The first shape, in the spec's tie-break order, with enough evidence."""
-    for shape in _ORDER:
-        if scores[shape.value] >= _THRESHOLD:
+    for shape, value in _ORDER_VALUES:
+        if scores[value] >= _THRESHOLD:
             return shape
     return Shape.UNKNOWN
 
@@ -769,7 +961,10 @@ def _confidence(shape: Shape, scores: dict[str, float]) -> float:
         strongest = max(scores.values())
         return round(max(0.2, 0.6 - 0.3 * max(strongest, 0.0)), 2)
     own = scores[shape.value]
-    rivals = sum(1 for s, v in scores.items() if s != shape.value and v >= _THRESHOLD)
+    rivals = -1  # the winner itself reached the threshold; every other shape that did is a rival
+    for v in scores.values():
+        if v >= _THRESHOLD:
+            rivals += 1
     value = 0.55 + 0.2 * min(own - _THRESHOLD, 1.5) - 0.1 * rivals
     return round(min(0.95, max(0.3, value)), 2)
 
@@ -868,6 +1063,8 @@ def _first_forward(
 ) -> tuple[str, int] | None:
     """The first phrase a frame introduces (frames tried in priority order)."""
     for frame in frames:
+        if not view.may_match(frame):
+            continue
         for m in frame.finditer(view.masked):
             got = _grab_forward(view, m.end())
             if got and got[0] != skip:
@@ -883,13 +1080,14 @@ def _extract_preference(view: _View) -> tuple[str | None, str | None]:
     else:
         # "plotly works better", "poetry please, not pip": the tool comes first.
         for frame in rules.PREFER_BACKWARD:
-            m = frame.search(view.masked)
+            m = frame.search(view.masked) if view.may_match(frame) else None
             if m and (back := _grab_backward(view, m.start())):
                 prefer, prefer_end = back, m.start()
                 break
     # Right after the preferred tool: "X instead of Y", "X, not Y", "X 而不是 Y".
     if (
         prefer_end >= 0
+        and view.may_match(rules.CONTRAST_AFTER)
         and (c := rules.CONTRAST_AFTER.match(view.masked, prefer_end))
         and c.end() > prefer_end
     ):
@@ -899,6 +1097,8 @@ def _extract_preference(view: _View) -> tuple[str | None, str | None]:
     if got := _first_forward(view, (rules.AVOID_FORWARD,), prefer):
         return prefer, got[0]
     # "Y is overkill", "Y 太丑": the complaint names the tool before it.
+    if not view.may_match(rules.AVOID_BACKWARD):
+        return prefer, None
     for m in rules.AVOID_BACKWARD.finditer(view.masked):
         cand = _grab_backward(view, m.start())
         if cand and cand != prefer:
@@ -950,7 +1150,7 @@ def _value_before(view: _View, neg_start: int, old_start: int) -> str | None:
     c_start = max(view.clause(neg_start - 1)[0], neg_start - _LOOKBACK)
     value = _parallel_number(view, c_start, neg_start, old_start)
     if value is None:
-        copulas = list(rules.COPULA.finditer(view.masked, c_start, neg_start))
+        copulas = _copulas(view, c_start, neg_start)
         if copulas:
             value = _clean(view.prose[copulas[-1].end() : neg_start])
         else:
@@ -959,21 +1159,28 @@ def _value_before(view: _View, neg_start: int, old_start: int) -> str | None:
     return value if value and len(value) <= 60 else None
 
 
+def _copulas(view: _View, start: int, end: int) -> list[regex.Match[str]]:
+    if not view.may_match(rules.COPULA):
+        return []
+    return list(rules.COPULA.finditer(view.masked, start, end))
+
+
 def _extract_correction(view: _View) -> str | None:
     text = view.masked
     # "should be X", "应该是 X".
     for frame in rules.CORRECTION_FRAMES:
-        m = frame.search(text)
+        m = frame.search(text) if view.may_match(frame) else None
         if m and (value := _grab_value(view, m.end(), view.clause(m.end())[1])):
             return value
     # "<new>, not <old>": the value sits right before the negation.
-    for m in rules.VALUE_BEFORE_NOT.finditer(text):
+    for m in rules.VALUE_BEFORE_NOT.finditer(text) if view.may_match(rules.VALUE_BEFORE_NOT) else ():
         if m.start() > 0 and (value := _value_before(view, m.start(), m.end())):
             return value
     # "<thing> is <value>" in a clause that is not the "you did X" one.
-    stated = [(a, b) for a, b in view.clauses() if not rules.YOU_CLAUSE.match(text, a)]
+    you = view.may_match(rules.YOU_CLAUSE)
+    stated = [(a, b) for a, b in view.clauses() if not (you and rules.YOU_CLAUSE.match(text, a))]
     for c_start, c_end in stated:
-        copulas = list(rules.COPULA.finditer(text, c_start, c_end))
+        copulas = _copulas(view, c_start, c_end)
         if copulas and (value := _grab_value(view, copulas[-1].end(), c_end)):
             return value
     # Last resort: the first figure stated outside a "you did X" clause.
@@ -998,13 +1205,14 @@ def _extract_constraint(view: _View, anchors: list[int]) -> str | None:
     start = c_start
     if conn := rules.CONNECTIVE.search(text, c_start, c_end):
         start = conn.end()
-    cn_modal = rules.CN_MODAL.match(text, start, c_end)
+    cn_modal = rules.CN_MODAL.match(text, start, c_end) if view.may_match(rules.CN_MODAL) else None
     if cn_modal and cn_modal.end() > start:
         start = cn_modal.end()
-    elif en_modal := rules.EN_MODAL.search(text, start, c_end):
+    elif view.may_match(rules.EN_MODAL) and (en_modal := rules.EN_MODAL.search(text, start, c_end)):
         start = en_modal.end()
     end = c_end
-    if softener := rules.TRAILING_SOFTENER.search(text, start, c_end):
+    softener = view.may_match(rules.TRAILING_SOFTENER) and rules.TRAILING_SOFTENER.search(text, start, c_end)
+    if softener:
         end = softener.start()
     return _clean(view.prose[start:end])
 
@@ -1022,16 +1230,16 @@ def classify_feedback(text: object) -> ClassifiedFeedback:
     if not trimmed:
         return ClassifiedFeedback(Shape.UNKNOWN, 0.0, text=trimmed)
     prepared = _prepare(trimmed)
-    masked, ev = _score(prepared)
+    masked, keys, ev = _score(prepared)
     shape = _resolve(ev.scores)
     prefer = avoid = correction = constraint = None
     if shape is Shape.PREFERENCE:
-        prefer, avoid = _extract_preference(_View.build(prepared.prose, masked))
+        prefer, avoid = _extract_preference(_View.build(prepared.prose, masked, keys))
     elif shape is Shape.CORRECTION:
-        correction = _extract_correction(_View.build(prepared.prose, masked))
+        correction = _extract_correction(_View.build(prepared.prose, masked, keys))
     elif shape is Shape.CONSTRAINT:
-        view = _View.build(prepared.prose, masked)
-        constraint = _extract_constraint(view, ev.anchors[Shape.CONSTRAINT.value])
+        view = _View.build(prepared.prose, masked, keys)
+        constraint = _extract_constraint(view, ev.anchors.get(Shape.CONSTRAINT.value, []))
     confidence = _confidence(shape, ev.scores)
     if _log.isEnabledFor(logging.DEBUG):
         _log.debug(

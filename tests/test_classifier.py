@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
 import random
+import re
 import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+import regex
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memos_feedback import _classifier_rules as rules
+from memos_feedback import classifier as clf
 from memos_feedback.classifier import ClassifiedFeedback, Shape, classify_feedback
 from memos_feedback.errors import InvalidInputError
 from memos_feedback.eval import EvalReport, evaluate, load_labels
@@ -424,3 +428,118 @@ def test_the_audit_catches_unbounded_repeats() -> None:
     assert _unbounded_quantifiers(r"(?:ab)*") == [6]
     assert _unbounded_quantifiers(r"x{2,}") == [1]
     assert _unbounded_quantifiers(r"[+*]\+x{1,3}") == []
+
+
+# ---------------------------------------------------------------------------
+# Gating: skipping a rule must never change an answer
+# ---------------------------------------------------------------------------
+def _gate_texts() -> list[str]:
+    texts = [text for family in FAMILIES.values() for text in family]
+    path = dev_set_path()
+    if path.is_file():
+        texts += [label.text for label in load_labels(path)]
+    return texts
+
+
+# Text built from the rules' own vocabulary reaches many rules at once; glued
+# prefixes and suffixes ("xthanks", "nope_") test where words end.
+_VOCAB = sorted({word for text in _gate_texts() for word in text.split()}) + list(",.?!，。？！'`>:-—用不是")
+_word = st.tuples(
+    st.sampled_from(["", "", "", "x", "_", "不"]),
+    st.sampled_from(_VOCAB),
+    st.sampled_from(["", "", "", "s", "x", "_", "吧"]),
+).map("".join)
+_rule_like_text = st.lists(_word, max_size=12).map(" ".join) | st.text(max_size=60)
+
+
+# Everything the gate decides on, in gate order: masks, then cue parts.
+_GATED = [mask.pattern for mask in rules.MASKS] + [
+    regex.compile(part.source, part.flags) for part in clf._CUE_PARTS
+]
+
+
+def _assert_gate_is_sound(text: str) -> None:
+    present = set(clf._GATE.candidates(clf._keys_of(text)))
+    for index, pattern in enumerate(_GATED):
+        if index not in present:
+            assert pattern.search(text) is None, (pattern.pattern, text)
+
+
+# Texts that each rule matches, written by hypothesis from the rule's source
+# (the few rules the standard library cannot compile are left out).
+_MATCHING_TEXT: dict[int, st.SearchStrategy[str]] = {}
+for _index, _pattern in enumerate(_GATED):
+    with contextlib.suppress(re.error):
+        _MATCHING_TEXT[_index] = st.from_regex(re.compile(_pattern.pattern, re.ASCII | re.IGNORECASE))
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_gate_passes_the_texts_a_rule_matches(data: st.DataObject) -> None:
+    index = data.draw(st.sampled_from(sorted(_MATCHING_TEXT)))
+    _assert_gate_is_sound(data.draw(_MATCHING_TEXT[index]))
+
+
+def test_every_rule_is_gated() -> None:
+    # A rule whose keys cannot be derived would run on every message.
+    assert clf._GATE.first_free == 0
+
+
+def test_gate_never_skips_a_matching_rule_on_known_texts() -> None:
+    for text in _gate_texts():
+        _assert_gate_is_sound(text)
+        _assert_gate_is_sound(text.upper())
+
+
+@settings(max_examples=300, deadline=None)
+@given(_rule_like_text)
+def test_gate_never_skips_a_matching_rule(text: str) -> None:
+    _assert_gate_is_sound(text)
+
+
+# The extraction frames the classifier gates, found by identity.
+_FRAMES = [
+    item
+    for name in dir(rules)
+    for item in (getattr(rules, name) if isinstance(getattr(rules, name), tuple) else (getattr(rules, name),))
+    if id(item) in clf._FRAME_CHECKS
+]
+
+
+def test_every_gated_frame_is_known() -> None:
+    assert len({id(frame) for frame in _FRAMES}) == len(clf._FRAME_CHECKS)
+
+
+def _text_for_a_frame() -> st.SearchStrategy[str]:
+    compiled = []
+    for frame in _FRAMES:
+        with contextlib.suppress(re.error):  # \\G and the like: left to the other texts
+            compiled.append(st.from_regex(re.compile(frame.pattern, re.ASCII | re.IGNORECASE)))
+    return st.one_of(_rule_like_text, *compiled)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_text_for_a_frame(), st.integers(min_value=0, max_value=80))
+def test_frame_checks_never_skip_a_matching_frame(text: str, cut: int) -> None:
+    # Frames also search up to an endpos, which can cut a word short.
+    view = clf._View.build(text, text, clf._keys_of(text))
+    for frame in _FRAMES:
+        if frame.search(text, 0, cut) or frame.search(text):
+            assert view.may_match(frame), (frame.pattern, text, cut)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_rule_like_text)
+def test_cue_parts_find_the_match_of_the_whole_cue(text: str) -> None:
+    for index, cue in enumerate(rules.CUES):
+        whole = cue.pattern.search(text)
+        parts = [clf._part_search(i)(text) for i in range(len(_GATED)) if clf._PART_CUE[i] == index]
+        found = [m for m in parts if m is not None]
+        best = min(found, key=lambda m: m.start()) if found else None  # first on a tie
+        assert (best.span() if best else None) == (whole.span() if whole else None), cue.name
+
+
+def test_frame_checks_allow_for_a_word_cut_short() -> None:
+    text = "ok, fine thoughts"
+    assert rules.TRAILING_SOFTENER.search(text, 0, len("ok, fine though"))  # "though" + endpos
+    assert clf._View.build(text, text, clf._keys_of(text)).may_match(rules.TRAILING_SOFTENER)
