@@ -57,7 +57,9 @@ def one_run(base_url: str, processes: int, jobs: int, llm_url: str | None) -> fl
     with fresh_database(base_url) as url, ExitStack() as stack:
         store = open_store(url)
         store.traces.add(SESSION, reflection="uv works", value=0.9, tool_calls=[ToolCall("pip.install")])
-        store.traces.add(SESSION, reflection="pip failed", value=-0.9, tool_calls=[ToolCall("pip.install", "E")])
+        store.traces.add(
+            SESSION, reflection="pip failed", value=-0.9, tool_calls=[ToolCall("pip.install", "E")]
+        )
         args = ["--db", url, "--expect", str(jobs), "--cooldown-ms", "0"]
         if llm_url:
             args += ["--llm-url", llm_url]
@@ -77,7 +79,9 @@ def one_run(base_url: str, processes: int, jobs: int, llm_url: str | None) -> fl
             assert p.stdout is not None and p.stdout.readline().strip() == "READY"
         queue = RepairQueue(store)
         inputs = [
-            RepairInput(trigger="manual", context_hash=f"sc{i:06d}", tool_id="pip.install", session_id=SESSION)
+            RepairInput(
+                trigger="manual", context_hash=f"sc{i:06d}", tool_id="pip.install", session_id=SESSION
+            )
             for i in range(jobs)
         ]
         t0 = time.perf_counter()
@@ -93,7 +97,9 @@ def one_run(base_url: str, processes: int, jobs: int, llm_url: str | None) -> fl
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--db", default=os.environ.get("MEMOS_FEEDBACK_TEST_PG_URL"))
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="fewer jobs, one run")

@@ -132,6 +132,10 @@ _TRAD_SIMP_PAIRS: Final = (
     "夥伙奪夺奮奋媽妈孫孙寧宁審审寬宽寵宠尋寻屆届屬属島岛幣币帥帅帶带幹干廣广廳厅張张彈弹"
     "強强彙汇徑径徵征惡恶慣惯憑凭懷怀懶懒戰战戲戏拋抛掃扫掛挂採采撥拨撲扑擠挤瞭了贊赞竊窃"
     "啞哑嘗尝團团厭厌喚唤嘆叹嚇吓囉啰噁恶檔档紀纪緻致閒闲鏽锈癮瘾灣湾擇择壯壮糧粮狹狭飽饱"
+    # Common in Taiwan and Hong Kong usage (著, 爲 and 衆 are variant forms).
+    "著着層层積积納纳綜综遷迁蹤踪複复傷伤僅仅側侧樹树橫横滾滚濾滤藥药臺台園园腳脚儲储倉仓"
+    "註注纔才揀拣爲为啓启衹只祇只蘋苹攝摄徹彻彎弯奧奥偵侦診诊諮咨滯滞韌韧籤签廁厕墊垫償偿"
+    "眾众衆众佔占"
 )
 
 TRAD_TO_SIMP: Final[dict[int, str]] = {
@@ -214,11 +218,14 @@ MASKS: Final[tuple[Mask, ...]] = (
         "cn-no-problem",
         "positive",
         1.0,
-        r"没(?:有|啥|什么)?(?:问题|毛病)|挑不出(?:毛病|问题)|无可挑剔|没得说",
+        r"没(?:有|啥|什么)?(?:问题|毛病)|挑不出(?:毛病|问题)|无可挑剔|没得说|(?:一点|一丁点)?(?:毛病|问题)(?:都|也)没(?:有)?"
+        r"|冇(?:问题|毛病)",
     ),
     _mask("cn-no-error-now", "positive", 1.0, r"(?:不|没|没有|不再)报错了|没(?:有)?(?:报错|错误)了"),
     _mask("cn-no-change-needed", "positive", 1.0, r"不用(?:再)?改了|不需要(?:再)?改了"),
     _mask("cn-right", "positive", 0.6, r"没错|是对的|说得对|你(?:是)?对的"),
+    # "不满意" is a rejection; the bare "满意" below is approval.
+    _mask("cn-not-satisfied", "negative", 1.2, r"不(?:太|是很|怎么|大)?满意|不(?:太)?理想|不(?:太)?行啊"),
     # --- the user admits their own mistake: not a rejection of the agent -----
     _mask(
         "i-was-wrong",
@@ -269,6 +276,10 @@ MASKS: Final[tuple[Mask, ...]] = (
     ),
     _mask("cn-great", "positive", 1.0, r"太好了|太棒了|太赞了|太强了"),
     _mask("i-know", None, 0.0, r"\bi\s{1,3}know\b|\bno\s{1,3}idea\b(?!\s{1,3}what)"),
+    # "我也不知道为什么今天这么困": the speaker's own puzzlement, not a question to the agent.
+    _mask("cn-i-dont-know-why", None, 0.0, r"(?:我|俺)(?:也|都|真|还)?不知道(?:为什么|为啥|怎么)"),
+    # "garbage collection" is not a verdict.
+    _mask("cn-garbage-term", None, 0.0, r"垃圾(?:回收|桶|邮件|分类|清理|文件)"),
     _mask("note-to-self", None, 0.0, r"\bnote\s{1,3}to\s{1,3}self\b"),
     _mask("cn-error-noun", None, 0.0, r"错误(?:信息|日志|码|提示|处理|报告|率|类型|消息|堆栈)"),
     _mask(

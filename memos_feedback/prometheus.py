@@ -54,7 +54,9 @@ class SubscriberCollector:
         core = self._core
         values = self._subscriber.metrics()
         for name in COUNTERS:
-            family = core.CounterMetricFamily(f"{self._prefix}_jobs_{name}", f"repair jobs {name} since start")
+            family = core.CounterMetricFamily(
+                f"{self._prefix}_jobs_{name}", f"repair jobs {name} since start"
+            )
             family.add_metric([], float(values.get(name) or 0))
             yield family
         for name in GAUGES:

@@ -26,10 +26,12 @@ import threading
 import unicodedata
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, fields
+from typing import Any, cast
 
-from sqlalchemy import and_, bindparam, delete, exists, func, or_, select, update
+from sqlalchemy import Table, and_, bindparam, delete, exists, func, or_, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, aliased
 
 from .config import FeedbackConfig
@@ -80,10 +82,18 @@ class JobRow:
     updated_at: int
 
 
+_JOB_FIELDS = tuple(f.name for f in fields(JobRow))
+
+
 @dataclass(frozen=True, slots=True)
 class EnqueueResult:
     job_id: str
     deduped: bool
+
+
+def _job_row_of(row: Any) -> JobRow:
+    """A ``JobRow`` from a Core result row with every column."""
+    return JobRow(**{name: row._mapping[name] for name in _JOB_FIELDS})
 
 
 def _job_row(m: RepairJobModel) -> JobRow:
@@ -185,7 +195,33 @@ _DUE = (_j.status == "pending", _j.next_attempt_at <= bindparam("now"))
 
 # SQLite: the claim runs under BEGIN IMMEDIATE (one writer at a time), so a
 # single statement can pick the job and nobody can race it.
-_CLAIM = select(_j.seq).where(*_DUE, ~_BUSY_CONTEXT, ~_OLDER_WAITING).order_by(_j.seq).limit(1)
+# SQLite must walk pending jobs in seq order (index status, seq) and stop
+# at the first that qualifies. Left alone, it picks the next_attempt_at
+# index and sorts every due job — checking each one's context — on every
+# claim; "+ 0" makes that index unusable for the filter, so it does not.
+_CLAIM = (
+    select(_j.seq)
+    .where(
+        _j.status == "pending",
+        _j.next_attempt_at + 0 <= bindparam("now"),
+        ~_BUSY_CONTEXT,
+        ~_OLDER_WAITING,
+    )
+    .order_by(_j.seq)
+    .limit(1)
+)
+_TAKE_SQLITE = (
+    update(_j)
+    .where(_j.seq == _CLAIM.scalar_subquery())
+    .values(
+        status="running",
+        attempts=_j.attempts + 1,
+        lease_owner=bindparam("owner"),
+        lease_until=bindparam("lease_until"),
+        updated_at=bindparam("now"),
+    )
+    .returning(*[c for c in _j.__table__.columns])
+)
 
 # PostgreSQL: many claimers at once. Candidates are read without locks; for
 # each, the context is taken with a transaction-scoped advisory try-lock
@@ -207,10 +243,52 @@ _TRY_CONTEXT_LOCK_PG = select(func.pg_try_advisory_xact_lock(bindparam("key")))
 _CLAIM_CANDIDATES = 32
 
 
+_FINISH_STATEMENTS: dict[frozenset[str], Any] = {}
+
+
+def _finish_statement(columns: frozenset[str]) -> Any:
+    """The conditional UPDATE that ends a job, one prebuilt statement per column set.
+
+    A Core update of the table (not the ORM's bulk update, which would try
+    to synchronize the session); only three column sets exist.
+    """
+    stmt = _FINISH_STATEMENTS.get(columns)
+    if stmt is None:
+        table = cast(Table, RepairJobModel.__table__)
+        stmt = (
+            update(table)
+            .where(
+                table.c.id == bindparam("job_id"),
+                table.c.status == "running",
+                table.c.lease_owner == bindparam("owner"),
+            )
+            .values({name: bindparam(f"v_{name}") for name in sorted(columns)})
+        )
+        _FINISH_STATEMENTS[columns] = stmt
+    return stmt
+
+
 def _claim_lock_key(context_hash: str) -> int:
     # A key space apart from run_repair's per-context write lock, so a
     # claimer never skips a context just because its repair is committing.
     return context_lock_key(context_hash) ^ 0x5A5A5A5A5A5A5A5A
+
+
+_JOBS = cast(Table, RepairJobModel.__table__)
+
+
+def _new_job_row(inp: RepairInput, job_id: str, now: int) -> dict[str, Any]:
+    return {
+        "id": job_id,
+        "context_hash": inp.context_hash,
+        "trigger": inp.trigger,
+        "payload": payload_of(inp),
+        "status": "pending",
+        "attempts": 0,
+        "next_attempt_at": now,
+        "created_at": now,
+        "updated_at": now,
+    }
 
 
 @dataclass(slots=True)
@@ -264,42 +342,47 @@ class RepairQueue:
 
     def enqueue_many(self, inputs: Sequence[RepairInput]) -> list[EnqueueResult]:
         """Insert jobs in order, in one transaction; waiting duplicates are no-ops."""
-        results: list[EnqueueResult] = []
+        for inp in inputs:
+            if not isinstance(inp, RepairInput):
+                raise InvalidInputError(f"enqueue takes RepairInput, got {type(inp).__name__}")
+        if not inputs:
+            return []
+        ids = [job_id_for(inp) for inp in inputs]
         now = now_ms()
+        table = _JOBS
         with self.store.session(write=True, action="enqueueing repair jobs") as s:
-            for inp in inputs:
-                if not isinstance(inp, RepairInput):
-                    raise InvalidInputError(f"enqueue takes RepairInput, got {type(inp).__name__}")
-                results.append(self._enqueue_one(s, inp, now))
+            existing = select(table.c.id, table.c.status).where(table.c.id.in_(set(ids))).with_for_update()
+            known: dict[str, str] = {row[0]: row[1] for row in s.execute(existing)}
+            # The same situation again after its job finished: a new round on
+            # the same id. The old row's history goes; its repair (if any) stays.
+            finished = [job_id for job_id, status in known.items() if status in ("done", "dead")]
+            if finished:
+                s.execute(delete(table).where(table.c.id.in_(finished)))
+            waiting = {job_id for job_id, status in known.items() if status in ("pending", "running")}
+            results: list[EnqueueResult] = []
+            rows: list[dict[str, Any]] = []
+            for inp, job_id in zip(inputs, ids, strict=True):
+                if job_id in waiting:
+                    results.append(EnqueueResult(job_id, deduped=True))
+                    continue
+                waiting.add(job_id)  # a repeat inside this batch dedupes too
+                results.append(EnqueueResult(job_id, deduped=False))
+                rows.append(_new_job_row(inp, job_id, now))
+            if rows:
+                # ON CONFLICT DO NOTHING: on PostgreSQL another process may
+                # insert the same id between our read and our insert; theirs
+                # stands and ours counts as a duplicate.
+                dialect_insert = pg_insert if s.get_bind().dialect.name == "postgresql" else sqlite_insert
+                stmt = (
+                    dialect_insert(table).on_conflict_do_nothing(index_elements=["id"]).returning(table.c.id)
+                )
+                inserted = set(s.execute(stmt, rows).scalars())
+                if len(inserted) != len(rows):
+                    results = [
+                        r if r.deduped or r.job_id in inserted else EnqueueResult(r.job_id, deduped=True)
+                        for r in results
+                    ]
         return results
-
-    def _enqueue_one(self, s: Session, inp: RepairInput, now: int) -> EnqueueResult:
-        job_id = job_id_for(inp)
-        existing = s.scalars(
-            select(RepairJobModel).where(RepairJobModel.id == job_id).with_for_update()
-        ).first()
-        if existing is not None and existing.status in ("pending", "running"):
-            return EnqueueResult(job_id, deduped=True)
-        if existing is not None:
-            # The same situation again after its job finished: a new round.
-            # The old row's history goes; its repair (if any) stays.
-            s.delete(existing)
-            s.flush()
-        s.add(
-            RepairJobModel(
-                id=job_id,
-                context_hash=inp.context_hash,
-                trigger=inp.trigger,
-                payload=payload_of(inp),
-                status="pending",
-                attempts=0,
-                next_attempt_at=now,
-                created_at=now,
-                updated_at=now,
-            )
-        )
-        s.flush()
-        return EnqueueResult(job_id, deduped=False)
 
     # -- claiming -----------------------------------------------------------
 
@@ -337,10 +420,12 @@ class RepairQueue:
         """
         now = now_ms() if now is None else now
         with self.store.session(write=True, action="claiming a repair job") as s:
-            if s.get_bind().dialect.name == "postgresql":
-                seq = self._pick_postgres(s, now)
-            else:
-                seq = s.execute(_CLAIM, {"now": now}).scalar()
+            if s.get_bind().dialect.name != "postgresql":
+                # One statement: pick and take the job (SQLite >= 3.35 RETURNING).
+                values = {"now": now, "owner": owner, "lease_until": now + self.config.lease_ms}
+                taken = s.execute(_TAKE_SQLITE, values).first()
+                return None if taken is None else _job_row_of(taken)
+            seq = self._pick_postgres(s, now)
             if seq is None:
                 return None
             job = s.get(RepairJobModel, seq)
@@ -390,15 +475,11 @@ class RepairQueue:
     # -- finishing ----------------------------------------------------------
 
     def _finish(self, s: Session, job: JobRow, owner: str, now: int, **values: Any) -> None:
-        result = s.execute(
-            update(RepairJobModel)
-            .where(
-                RepairJobModel.id == job.id,
-                RepairJobModel.status == "running",
-                RepairJobModel.lease_owner == owner,
-            )
-            .values(updated_at=now, lease_until=None, **values)
-        )
+        """Move a job out of ``running`` — only if it is still leased to ``owner``."""
+        values.update(updated_at=now, lease_until=None)
+        params = {f"v_{k}": v for k, v in values.items()}
+        params.update(job_id=job.id, owner=owner)
+        result = s.execute(_finish_statement(frozenset(values)), params)
         if getattr(result, "rowcount", 1) != 1:
             raise LeaseLostError(f"job {job.id} is no longer leased to {owner}")
 

@@ -117,5 +117,6 @@ class RepairJobModel(Base):
 
     __table_args__ = (
         Index("ix_repair_jobs_status_next_attempt_at", "status", "next_attempt_at"),
+        Index("ix_repair_jobs_status_seq", "status", "seq"),
         Index("ix_repair_jobs_context_hash_status", "context_hash", "status"),
     )

@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
+from sqlalchemy import Row, bindparam, select
 from sqlalchemy.orm import Session
 
 from ..errors import InvalidInputError, NotFoundError
@@ -25,6 +25,25 @@ __all__ = ["PolicyRepository", "RepairRepository", "TraceRepository"]
 
 SEVERITIES = ("info", "warn")
 MAX_LIMIT = 10_000
+
+# Hot read statements, built once: SQLAlchemy memoizes a statement object's
+# cache key, so re-running one skips building and keying the query again.
+# Core selects of the table columns: rows come back as plain tuples with
+# attribute access, skipping the ORM's identity map for read-only lists.
+_TRACES_OF_SESSION = (
+    select(*TraceModel.__table__.columns)
+    .where(TraceModel.session_id == bindparam("session_id"))
+    .order_by(TraceModel.ts.desc(), TraceModel.id.desc())
+    .limit(bindparam("limit"))
+)
+_POLICIES_ALL = select(*PolicyModel.__table__.columns).order_by(PolicyModel.id)
+_POLICIES_BY_STATUS = _POLICIES_ALL.where(PolicyModel.status == bindparam("status"))
+_NEWEST_REPAIR_OF_CONTEXT = (
+    select(DecisionRepairModel)
+    .where(DecisionRepairModel.context_hash == bindparam("context_hash"))
+    .order_by(DecisionRepairModel.ts.desc(), DecisionRepairModel.id.desc())
+    .limit(1)
+)
 
 
 # -- argument checks ------------------------------------------------------
@@ -91,7 +110,7 @@ def _tool_calls(values: object) -> tuple[ToolCall, ...]:
 # -- conversions ----------------------------------------------------------
 
 
-def trace_row(m: TraceModel) -> TraceRow:
+def trace_row(m: TraceModel | Row[Any]) -> TraceRow:
     return TraceRow(
         id=m.id,
         session_id=m.session_id,
@@ -105,7 +124,7 @@ def trace_row(m: TraceModel) -> TraceRow:
     )
 
 
-def policy_row(m: PolicyModel) -> PolicyRow:
+def policy_row(m: PolicyModel | Row[Any]) -> PolicyRow:
     return PolicyRow(
         id=m.id,
         title=m.title,
@@ -180,15 +199,9 @@ class TraceRepository(_Repository):
 
     def list(self, session_id: str, limit: int = 50) -> list[TraceRow]:
         """The session's traces, newest first."""
-        _str("session_id", session_id)
-        stmt = (
-            select(TraceModel)
-            .where(TraceModel.session_id == session_id)
-            .order_by(TraceModel.ts.desc(), TraceModel.id.desc())
-            .limit(_limit(limit))
-        )
+        params = {"session_id": _str("session_id", session_id), "limit": _limit(limit)}
         with self._store.session(action="listing traces") as s:
-            return [trace_row(m) for m in s.scalars(stmt)]
+            return [trace_row(m) for m in s.execute(_TRACES_OF_SESSION, params)]
 
 
 class PolicyRepository(_Repository):
@@ -222,11 +235,12 @@ class PolicyRepository(_Repository):
             return policy_row(model)
 
     def list(self, status: str | None = None) -> list[PolicyRow]:
-        stmt = select(PolicyModel).order_by(PolicyModel.id)
-        if status is not None:
-            stmt = stmt.where(PolicyModel.status == _str("status", status))
+        if status is None:
+            stmt, params = _POLICIES_ALL, {}
+        else:
+            stmt, params = _POLICIES_BY_STATUS, {"status": _str("status", status)}
         with self._store.session(action="listing policies") as s:
-            return [policy_row(m) for m in s.scalars(stmt)]
+            return [policy_row(m) for m in s.execute(stmt, params)]
 
     def upsert(self, row: PolicyRow) -> PolicyRow:
         """Insert the row, or overwrite every field of the policy with its id."""
@@ -342,14 +356,9 @@ class RepairRepository(_Repository):
         self, context_hash: str, *, session: Session | None = None
     ) -> DecisionRepairRow | None:
         """The newest repair for ``context_hash``, or None."""
-        stmt = (
-            select(DecisionRepairModel)
-            .where(DecisionRepairModel.context_hash == _str("context_hash", context_hash))
-            .order_by(DecisionRepairModel.ts.desc(), DecisionRepairModel.id.desc())
-            .limit(1)
-        )
+        params = {"context_hash": _str("context_hash", context_hash)}
         with self._store.session(action="reading recent repairs", session=session) as s:
-            model = s.scalars(stmt).first()
+            model = s.scalars(_NEWEST_REPAIR_OF_CONTEXT, params).first()
             return None if model is None else repair_row(model)
 
     def validate(self, id: str) -> DecisionRepairRow:
