@@ -171,7 +171,9 @@ MASKS: Final[tuple[Mask, ...]] = (
         0.0,
         r"\b(?:have\s{1,3}a\s{1,3})?(?:nice|good|great|lovely)\s{1,3}(?:weekend|day|evening|morning|night|trip|holiday|"
         r"vacation|lunch|weather|to\s{1,3}meet)\b|\bthanks?\s{1,3}(?:you\s{1,3})?for\s{1,3}(?:waiting|your\s{1,3}patience|"
-        r"bearing\s{1,3}with)\b|(?:天气|周末|假期|今天|心情|气氛)(?:真|很|挺|还)?(?:不错|好|棒)",
+        r"bearing\s{1,3}with)\b|(?:天气|周末|假期|今天|心情|气氛)(?:真|很|挺|还)?(?:不错|好|棒)"
+        r"|\b(?:weather|weekend|day|trip|holiday|vacation|lunch|dinner|coffee|food|view|sunset)\s{1,3}(?:is|was|looks)\s{1,3}"
+        r"(?:so\s{1,3}|really\s{1,3}|very\s{1,3})?(?:nice|good|great|lovely|beautiful|amazing|awesome)\b",
     ),
     _mask(
         "problem-gone",
@@ -310,6 +312,9 @@ MASKS: Final[tuple[Mask, ...]] = (
         "negative",
         1.3,
         r"还是\s{0,2}(?:不|没|一样|老样子|报|失败|有问题|连不上|打不开|崩|挂|error|fail|crash)"
+        # "还是这个错", "还是 404", "照样报错", "仍然失败": the same failure again.
+        r"|(?:还是|仍然|依然|依旧|照样|照旧|仲系)\s{0,2}(?:这个|那个|同样的|一样的|同一个)?\s{0,2}(?:错|问题|报错|error|bug|[45]\d\d\b)"
+        r"|(?:仍然|依然|依旧|照样|照旧)\s{0,2}(?:不|没|报|失败|出错|挂|崩)"
         r"|不\s{0,2}(?:work|works|working)\b|没(?:有|什么|啥)?(?:用|效果|反应|变化|区别|生效|帮助)(?!户)",
     ),
 )
@@ -332,18 +337,23 @@ _INSTRUCTION_VERBS = (
     r"invite|share|publish|release|tag|bump|rebase|checkout|stash|reset|kill|close|rerun|re-run|"
     r"collect|gather|pick|choose|resolve|notify|ask|message|ping|text|set\s{1,3}up|tidy|grab|bring|"
     r"do(?!\s{1,3}(?:you|we|i|they|it|not|n't)\b)|redo|repeat|"
-    r"apply|append|insert|replace|split|join|extract|parse|scan|scrape|crawl|train|evaluate|measure|draft|cc)"
+    r"apply|append|insert|replace|split|join|extract|parse|scan|scrape|crawl|train|evaluate|measure|draft|cc|"
+    r"dig|spin\s{1,3}up|squash|assign|provision|forward|file|submit|approve|label|pin|rotate|renew|scale|"
+    r"backfill|seed|enable|disable|turn\s{1,3}(?:on|off)|kick\s{1,3}off|trigger|populate|fill\s{1,3}in|sync|"
+    r"reserve|look\s{1,3}up|proofread|edit|polish|outline|sketch|implement|put|transcribe|unsubscribe)"
 )
 _CN_INSTRUCTION_VERBS = (
     r"(?:跑|运行|部署|发布|提交|推送|合并|检查|查|看|找|搜|统计|生成|写|画|做|建|创建|删除|删|修|安装|下载|"
     r"上传|发|约|订|安排|整理|总结|翻译|测试|打包|重启|启动|关闭|备份|导出|导入|更新|升级|清理|列出|计算|"
-    r"分析|比较|对比|准备|起草|回复|通知|提醒|执行|开|建个|拉|切|装)"
+    r"分析|比较|对比|准备|起草|回复|通知|提醒|执行|开|建个|拉|切|装|添加|新建|设置|预约|预订|克隆|分配|指派)"
 )
 _NEW_TASK = (
     r"^\W{0,3}(?:new|next|another|different)\s{1,3}(?:task|thing|request|job|bug|issue|one|file|item|ticket|step)\b"
     r"|^\W{0,3}(?:task|todo|next\s{1,3}up)\s{0,3}:"
 )
 _CN_USE_BLOCK = r"(?<![没有不可能费作应调引备通专常信使试采享所我他她们在还再就好别])"
+# After 用: not a tool. "可以直接用了" approves; "要用英文" asks for a language, a requirement.
+_CN_NOT_TOOL = r"(?:了|啦|吧|的|英文|中文|英语|汉语|日文|日语|繁体|简体|粤语|白话|口语|书面语|心)"
 
 CUES: Final[tuple[Cue, ...]] = (
     # ===== positive ============================================================
@@ -370,7 +380,13 @@ CUES: Final[tuple[Cue, ...]] = (
         r"(?:that's|this\s{1,3}is|it's)\s{1,3}(?:exactly\s{1,3}|just\s{1,3})?what\s{1,3}i\s{1,3}(?:wanted|needed|meant|"
         r"was\s{1,3}after|was\s{1,3}looking\s{1,3}for|asked\s{1,3}for)|"
         r"all\s{1,3}good|(?:much|way|a\s{1,3}lot|so\s{1,3}much|far)\s{1,3}(?:cleaner|faster|nicer|clearer|simpler|easier|"
-        r"more\s{1,3}readable))\b"
+        r"more\s{1,3}readable)|"
+        # More approval words, and "you were right / that was it" (the agent's guess solved it).
+        r"slick|handy|nifty|impressive|impressed|stellar|terrific|outstanding|phenomenal|top\s{1,3}notch|"
+        r"chef's\s{1,3}kiss|you\s{1,3}were\s{1,3}right|that\s{1,3}was\s{1,3}it(?!\s{0,3}\?)|that\s{1,3}did\s{1,3}it|"
+        r"just\s{1,3}right|reads\s{1,3}(?:great|well|nicely)|can't\s{1,3}argue|happy\s{1,3}with\s{1,3}(?:it|this|that|the)|"
+        r"saved\s{1,3}(?:me|us|my|our)|clever|smart|appreciate\s{1,3}(?:the|this|that|your)|love\s{1,3}(?:how|the|that)|"
+        r"you're\s{1,3}(?:a\s{1,3}star|the\s{1,3}best|a\s{1,3}legend)|you\s{1,3}rock)\b"
         r"|^\W{0,3}(?:yes|yep|yup|yeah|exactly|right|correct|that's\s{1,3}it)"
         r"(?:\W{1,3}(?:yes|exactly|right|correct|perfect|that's\s{1,3}it))?\W{0,4}$",
     ),
@@ -378,12 +394,17 @@ CUES: Final[tuple[Cue, ...]] = (
         "it-works",
         "positive",
         1.0,
-        r"\b(?:it|that|this|everything|all)\s{1,3}(?:works|worked|runs|passes|passed|compiles|did\s{1,3}it|"
-        r"fixed\s{1,3}it|fixd\s{1,3}it|solved\s{1,3}it)\b|\b(?:fixed|fixd|solved|sorted)\s{1,3}(?:it|that)\b"
+        # Not "a GitHub Action that runs the linter": a verb with an object is a relative clause.
+        r"\b(?:it|that|this|everything|all)\s{1,3}(?:(?:actually|finally|now|really|just)\s{1,3})?(?:works|worked|runs|ran|"
+        r"passes|passed|compiles|compiled|builds|built|loads|renders|deploys|deployed|did\s{1,3}it|fixed\s{1,3}it|"
+        r"fixd\s{1,3}it|solved\s{1,3}it)\b(?!\s{1,3}(?:the|a|an|on|every|each|all|my|our|your|when|if|for|to|into|against)\b)"
+        r"|\b(?:resolves|loads|renders|passes|compiles|builds|deploys|syncs|connects|starts|boots)\s{1,3}(?:fine|cleanly|clean|"
+        r"now|again|perfectly|correctly|properly|successfully)\b|\ball\s{1,3}(?:resolve|load|render|pass|compile|build|work|"
+        r"run)\s{1,3}(?:fine|now|again|cleanly)\b|\b(?:fixed|fixd|solved|sorted)\s{1,3}(?:it|that)\b"
         r"|\b(?:but|and)\s{1,3}it\s{1,3}(?:did|does|worked|works)\b|\bworks\b|\ball\s{1,3}green\b"
         r"|\bfirst\s{1,3}try\b|\b(?:tests?|build|ci|pipeline)\s{1,3}(?:pass(?:es|ed)?|is\s{1,3}green|green)\b",
     ),
-    _cue("emoji-approval", "positive", 1.0, r"👍|🙏|🎉|🙌|👌|💯|✅|❤️|😍|🥳|🚀"),
+    _cue("emoji-approval", "positive", 1.0, r"👍|🙏|🎉|🙌|👌|💯|✅|❤️|😍|🥳|🚀|🔥|👏|💪|🤩|😄|😁|😊|🥰|🏆|⭐|✨|😎|🤗|✔"),
     _cue(
         "cn-approval",
         "positive",
@@ -392,7 +413,11 @@ CUES: Final[tuple[Cue, ...]] = (
         r"能用了|可以用了|成功了|搞定|解决了|好使|全绿|全过了|通过了|漂亮|厉害|牛[!！啊逼]|给力|赞|就是这样|"
         r"完全正确|正确|就用这个|终于(?:好|可以|行|能)|(?:现在|这下|终于)(?:对|行|好)了|对了[!！。~]?$|简洁|好多了|"
         r"清晰|没问题了|行了|好用|完全没问题|跑通|跑起来了|能跑了|跑成功|跑过了|符合(?:要求|预期)|就(?:这样|这么办)|有用|有帮助|"
-        r"帮大忙|明白了|懂了|就是这个意思|正是|就是我要的|[Oo][Kk]\s{0,2}了|^\W{0,3}(?:可以|好的|行|对|对的|嗯嗯?好)\W{0,4}$",
+        r"帮大忙|明白了|懂了|就是这个意思|正是|就是我要的|[Oo][Kk]\s{0,2}了|^\W{0,3}(?:可以|好的|行|对|对的|嗯嗯?好)\W{0,4}$"
+        # Everyday and internet praise (simplified after folding: 讚 -> 赞), Cantonese 唔该 / 搞掂.
+        r"|满意|得体|到位|靠谱|优雅|巧妙|精彩|专业|稳了|妥了|妥妥|绝了|好评|点赞|优秀|感恩|唔该|多谢晒|搞掂|一目了然|\b666\b|\byyds\b"
+        r"|好棒|超棒|棒棒|真香|(?:可以|能)(?:直接)?用了|^\W{0,3}还行|^\W{0,3}(?:好|可以|行|ok|OK)(?:喔|哦|哟|啦|嘞)\W{0,4}$"
+        r"|(?:清楚|清晰|快|顺|简洁|干净|稳定|好看|好读|易读|顺眼|舒服|流畅|整齐)(?:多了|了很多|了不少)",
     ),
     _cue(
         "courtesy-thanks",
@@ -416,8 +441,12 @@ CUES: Final[tuple[Cue, ...]] = (
         1.3,
         r"\bstill\s{1,3}(?:getting|get|gets|failing|fails|failed|broken|broke|crashing|crashes|crashed|"
         r"erroring|errors?|the\s{1,3}same|same|seeing|showing|throws|throwing|timing\s{1,3}out|times\s{1,3}out|"
+        r"fail|crash|break|hang|error|throw|time\s{1,3}out|return|show|"
         r"hangs|hanging|red|wrong|empty|blank|slow|not|no|doesn't|isn't|won't|can't|there|happening|"
-        r"returns|returning|stuck|missing|down)\b|\bstill\s{0,2}(?:一样|相同|报错|不|没|有问题|失败)",
+        r"returns|returning|stuck|missing|down|flaky|buggy|off|broken|duplicat\w{0,6}|truncat\w{0,4}|cut\s{1,3}off|"
+        r"too\s{1,3}\w{1,12}|(?:a\s{1,3})?[45]\d\d)\b|\bstill\s{0,2}(?:一样|相同|报错|不|没|有问题|失败)"
+        # "it's still sending duplicate emails": the thing keeps misbehaving.
+        r"|\b(?:it|it's|they|they're|this|that|which)\s{1,3}(?:is\s{1,3}|are\s{1,3})?still\s{1,3}[a-z]{2,15}ing\b",
     ),
     _cue(
         "same-result",
@@ -435,9 +464,21 @@ CUES: Final[tuple[Cue, ...]] = (
         1.2,
         r"\b(?:wrong|incorrect|useless|nonsense|garbage|rubbish|worse|way\s{1,3}off|completely\s{1,3}off|"
         r"totally\s{1,3}off|off\s{1,3}base|off\s{1,3}topic|broken|unusable|terrible|awful|"
-        r"not\s{1,3}even\s{1,3}close|missed\s{1,3}the\s{1,3}point)\b",
+        r"not\s{1,3}even\s{1,3}close|missed\s{1,3}the\s{1,3}point|"
+        # The answer's content is off: "got it backwards", "sounds nothing like me", "misses what I asked".
+        r"backwards|back\s{1,3}to\s{1,3}front|(?:sounds|looks|reads|feels|is)\s{1,3}nothing\s{1,3}like|"
+        r"miss(?:es|ed)?\s{1,3}(?:the\s{1,3}point|the\s{1,3}mark|what)|off\s{1,3}the\s{1,3}mark|nowhere\s{1,3}near|"
+        r"(?:doesn't|don't|does\s{1,3}not|do\s{1,3}not)\s{1,3}add\s{1,3}up|bogus|inaccurate|gibberish|pointless|"
+        r"sucks|horrible|dreadful|unreadable|a\s{1,3}mess|i\s{1,3}(?:hate|dislike|don't\s{1,3}like)\s{1,3}(?:it|this|that))\b",
     ),
-    _cue("bare-no", "negative", 1.5, r"^\W{0,3}(?:no{1,5}|nope|nah|wrong|incorrect|ugh{1,5}|meh)\W{0,4}$"),
+    # A message that is nothing but "no" ("no. just no.", "lol no", "nope nope").
+    _cue(
+        "bare-no",
+        "negative",
+        1.5,
+        r"^\W{0,3}(?:(?:lol|lmao|haha|ugh|hmm|um|uh|oh|god|jeez|seriously|sorry)\W{1,3})?"
+        r"(?:no{1,5}|nope|nah|wrong|incorrect|ugh{1,5}|meh)(?:\W{1,3}(?:just\s{1,3})?(?:no{1,5}|nope|nah))?\W{0,4}$",
+    ),
     _cue(
         "made-up",
         "negative",
@@ -504,6 +545,14 @@ CUES: Final[tuple[Cue, ...]] = (
         r"harder|buggier|broken|unusable|messier|uglier|longer)\b",
     ),
     _cue("annoyed-emoji", "negative", 0.6, r"🙄|🙃|😒|😤|😡|🤦|😩|😞|👎|😑"),
+    # "thanks for force-pushing over my branch 🙃": with an annoyed emoji, sarcasm.
+    _cue("thanks-for-doing", "negative", 0.5, r"\bthanks?\s{1,3}(?:a\s{1,3}lot\s{1,3})?for\s{1,3}[\w-]{2,20}ing\b"),
+    _cue(
+        "all-zero",
+        "negative",
+        1.0,
+        r"\ball\s{1,3}(?:zeros?|nulls?|nan|blank|empty|null)\b|(?:全|都)(?:是|为|变成)\s{0,2}(?:0|零|空|null|NaN|nan|None|乱码|空白|问号)",
+    ),
     _cue(
         "count-failing",
         "negative",
@@ -518,7 +567,10 @@ CUES: Final[tuple[Cue, ...]] = (
         r"编的|乱写|瞎写|乱改|瞎改|不是我(?:要|想要|说)的|完全不是|离谱|更(?:慢|糟|差|乱|卡)了|一模一样|"
         r"跟(?:上次|之前|刚才|原来)(?:的)?(?:一样|一模一样|相同)|一样的(?:错|问题|结果|报错|error)|越改越|越来越(?:慢|乱|差|糟)|"
         r"空白|白屏|黑屏|闪退|卡死|卡住了|结果不对|根本(?:不|没)|同样的(?:错|问题|报错|error)|"
-        r"(?:写|做|改|弄|说|搞)得(?:太|有点|不太|过于)|一点(?:用|效果|作用|变化)?都没|都没用",
+        r"(?:写|做|改|弄|说|搞)得(?:太|有点|不太|过于)|一点(?:用|效果|作用|变化)?都没|都没用"
+        # Internet slang, Taiwan and Cantonese rejections ("有夠爛", "唔得", "唔啱").
+        r"|无语|拉胯|拉垮|翻车|寄了|垃圾|辣鸡|什么鬼|啥玩意|扯淡|白搭|换汤不换药|(?:太|好|很|真|有够)烂|烂透|唔得|唔啱|唔work|冇用"
+        r"|怪怪的|写的(?:啥|什么)|(?:不能用|没法用|用不了|不好用)(?=\s{0,2}(?:了|啊|呀|的|[，。！？,.!?~～]|$))",
     ),
     _cue(
         "cn-failing",
@@ -526,7 +578,8 @@ CUES: Final[tuple[Cue, ...]] = (
         1.2,
         r"又\s{0,2}(?:失败|报错|挂|崩|出错|不行|错|卡|超时|坏|断|crash|fail|error|break|broke|timeout)"
         r"|(?:跑|连|打|装|启动|编译|运行|登)不(?:起来|通|动|上|开|了|进去)|崩了|挂了|坏了|炸了|"
-        r"被你(?:删|改|弄|搞|覆盖|清)|你(?:把|给).{0,12}(?:删了|搞坏|弄坏|改坏|搞砸|弄丢|覆盖了)",
+        r"被你(?:删|改|弄|搞|覆盖|清)|你(?:把|给).{0,12}(?:删了|搞坏|弄坏|改坏|搞砸|弄丢|覆盖了|覆盖掉|删掉了|清掉了|清空了|弄没了|搞没了)"
+        r"|(?:坏|死|衰|挂|冧)咗",
     ),
     # "把日志删掉，没用了": after a command, an evaluation is about its object.
     _cue("cn-ba-command", "negative", -0.6, r"^\W{0,3}(?:请|帮我|麻烦)?\s{0,2}把"),
@@ -537,7 +590,12 @@ CUES: Final[tuple[Cue, ...]] = (
         "correction",
         1.2,
         r"\bshould\s{1,3}(?:be|have\s{1,3}been|say|read|equal)\b|\b(?:is|it's|its|was)\s{1,3}actually\b"
-        r"|\bcorrect\s{1,3}(?:one|value|answer|number|name|date|figure)\s{1,3}is\b",
+        r"|\bcorrect\s{1,3}(?:one|value|answer|number|name|date|figure)\s{1,3}is\b"
+        # "the cron should run at 02:30", "it should return 404": the right time or result.
+        r"|\bshould\s{1,3}(?:run|fire|start|end|go\s{1,3}off|trigger|happen|begin|finish|expire|land|arrive|depart|leave)"
+        r"\s{1,3}(?:at|on|by)\s{1,3}(?:\d|noon|midnight|mon|tue|wed|thu|fri|sat|sun)"
+        r"|\bshould\s{1,3}(?:return|output|show|print|display|total|come\s{1,3}to|add\s{1,3}up\s{1,3}to|round\s{1,3}to)"
+        r"\s{1,3}[$¥€£'\"]?\d",
     ),
     _cue(
         "starts-actually",
@@ -551,17 +609,24 @@ CUES: Final[tuple[Cue, ...]] = (
         1.2,
         r"[$¥€£]?\d[\w.,:%+-]{0,20}\s{0,3}[,，]?\s{0,3}(?:not|instead\s{1,3}of|rather\s{1,3}than|而不是|不是)\s{0,3}[$¥€£]?\d",
     ),
+    # "it's 'affect' in that sentence, not 'effect'": one quoted value against another.
+    _cue(
+        "quoted-contrast",
+        "correction",
+        1.2,
+        r"['\"`][^'\"`\n]{1,40}['\"`][^'\"`\n]{0,30}?[,，]?\s{0,3}(?:\bnot|instead\s{1,3}of|rather\s{1,3}than|而不是|不是)\s{1,3}['\"`]",
+    ),
     _cue(
         "copula-not",
         "correction",
         1.2,
-        r"(?:\b(?:is|are|was|were)|'s)\s{1,3}[^\s,，]{1,30}(?:\s{1,3}[^\s,，]{1,20}){0,2}\s{0,3}[,，]\s{0,3}not\s{1,3}\w",
+        r"(?:\b(?:is|are|was|were)|'s)\s{1,3}[^\s,，]{1,30}(?:\s{1,3}[^\s,，]{1,20}){0,2}\s{0,3}[,，]\s{0,3}not\s{1,3}[\w/~.$'\"`]",
     ),
     _cue(
         "value-not-value",
         "correction",
         1.2,
-        r"(?:\b(?:is|are|was)|'s)\s{1,3}[\w.@/-]{0,30}[.\d_/@-][\w.@/-]{0,30}\s{1,3}not\s{1,3}[\w.]",
+        r"(?:\b(?:is|are|was)|'s|^\W{0,3}(?:its|thats|it\s{1,3}is))\s{1,3}[\w.@/-]{0,30}[.\d_/@-][\w.@/-]{0,30}\s{1,3}not\s{1,3}[\w.]",
     ),
     _cue(
         "you-got-detail-wrong",
@@ -569,7 +634,16 @@ CUES: Final[tuple[Cue, ...]] = (
         0.6,
         r"\byou(?:'ve)?\s{1,3}(?:swapped|flipped|mixed\s{1,3}up|misspelled|misspelt|misread|miscounted|miscalculated|"
         r"mistyped|typed|wrote|put|used|booked|set|forgot|double[- ]counted|counted|missed|left\s{1,3}out|"
-        r"confused|switched|transposed|added|subtracted|rounded|got|listed|entered|picked|gave|said|have)\b",
+        r"confused|switched|transposed|added|subtracted|rounded|got|listed|entered|picked|gave|said|have|spelled|spelt|"
+        r"tagged|edited|named|called|labeled|labelled|titled|dated|quoted|cited|scheduled|sent|linked|pointed|copied|"
+        r"referenced|updated|attached|uploaded|assigned|addressed|invited|charged|billed|translated|converted)\b",
+    ),
+    # "you swapped the columns": a specific part got mixed up (the fix usually follows).
+    _cue(
+        "you-swapped",
+        "correction",
+        0.5,
+        r"\byou(?:'ve)?\s{1,3}(?:swapped|flipped|mixed\s{1,3}up|transposed|reversed|inverted|confused)\b|\bi\s{1,3}(?:said|asked\s{1,3}for)\b",
     ),
     _cue(
         "copula-value",
@@ -577,13 +651,46 @@ CUES: Final[tuple[Cue, ...]] = (
         0.6,
         r"(?:\b(?:is|are|was|were)|'s)\s{1,3}(?:in\s{1,3}|at\s{1,3}|on\s{1,3})?(?:[$¥€£~/]?\d|[A-Z][\w.+-]{0,30}|~/|/[a-z])"
         r"|(?:\b(?:is|are|was|were)|'s)\s{1,3}(?:in\s{1,3}|at\s{1,3}|on\s{1,3})?[a-z][\w]{0,20}[-_.:@/][\w.:/@-]{1,40}"
-        r"|\b(?:lives|located|stored|is)\s{1,3}(?:in|at|under)\s{1,3}[~./]",
+        r"|\b(?:lives|located|stored|is)\s{1,3}(?:in|at|under)\s{1,3}(?:[~./]|[\w.-]{1,30}/)",
+        keep_case=True,
+    ),
+    # "the flight number is LH 903", "her last name is Nakamura": a named attribute stated
+    # as a value (with a value-looking copula above, a correction).
+    _cue(
+        "attribute-is",
+        "correction",
+        0.6,
+        r"(?:^|[,，;:]\s{0,3}|\bbut\s{1,3})\W{0,3}(?:the|her|his|my|our|their|its|your)\s{1,3}(?:[\w'-]{1,20}\s{1,3}){0,2}"
+        r"(?:number|name|date|time|port|address|email|id|version|total|price|amount|code|url|path|region|zone|timezone|"
+        r"room|phone|extension|deadline|value|rate|limit|size|count|tag|branch|key|host|hostname|domain|username|title|"
+        r"city|currency|year|day|month|figure|sum|balance|budget|score|length|capacity|default|spelling|filename|"
+        r"folder|directory|table|column|field|endpoint|release|model|sku|owner|author|recipient|venue|location|"
+        r"meeting|call|flight|appointment|event|interview|standup|demo|launch|party|dinner|lunch|train|class|session|"
+        r"webinar|sync|office|hotel|store|shop|server|database|bucket|cluster)s?"
+        r"\s{1,3}(?:is|are|was|were)\s{1,3}(?!not\b|wrong\b|missing\b|still\b|broken\b|empty\b|blank\b|gone\b|fine\b|ok\b|"
+        r"okay\b|correct\b|right\b|good\b|great\b|perfect\b|off\b|too\b)",
+    ),
+    # "that's the staging URL, prod is …": the agent used another instance of the thing.
+    _cue(
+        "other-instance",
+        "correction",
+        0.6,
+        r"\b(?:that's|that\s{1,3}is|thats|this\s{1,3}is|it's)\s{1,3}the\s{1,3}(?:old|older|staging|test|testing|dev|wrong|"
+        r"previous|outdated|other|sandbox|personal|legacy|deprecated|internal|draft|backup|archived|beta)\s{1,3}\w{1,20}",
+    ),
+    # "thanks, but Jakarta is UTC+7": after an acknowledgement, a stated fact.
+    _cue(
+        "but-fact",
+        "correction",
+        0.6,
+        r"\b[Bb]ut\s{1,3}(?:[A-Z][\w.+-]{0,30}|the\s{1,3}[a-z]{1,20}|it|it's|its)\s{1,3}(?:is\s{1,3}|was\s{1,3}|are\s{1,3})?"
+        r"(?:actually\s{1,3})?(?:[$¥€£~/]?\d|[A-Z])",
         keep_case=True,
     ),
     _cue(
         "wrong-detail",
         "correction",
-        1.0,
+        0.6,
         r"\bwrong\s{1,3}(?:port|number|date|day|time|name|file|path|value|year|month|amount|total|id|version|"
         r"branch|email|address|url|link|room|figure|price|count|timezone|time\s{1,3}zone|unit|column|table|key|"
         r"answer|sum|result|spelling|city|country|person|recipient|account|currency|format|directory|folder)\b",
@@ -618,7 +725,7 @@ CUES: Final[tuple[Cue, ...]] = (
         "cn-should-be",
         "correction",
         1.2,
-        r"应该是|应是|应为|应该为|应该叫|应该在|其实是|实际上是|正确的是|正确答案是|准确地?说是",
+        r"应该是|应是|应为|应该为|应该叫|应该在|其实是|实际上是|正确的是|正确答案是|准确地?说是|应该系|其实系",
     ),
     _cue(
         "cn-not-but",
@@ -632,7 +739,7 @@ CUES: Final[tuple[Cue, ...]] = (
         "cn-value-contrast",
         "correction",
         1.2,
-        r"(?:是|叫|为|在)\s{0,2}[^，,。不]{1,24}[，,]?\s{0,2}(?:不是|而不是|not\b)",
+        r"(?:是|叫|为|在)\s{0,2}[^，,。不]{1,24}[，,]?\s{0,2}(?:不是|而不是|不在|不叫|not\b)",
     ),
     _cue(
         "cn-wrote-wrong",
@@ -642,12 +749,21 @@ CUES: Final[tuple[Cue, ...]] = (
         r"你(?:把)?.{0,12}?(?:写|打|订|算|切|改|记|填|弄|设|拼|放|选|用|标|抄)(?:成|到|错|了两次|重复了|反了)|"
         r"你.{0,12}?(?:漏|少算|多算|看错|搞混|弄混|记混)",
     ),
+    # "你写成周三了", "你打成 2023 了": the wrong value the agent wrote, with the right one beside it.
+    _cue(
+        "cn-wrote-as",
+        "correction",
+        0.6,
+        r"(?:写|打|拼|记|算|填|标|说|翻译|译)成(?:了)?\s{0,2}[^，。？！,.?!\s]",
+    ),
     _cue(
         "cn-copula-value",
         "correction",
         0.6,
         r"(?:是|叫|为|在|有)\s{0,2}(?:[$¥€£~/]?\d|[A-Za-z][\w.@+-]{0,40}|[~./][\w/.-]{1,60}|"
-        r"[早晚上下中凌今明昨]{1,3}[零一二三四五六七八九十两\d])",
+        r"[早晚上下中凌今明昨]{1,3}[零一二三四五六七八九十两\d]|(?:周|星期|礼拜)[一二三四五六日天末])"
+        # "客户叫陈思远": a name stated as the right one.
+        r"|(?:叫|姓|名叫)\s{0,2}[\u4e00-\u9fff]{1,4}(?=[，,。；;\s]|$)",
     ),
     # ===== constraint ==========================================================
     _cue(
@@ -688,7 +804,8 @@ CUES: Final[tuple[Cue, ...]] = (
         r"\bkeep\s{1,3}(?:it|them|the|everything|all|each|every|this|that|things?|my|our|its|their)\b"
         r"|\bonly\s{1,3}(?:touch|change|modify|edit|use|include|keep|show|return|process|handle|run|update|"
         r"the|for|in|on|files?|when|if|count|list|consider|look|apply|affect)\b|^\W{0,3}only\b"
-        r"|\b(?:but|and)\s{1,3}(?:just|only)\b|\bno\s{1,3}[^,.;!?\n]{1,40}?\s(?:though|please|pls|either)\b",
+        r"|\b(?:but|and)\s{1,3}(?:just|only)\b|\bno\s{1,3}[^,.;!?\n]{1,40}?\s(?:though|please|pls|either)\b"
+        r"|\bleave\s{1,3}[^,.;!?\n]{1,40}?\s(?:alone|as\s{1,3}is|untouched|unchanged|intact|in\s{1,3}place)\b",
     ),
     _cue(
         "numeric-limit",
@@ -703,7 +820,9 @@ CUES: Final[tuple[Cue, ...]] = (
         "constraint",
         1.0,
         r"\b(?:don't|do\s{1,3}not|dont|never|no\s{1,3}need\s{1,3}to)\s{1,3}(?:push|touch|change|modify|edit|"
-        r"delete|remove|rename|commit|include|add|break|send|email|mention|overwrite|reformat|exceed|go\s{1,3}over)\b"
+        r"delete|remove|rename|commit|include|add(?!\s{1,3}up)|break|send|email|mention|overwrite|reformat|exceed|go\s{1,3}over|"
+        r"run|deploy|schedule|share|cc|ping|call|book|post|publish|expose|log|print|store|cache|hardcode|hard-code|"
+        r"leak|drop|truncate|force[- ]push|restart|reboot|shut\s{1,3}down|merge|upgrade|downgrade)\b"
         r"|\bavoid\s{1,3}(?:any|all|anything|every|the|slots?|times?|days?|weekends?|meetings?|mornings?|"
         r"afternoons?|evenings?|calls?|overlap|breaking|changing|touching)\b",
     ),
@@ -714,6 +833,18 @@ CUES: Final[tuple[Cue, ...]] = (
         r"\bbut\s{1,3}(?:address|add|make|keep|use|include|drop|remove|change|put|send|limit|cap|sort|skip|"
         r"exclude|format|write|split|in|with|without|leave|don't|dont|do\s{1,3}not|no|handle|respect|stay|"
         r"avoid|ignore|mark|show|hide|round|group|filter)\b",
+    ),
+    # "looks right, but run it on a copy first", "works for me, just don't run it at noon":
+    # after a clause, a requirement in the imperative keeps the work and adds to it.
+    _cue(
+        "clause-but-imperative",
+        "constraint",
+        1.0,
+        r"[,，;]\s{0,3}(?:but|just|only)\s{1,3}(?:please\s{1,3}|also\s{1,3})?(?:make\s{1,3}sure|don't|do\s{1,3}not|dont|never|"
+        r"avoid|keep|leave|add|run|include|exclude|skip|limit|cap|stick|stay|test|check|double-check|verify|remove|drop|"
+        r"strip|mask|hide|put|move|send|cc|loop\s{1,3}in|wait|ask|confirm|mention|note|flag|label|mark|round|sort|"
+        r"group|split|format|write|translate|rename|respect|handle|log|print|show|return|validate|escape|back\s{1,3}up|"
+        r"schedule|double|bump|lower|raise|shorten|trim|cut|tone\s{1,3}down|make\s{1,3}(?:it|them|this|that))\b",
     ),
     _cue(
         "ack-but",
@@ -736,7 +867,9 @@ CUES: Final[tuple[Cue, ...]] = (
         "constraint",
         1.2,
         r"(?:但是|但|不过|可是|只是)\s{0,2}(?:也|还|都)?\s{0,2}(?:要|得|需要|必须|务必|记得|只|别|不要|不能|"
-        r"make\s{1,3}sure|also|加上|加个|补上)",
+        r"make\s{1,3}sure|also|加上|加个|补上|先|请)"
+        # "但周五下午要空出来": the modal a few words later.
+        r"|(?:但是|但|不过|可是|只是)\s{0,2}[^，。！？,.!?]{1,20}?(?<![想不我你他她])(?:要|需要|必须|务必|记得|别|不要|不能)",
     ),
     _cue(
         "cn-also",
@@ -775,7 +908,8 @@ CUES: Final[tuple[Cue, ...]] = (
         "use-instead",
         "preference",
         1.5,
-        r"\b(?:use|using)\s{1,3}\S{1,40}(?:\s{1,3}\S{1,20})?\s{1,3}(?:instead|rather)\b|\binstead\s{1,3}of\b"
+        r"\b(?:use|using|try|trying|pick|choose|consider|go\s{1,3}with)\s{1,3}\S{1,40}(?:\s{1,3}\S{1,20})?\s{1,3}(?:instead|rather)\b"
+        r"|\binstead\s{1,3}of\b"
         r"|\b(?:use|using)\s{1,3}\S{1,40}\s{1,3}over\b",
     ),
     _cue(
@@ -783,7 +917,8 @@ CUES: Final[tuple[Cue, ...]] = (
         "preference",
         1.2,
         r"\b(?:always|just|please|pls|let's|lets|from\s{1,3}now\s{1,3}on|next\s{1,3}time|in\s{1,3}(?:the\s{1,3})?future|"
-        r"going\s{1,3}forward|we|should|better|could\s{1,3}you|can\s{1,3}you)\s{1,3}(?:just\s{1,3}|please\s{1,3})?"
+        r"going\s{1,3}forward|we|should|better|could\s{1,3}you|can\s{1,3}you|better\s{1,3}to|better\s{1,3}off|best\s{1,3}to|"
+        r"easier\s{1,3}to|simpler\s{1,3}to|i'd|i\s{1,3}would|you\s{1,3}could|we\s{1,3}could|maybe)\s{1,3}(?:just\s{1,3}|please\s{1,3})?"
         r"(?:use|using)\s{1,3}(?!" + _DEMONSTRATIVE + r")",
     ),
     _cue(
@@ -822,8 +957,10 @@ CUES: Final[tuple[Cue, ...]] = (
         "stop-using",
         "preference",
         1.2,
-        r"\b(?:stop|quit)\s{1,3}using\b|\b(?:don't|do\s{1,3}not|dont|never)\s{1,3}use\b|\bavoid\s{1,3}using\b"
-        r"|\bditch\b|\bget\s{1,3}rid\s{1,3}of\b|\bno\s{1,3}more\s{1,3}(?!than\b|" + _PROBLEM_NOUN + r")",
+        r"\b(?:stop|quit)\s{1,3}(?:using|reaching\s{1,3}for|pulling\s{1,3}in|importing|relying\s{1,3}on|defaulting\s{1,3}to)\b"
+        r"|\b(?:don't|do\s{1,3}not|dont|never)\s{1,3}use\b|\bavoid\s{1,3}using\b"
+        r"|\bditch\b|\bget\s{1,3}rid\s{1,3}of\b|\bno\s{1,3}more\s{1,3}(?!than\b|[#\d]|" + _PROBLEM_NOUN + r")"
+        r"|\b(?:don't|do\s{1,3}not|dont)\s{1,3}(?:hand|give|send)\s{1,3}me\s{1,3}(?:any\s{1,3}more\s{1,3})?[A-Z`]",
     ),
     _cue(
         "x-over-y",
@@ -834,7 +971,8 @@ CUES: Final[tuple[Cue, ...]] = (
         r"|\bhow\s{1,3}about\s{1,3}(?:using|trying|switching|we\s{1,3}use)\b"
         r"|\b(?:let's|lets|we\s{1,3}should|you\s{1,3}should)\s{1,3}not\s{1,3}use\b|\bshouldn't\s{1,3}use\b"
         r"|\bavoid\s{1,3}(?:using\s{1,3})?[\w.`+#-]{1,30}(?:\s{1,3}[\w.`+#-]{1,20})?\W{0,3}(?:please|pls)?\W{0,3}$"
-        r"|^\W{0,3}[A-Za-z`][\w.`+#/-]{0,30}(?:\s{1,3}(?:please|pls|plz))?\s{0,3}[,，]\s{0,3}not\s{1,3}[\w.`+#/-]{1,30}\W{0,3}$"
+        r"|^\W{0,3}[A-Za-z`][\w.`+#/-]{0,30}(?:\s{1,3}(?:please|pls|plz))?\s{0,3}[,，]\s{0,3}not\s{1,3}[\w.`+#/-]{1,30}"
+        r"(?:\s{1,3}[\w.`+#/-]{1,30})?(?:\W{0,3}$|\s{0,3}[,;，]|\s{1,3}for\b)"
         r"|(?<![\d\s])\s{0,2}(?:>|>>)\s{0,2}[A-Za-z`]"
         r"|\b(?:less|fewer|no)\s{1,3}[\w.`+#-]{1,30}[,;]?\s{1,3}more\s{1,3}[\w.`+#-]"
         r"|\b(?:is|are)\s{1,3}what\s{1,3}(?:we|i)\s{1,3}(?:use|prefer|want|go\s{1,3}with|standardi[sz]ed\s{1,3}on)\b"
@@ -853,7 +991,12 @@ CUES: Final[tuple[Cue, ...]] = (
         0.5,
         r"\b(?:is|are)\s{1,3}(?:way\s{1,3}|too\s{1,3}|so\s{1,3}|really\s{1,3}|just\s{1,3}|kinda\s{1,3})?"
         r"(?:overkill|flaky|too\s{1,3}slow|slow|clunky|bloated|deprecated|unreliable|outdated|ugly|a\s{1,3}pain)\b"
-        r"|\btakes\s{1,3}forever\b|\b(?:picked|chose|went\s{1,3}with)\b",
+        r"|\btakes\s{1,3}forever\b|\b(?:picked|chose|went\s{1,3}with)\b"
+        # "it's deprecated", "os.path is painful", "wget keeps stalling": a complaint about a tool.
+        r"|\b(?:is|are|it's|they're|its)\s{1,3}(?:way\s{1,3}|too\s{1,3}|so\s{1,3}|really\s{1,3}|just\s{1,3}|kinda\s{1,3})?"
+        r"(?:deprecated|painful|annoying|brittle|fragile|verbose|heavy|overcomplicated|error-prone|a\s{1,3}nightmare|"
+        r"cumbersome|awkward|legacy|abandoned|unmaintained|dead)\b"
+        r"|\bkeeps\s{1,3}(?:stalling|failing|crashing|hanging|breaking|dying|timing\s{1,3}out)\b",
     ),
     _cue(
         "better-tool",
@@ -882,10 +1025,47 @@ CUES: Final[tuple[Cue, ...]] = (
         "preference",
         0.8,
         r"\b(?:do|write|rewrite|implement|redo|build|vectori[sz]e|parse|handle|manage|format|lint|test|plot|"
-        r"script|run)\s{1,3}(?:it|this|that|them|the\s{1,3}\w{1,20}|tests|deps|dependencies|everything)"
+        r"script|run|want|need|like)\s{1,3}(?:it|this|that|them|the\s{1,3}\w{1,20}|tests|deps|dependencies|everything)"
         r"\s{1,3}(?:with|using|in|via)\s{1,3}(?!the\s{1,3}same)" + _TOOLISH,
     ),
     _cue("just-verb-it", "preference", 0.6, r"\bjust\s{1,3}[a-z][\w.-]{1,20}\s{1,3}(?:it|this|that|them)\b"),
+    # "just run `git bisect`": a named command as the way to do it.
+    _cue("just-run-command", "preference", 0.6, r"\bjust\s{1,3}(?:run|use|call|try|do)\s{1,3}`"),
+    # "ask via Slack", "book these through Calendly": the channel or tool to go through.
+    _cue("via-tool", "preference", 0.6, r"\b(?:[Vv]ia|[Tt]hrough)\s{1,3}(?:the\s{1,3}|a\s{1,3}|an\s{1,3})?[A-Z`][\w.+#-]{0,30}", keep_case=True),
+    # "no, ask via Slack": a rejection that goes on with another way to do it.
+    _cue(
+        "no-then-verb",
+        "preference",
+        0.4,
+        r"^\W{0,3}(?:no|nope|nah)\W{1,3}(?!(?:it|that|this|the|i|you|we|still|not|it's|that's|its|is|was)\b)[a-z]{2,15}\s",
+    ),
+    # "pathlib please": a bare tool name asked for.
+    _cue(
+        "tool-please",
+        "preference",
+        0.6,
+        r"^\W{0,3}(?!(?:yes|yeah|yep|ok|okay|more|no|thanks|thank|sure|help|stop|less|faster|again)\b)"
+        r"[A-Za-z`][\w.`+#/-]{1,30}\s{1,3}(?:please|pls|plz)\b",
+    ),
+    # "a bar chart would read better than the pie chart": one option judged against another.
+    _cue(
+        "would-be-better",
+        "preference",
+        1.2,
+        r"\b(?:would|will|'d|might|could)\s{1,3}(?:read|look|work|be|fit|do|serve|scale|perform|run)\s{1,3}"
+        r"(?:way\s{1,3}|much\s{1,3}|a\s{1,3}lot\s{1,3}|far\s{1,3})?better\s{1,3}than\b(?!\s{1,3}nothing)",
+    ),
+    # "swap the bash script for a Makefile target".
+    _cue(
+        "swap-for",
+        "preference",
+        1.2,
+        r"\bswap\s{1,3}(?:out\s{1,3})?(?:the\s{1,3}|all\s{1,3}|our\s{1,3}|my\s{1,3})?[\w.`+#-]{1,30}(?:\s{1,3}[\w.`+#-]{1,20}){0,2}"
+        r"\s{1,3}(?:for|with)\b",
+    ),
+    # "we're a Terraform shop": the house tool.
+    _cue("house-tool", "preference", 1.2, r"\b[Ww]e(?:'re|\s{1,3}are)\s{1,3}an?\s{1,3}[A-Z][\w.+#-]{1,30}\s{1,3}(?:shop|house)\b", keep_case=True),
     _cue(
         "habit-marker",
         "preference",
@@ -898,20 +1078,23 @@ CUES: Final[tuple[Cue, ...]] = (
         "preference",
         1.2,
         r"(?<![不别])(?:改用|换成|换用|统一用|一律用|都用|还是用|就用|改成用|最好用|建议用|推荐用|请用|请使用|应该用|要用|得用|"
-        r"以后用|以后都用|直接用)\s{0,2}(?!" + _CN_DEMONSTRATIVE + r")",
+        r"以后用|以后都用|直接用|转用|改返|用返)\s{0,2}(?!" + _CN_DEMONSTRATIVE + r"|" + _CN_NOT_TOOL + r")",
     ),
     _cue("cn-later", "preference", 0.8, r"以后|今后|往后|下次"),
     _cue(
         "cn-use-tool",
         "preference",
         1.0,
-        _CN_USE_BLOCK + r"用\s{0,2}(?:[A-Za-z`]|\S{1,20}?(?:吧|代替|替代|来做|来处理|来写|比较好|更好))",
+        _CN_USE_BLOCK + r"用\s{0,2}(?:[A-Za-z`]|\S{1,20}?(?:吧|代替|替代|来做|来处理|来写|比较好|更好))"
+        # "表格用飞书文档做": the tool, then the job done with it, at the end of a clause.
+        r"|" + _CN_USE_BLOCK + r"用\s{0,2}(?!" + _CN_DEMONSTRATIVE + r")[\u4e00-\u9fff]{2,8}?(?:来)?(?:做|写|画|存|管理)"
+        r"(?=\s{0,2}(?:[，,。！!；;]|$))",
     ),
     _cue(
         "cn-dont-use",
         "preference",
         1.2,
-        r"(?:别|不要|别再|不要再|停止|不再|勿|少)\s{0,2}(?:用|使用)|不用\s{0,2}[A-Za-z`]|弃用|换掉|别手写|不要手写|"
+        r"(?:别|不要|别再|不要再|停止|不再|勿|少|唔好)\s{0,2}(?:用|使用)|不用\s{0,2}[A-Za-z`]|弃用|换掉|别手写|不要手写|"
         r"别手动|不要手动",
     ),
     _cue("cn-switch", "preference", 1.0, r"换\s{0,2}(?:[A-Za-z`]|个|一个|成)"),
@@ -924,7 +1107,7 @@ CUES: Final[tuple[Cue, ...]] = (
         "preference",
         -3.0,
         r"\b(?:why\s{1,3}(?:did|do|would|are|were)\s{1,3}you|why'd\s{1,3}you|what\s{1,3}made\s{1,3}you|"
-        r"how\s{1,3}come\s{1,3}you)\b|为(?:什么|啥)(?:要)?用",
+        r"how\s{1,3}come\s{1,3}you)\b|为(?:什么|啥)(?:要)?用|\bwhy\s{1,3}(?:the|a|an|this|that)\s[^?\n.!]{1,40}\?",
     ),
     # ===== confusion ===========================================================
     _cue(
@@ -946,6 +1129,34 @@ CUES: Final[tuple[Cue, ...]] = (
         + r")\b",
     ),
     _cue("why", "confusion", 0.5, r"\bwhy\b"),
+    # Questions about the answer itself: how it was reached, what it implies, where a figure
+    # comes from, which of its settings is meant.
+    _cue(
+        "about-the-answer",
+        "confusion",
+        1.2,
+        r"\bhow\s{1,3}(?:did|do|would|does)\s{1,3}you\s{1,3}(?:get|arrive|come\s{1,3}up|calculate|compute|figure|derive|"
+        r"decide|pick|choose|end\s{1,3}up|know|work\s{1,3}out|count|find)\b"
+        r"|\b(?:does|did|would|will)\s{1,3}(?:this|that|it)\s{1,3}mean\b"
+        r"|\bwhere(?:'s|\s{1,3}is|\s{1,3}are|\s{1,3}does|\s{1,3}do)\s{1,3}(?:that|this|these|those|the|it)\b[^?\n]{0,40}?"
+        r"\b(?:coming\s{1,3}from|come\s{1,3}from|from)\b"
+        r"|\b(?:which|what)\s{1,3}(?:\w{1,20}\s{1,3})?(?:is|are|was|were)\s{1,3}(?:that|this|these|those)\b[^?\n]{0,40}\?"
+        r"|\bdifferences?\s{1,3}between\s{1,3}(?:the\s{1,3}two|these|those|them|your|the\s{1,3}(?:options|versions|approaches|"
+        r"methods|two))\b|\bdifference\b[^?\n]{0,60}\byou\b"
+        r"|\b(?:is|was|are|were)\s{1,3}(?:that|this|it|these|those)\s{1,3}(?:\w{1,20}\s{1,3}){0,2}(?:from|because\s{1,3}of|"
+        r"caused\s{1,3}by|due\s{1,3}to|related\s{1,3}to|expected|normal|intended|supposed)\b[^?\n]{0,40}\?",
+    ),
+    # "does this mean the backups are gone?" asks; it does not report a failure.
+    _cue("means-question", "negative", -1.0, r"\b(?:does|did|would|will)\s{1,3}(?:this|that|it)\s{1,3}mean\b[^?\n]{0,80}\?"),
+    # "what does 'bikeshedding' mean? someone used it in a meeting": about a third party's words.
+    _cue(
+        "third-party-words",
+        "confusion",
+        -2.0,
+        r"\b(?:someone|somebody|a\s{1,3}friend|my\s{1,3}(?:boss|friend|colleague|coworker|teacher|kid|son|daughter|wife|"
+        r"husband|manager|mom|dad)|people|a\s{1,3}(?:colleague|coworker))\s{1,3}(?:used|said|mentioned|wrote|asked|told|"
+        r"keeps?\s{1,3}saying|uses)\b",
+    ),
     # A why-question in a feedback stream is nearly always about the last step.
     _cue("why-question", "confusion", 0.6, r"\bwhy\b[^?\n]{0,60}\?"),
     _cue(
@@ -971,7 +1182,9 @@ CUES: Final[tuple[Cue, ...]] = (
         1.5,
         r"^\W{0,3}(?:(?:sorry|wait|hold\s{1,3}on|uh|um|hmm|but)\W{1,3})?(?:huh|what|eh|hm{1,5}|umm?|wut|wat|"
         r"come\s{1,3}again|pardon|say\s{1,3}what|sorry|why|how\s{1,3}so|wait\s{1,3}what)?\s{0,3}\?{1,5}\W{0,3}$"
-        r"|^\W{0,3}(?:huh|wait\s{1,3}what|why|how\s{1,3}so|wdym)\W{0,3}$|^\W{0,3}(?:啥|什么|蛤|嗯|啊)\W{0,3}[？?]{1,5}\W{0,3}$",
+        r"|^\W{0,3}(?:huh|wait\s{1,3}what|why|how\s{1,3}so|wdym)\W{0,3}$"
+        # "huh? which file?": a short puzzled opener, or a bare which-question.
+        r"|^\W{0,3}(?:huh|eh|wait\s{1,3}what|hm{1,5}|umm?)\s{0,3}\?|^\W{0,3}which\s{1,3}(?:one|\w{1,20})\s{0,3}\?\W{0,3}$|^\W{0,3}(?:啥|什么|蛤|嗯|啊)\W{0,3}[？?]{1,5}\W{0,3}$",
     ),
     _cue(
         "explain",
@@ -990,7 +1203,7 @@ CUES: Final[tuple[Cue, ...]] = (
         r"|\bwhat\s{1,3}happened\s{1,3}to\b|\bwhere\s{1,3}did\s{1,3}(?:the|my|it|that|this)\b"
         r"|\bwhat(?:'s|\s{1,3}is|\s{1,3}are)\s{1,3}.{1,40}?\s(?:doing|for)\b.{0,40}?\?"
         r"|怎么来的|怎么算(?:出来)?的|怎么得出|哪(?:里|儿)?来的|从哪(?:里|儿)?来|指什么|指的什么"
-        r"|(?:是)?(?:干|做)(?:什么|啥)(?:用)?的|干嘛用|(?:这|那|这个|那个|这里|它)(?:又)?是(?:啥|什么)(?:意思)?[？?]|为何",
+        r"|(?:是)?(?:干|做)(?:什么|啥)(?:用)?的|干嘛(?:用)?的|干嘛用|(?:这|那|这个|那个|这里|它)(?:又)?是(?:啥|什么)(?:意思)?[？?]|为何",
     ),
     _cue(
         "which-did-you",
@@ -1010,21 +1223,23 @@ CUES: Final[tuple[Cue, ...]] = (
         1.5,
         r"什么意思|啥意思|何意|什么叫|啥叫|是指|指的是|没看懂|看不懂|不懂|不明白|没明白|搞不懂|不太明白|没太明白|"
         r"没理解|不理解|没\s{0,2}get|get\s{0,2}不到|懵|糊涂|迷糊|费解|没太看懂|看不明白|没(?:听|看)?(?:懂|明白)|听不懂|"
-        r"不(?:太|是很|大)(?:理解|明白|懂|清楚)|你的意思",
+        r"不(?:太|是很|大)(?:理解|明白|懂|清楚)|你的意思|咩意思|乜嘢意思|唔明|唔懂|睇唔明|唔知你讲",
     ),
-    _cue("cn-why", "confusion", 0.5, r"为什么|为啥|干嘛|怎么会|何必|咋回事|怎么回事"),
+    _cue("cn-why", "confusion", 0.5, r"为什么|为啥|干嘛|怎么会|何必|咋回事|怎么回事|点解"),
     _cue(
         "cn-why-you",
         "confusion",
         1.2,
-        r"(?:你|这|那|要|把).{0,10}?(?:为什么|为啥|干嘛)|(?:为什么|为啥|干嘛|怎么会).{0,12}?(?:你|这|那|要|把|改|加|删|用|设|会|是)"
+        # 干嘛 at the end asks what someone does ("你周末一般干嘛"), not why.
+        r"(?:你|这|那|要|把).{0,10}?(?:为什么|为啥|点解|干嘛(?![呢呀啊吗哦？?。！!，,\s]|$))"
+        r"|(?:为什么|为啥|干嘛|点解|怎么会).{0,12}?(?:你|这|那|要|把|改|加|删|用|设|会|是)"
         r"|咋回事|怎么回事|(?:为什么|为啥).{0,8}?了",
     ),
     _cue(
         "cn-which",
         "confusion",
         1.0,
-        r"到底.{0,15}?(?:了没有|没有|吗|没|呢)|(?:这|那|这个|那个|它)(?:是|要).{1,20}?还是.{1,20}?[？?]|啥区别|什么区别|有什么不同|有啥不同|"
+        r"到底.{0,15}?(?:了没有|没有|吗|没|呢)|到底.{0,10}?(?:要不要|是不是|有没有|能不能|对不对|行不行|该不该|会不会|用不用)|(?:这|那|这个|那个|它)(?:是|要).{1,20}?还是.{1,20}?[？?]|啥区别|什么区别|有什么不同|有啥不同|"
         r"哪个文件|哪一个|改了哪|是哪(?:个|一个|些|里|儿)|指哪|你说的",
     ),
     _cue("cn-question-deixis", "confusion", 0.4, r"(?:这|那|这里|那里|这个|那个|它).{0,20}?[？?]$"),
@@ -1033,10 +1248,17 @@ CUES: Final[tuple[Cue, ...]] = (
         "imperative-start",
         "instruction",
         1.2,
-        r"^\W{0,3}(?:please\s{1,3}|pls\s{1,3}|now\s{1,3}|next,?\s{1,3}|then\s{1,3}|ok(?:ay)?,?\s{1,3}|alright,?\s{1,3}"
+        r"^\W{0,3}(?:please\s{1,3}|pls\s{1,3}|now\s{1,3}|next\s{0,3}[,:]?\s{1,3}|then\s{1,3}|ok(?:ay)?,?\s{1,3}|alright,?\s{1,3}"
         r"|first,?\s{1,3}|go\s{1,3}ahead\s{1,3}and\s{1,3}|can\s{1,3}you\s{1,3}|could\s{1,3}you\s{1,3})?"
         + _INSTRUCTION_VERBS
         + r"\b(?!\s{0,3}[?])",
+    ),
+    # "what went wrong last night? dig through the logs": a command after the first sentence.
+    _cue(
+        "imperative-after-break",
+        "instruction",
+        1.2,
+        r"[.?!;]\s{1,3}(?:please\s{1,3}|now\s{1,3}|then\s{1,3}|and\s{1,3})?" + _INSTRUCTION_VERBS + r"\b(?!\s{0,3}[?])",
     ),
     _cue(
         "task-label",
@@ -1069,6 +1291,12 @@ CUES: Final[tuple[Cue, ...]] = (
     ),
     _cue("task-label-next", "instruction", 1.5, _NEW_TASK),
     _cue(
+        "next-step-is",
+        "instruction",
+        1.2,
+        r"\bnext\s{1,3}(?:step|up|task|thing|item)\s{1,3}(?:is|will\s{1,3}be)\b|^\W{0,3}(?:ok(?:ay)?\W{1,3})?next\s{1,3}(?:is|up)\b",
+    ),
+    _cue(
         "ignore-me",
         "instruction",
         -1.5,
@@ -1079,9 +1307,11 @@ CUES: Final[tuple[Cue, ...]] = (
         "cn-request",
         "instruction",
         1.2,
-        r"帮我|帮忙|麻烦(?:你)?|请(?:你)?(?!问|用|使用)|给我|^\W{0,3}(?:把|将)\s{0,2}\S|一下|接下来|然后|"
+        r"帮我|帮忙|麻烦(?:你)?|请(?:你)?(?!问|用|使用|假|客|教)|给我|^\W{0,3}(?:把|将)\s{0,2}\S|一下|接下来|然后|"
         r"^\W{0,3}(?:给|跟|和|向)[^，。？！,.?!]{1,8}?(?:发|打|说|回|写|约|订)|"
-        r"^\W{0,3}(?:now\s{1,3}|现在|接着|再|先|去)?\s{0,2}" + _CN_INSTRUCTION_VERBS,
+        r"^\W{0,3}(?:now\s{1,3}|现在|接着|再|先|去)?\s{0,2}" + _CN_INSTRUCTION_VERBS
+        # "在日历上加一个提醒": where, then what to add there.
+        + r"|^\W{0,3}在[^，。？！,.?!]{1,12}?(?:加|添加|建|创建|新建|设|设置|写|放|开|记)",
     ),
     _cue(
         "mixed-request",
@@ -1227,7 +1457,7 @@ AVOID_BACKWARD: Final = compile_pattern(
     r"|\s{0,3}takes\s{1,3}forever|\s{0,3}太(?:丑|慢|重|麻烦|难用|老|复杂|啰嗦|笨|卡)|\s{0,3}(?:不支持|不兼容|不稳定|有\s{0,2}bug)"
 )
 
-VALUE_BEFORE_NOT: Final = compile_pattern(r"\s{0,3}[,，]?\s{0,3}(?:\bnot\b|而不是|不是)")
+VALUE_BEFORE_NOT: Final = compile_pattern(r"\s{0,3}[,，]?\s{0,3}(?:\bnot\b|而不是|不是|不在|不叫)")
 
 COPULA: Final = compile_pattern(
     r"\b(?:lives|located|stored|sits|is)\s{1,3}(?:in|at|under)\s{1,3}"
