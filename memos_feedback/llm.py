@@ -26,11 +26,15 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
-
-import openai
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .errors import InvalidInputError, LLMError, LLMReplyError, LLMTransientError
+
+if TYPE_CHECKING:
+    import openai
+
+# The SDK is imported when a client is made, not with the package: it costs
+# ~0.4 s, and hosts on the template path (or the CLI) never need it.
 
 __all__ = [
     "ENV_API_KEY",
@@ -105,6 +109,8 @@ class OpenAIRepairLLM:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.base_url = _opt_text("base_url", base_url) or _opt_text(ENV_BASE_URL, env.get(ENV_BASE_URL))
+        import openai
+
         if client is not None:
             self._client = client
             return
@@ -130,6 +136,8 @@ class OpenAIRepairLLM:
         ``schema_name`` names the expected reply in logs and errors (JSON
         mode has no schema parameter; the prompt describes the shape).
         """
+        import openai
+
         payload = _check_messages(messages)
         started = time.monotonic()
         try:
@@ -216,6 +224,8 @@ def _reply_content(response: Any) -> str:
 
 
 def _translate(exc: openai.OpenAIError, timeout: float) -> LLMError:
+    import openai
+
     # Order matters: APITimeoutError is a subclass of APIConnectionError.
     if isinstance(exc, openai.APITimeoutError):
         return LLMTransientError(f"LLM request timed out after {timeout:g} s")
