@@ -249,7 +249,8 @@ MASKS: Final[tuple[Mask, ...]] = (
         "wrong-place",
         None,
         0.0,
-        r"\bwrong\s{1,3}(?:window|chat|tab|thread|channel|conversation|convo|person|room\s{1,3}chat|screen)\b",
+        r"\bwrong\s{1,3}(?:window|chat|tab|thread|channel|conversation|convo|room\s{1,3}chat|screen)\b"
+        r"|\b(?:sorry|oops|whoops)\W{1,3}wrong\s{1,3}person\b",
     ),
     # "find out why the job failed": the question belongs to the task, not to the agent.
     _mask(
@@ -306,6 +307,18 @@ MASKS: Final[tuple[Mask, ...]] = (
         1.2,
         r"\b(?:not|isn't|wasn't|ain't)\s{1,3}(?:right|correct|good|great|helpful|useful|it|ok|okay|"
         r"what\s{1,3}i\s{1,3}(?:asked|wanted|meant|need|needed|said))\b",
+    ),
+    # "I don't think this is correct", "can't be right", "that's not how the API works":
+    # the approval word is doubted.
+    _mask(
+        "doubted-approval",
+        "negative",
+        1.2,
+        r"\b(?:don't|do\s{1,3}not)\s{1,3}think\s{1,3}(?:this|that|it|these|those|the\s{1,3}\w{1,20})\s{1,3}(?:is|are|'s|was|were)"
+        r"\s{1,3}(?:right|correct|accurate|true|good|what)\b"
+        r"|\b(?:can't|cannot|couldn't|doesn't|don't|does\s{1,3}not|do\s{1,3}not)\s{1,3}(?:possibly\s{1,3})?(?:be|look|seem|sound)"
+        r"\s{1,3}(?:right|correct|accurate)\b"
+        r"|\b(?:that's|that\s{1,3}is|this\s{1,3}is|it's|thats)\s{1,3}not\s{1,3}how\b[^.,;!?\n]{0,40}",
     ),
     _mask(
         "cn-not-working",
@@ -380,15 +393,21 @@ CUES: Final[tuple[Cue, ...]] = (
         r"(?:that's|this\s{1,3}is|it's)\s{1,3}(?:exactly\s{1,3}|just\s{1,3})?what\s{1,3}i\s{1,3}(?:wanted|needed|meant|"
         r"was\s{1,3}after|was\s{1,3}looking\s{1,3}for|asked\s{1,3}for)|"
         r"all\s{1,3}good|(?:much|way|a\s{1,3}lot|so\s{1,3}much|far)\s{1,3}(?:cleaner|faster|nicer|clearer|simpler|easier|"
-        r"more\s{1,3}readable)|"
-        # More approval words, and "you were right / that was it" (the agent's guess solved it).
-        r"slick|handy|nifty|impressive|impressed|stellar|terrific|outstanding|phenomenal|top\s{1,3}notch|"
+        r"more\s{1,3}readable))\b"
+        r"|^\W{0,3}(?:yes|yep|yup|yeah|exactly|right|correct|that's\s{1,3}it)"
+        r"(?:\W{1,3}(?:yes|exactly|right|correct|perfect|that's\s{1,3}it))?\W{0,4}$",
+    ),
+    # More approval words, and "you were right / that was it" (the agent's guess solved it).
+    # A cue of its own so that the common "praise" part stays short.
+    _cue(
+        "praise-more",
+        "positive",
+        1.0,
+        r"\b(?:slick|handy|nifty|impressive|impressed|stellar|terrific|outstanding|phenomenal|top\s{1,3}notch|"
         r"chef's\s{1,3}kiss|you\s{1,3}were\s{1,3}right|that\s{1,3}was\s{1,3}it(?!\s{0,3}\?)|that\s{1,3}did\s{1,3}it|"
         r"just\s{1,3}right|reads\s{1,3}(?:great|well|nicely)|can't\s{1,3}argue|happy\s{1,3}with\s{1,3}(?:it|this|that|the)|"
         r"saved\s{1,3}(?:me|us|my|our)|clever|smart|appreciate\s{1,3}(?:the|this|that|your)|love\s{1,3}(?:how|the|that)|"
-        r"you're\s{1,3}(?:a\s{1,3}star|the\s{1,3}best|a\s{1,3}legend)|you\s{1,3}rock)\b"
-        r"|^\W{0,3}(?:yes|yep|yup|yeah|exactly|right|correct|that's\s{1,3}it)"
-        r"(?:\W{1,3}(?:yes|exactly|right|correct|perfect|that's\s{1,3}it))?\W{0,4}$",
+        r"you're\s{1,3}(?:a\s{1,3}star|the\s{1,3}best|a\s{1,3}legend)|you\s{1,3}rock)\b",
     ),
     _cue(
         "it-works",
@@ -404,7 +423,12 @@ CUES: Final[tuple[Cue, ...]] = (
         r"|\b(?:but|and)\s{1,3}it\s{1,3}(?:did|does|worked|works)\b|\bworks\b|\ball\s{1,3}green\b"
         r"|\bfirst\s{1,3}try\b|\b(?:tests?|build|ci|pipeline)\s{1,3}(?:pass(?:es|ed)?|is\s{1,3}green|green)\b",
     ),
-    _cue("emoji-approval", "positive", 1.0, r"👍|🙏|🎉|🙌|👌|💯|✅|❤️|😍|🥳|🚀|🔥|👏|💪|🤩|😄|😁|😊|🥰|🏆|⭐|✨|😎|🤗|✔"),
+    _cue(
+        "emoji-approval",
+        "positive",
+        1.0,
+        r"👍|🙏|🎉|🙌|👌|💯|✅|❤️|😍|🥳|🚀|🔥|👏|💪|🤩|😄|😁|😊|🥰|🏆|⭐|✨|😎|🤗|✔",
+    ),
     _cue(
         "cn-approval",
         "positive",
@@ -440,7 +464,7 @@ CUES: Final[tuple[Cue, ...]] = (
         "negative",
         1.3,
         r"\bstill\s{1,3}(?:getting|get|gets|failing|fails|failed|broken|broke|crashing|crashes|crashed|"
-        r"erroring|errors?|the\s{1,3}same|same|seeing|showing|throws|throwing|timing\s{1,3}out|times\s{1,3}out|"
+        r"erroring|errors?|the\s{1,3}same|same|seeing|see|sees|showing|throws|throwing|timing\s{1,3}out|times\s{1,3}out|"
         r"fail|crash|break|hang|error|throw|time\s{1,3}out|return|show|"
         r"hangs|hanging|red|wrong|empty|blank|slow|not|no|doesn't|isn't|won't|can't|there|happening|"
         r"returns|returning|stuck|missing|down|flaky|buggy|off|broken|duplicat\w{0,6}|truncat\w{0,4}|cut\s{1,3}off|"
@@ -492,7 +516,7 @@ CUES: Final[tuple[Cue, ...]] = (
         1.0,
         r"(?:\b(?:is|are|was|went|looks|seems|got)|'s)\s{1,3}(?:just\s{1,3}|now\s{1,3}|all\s{1,3}|completely\s{1,3}|even\s{1,3}|"
         r"still\s{1,3}|way\s{1,3}|much\s{1,3})?"
-        r"(?:blank|empty|gone|missing|dead|down|frozen|broken|worse|slower)\b(?!\s{1,3}(?:rows?|lines?|values?|cells?))",
+        r"(?:blank|empty|gone|missing|dead|down|frozen|broken|worse|slower|off)\b(?!\s{1,3}(?:rows?|lines?|values?|cells?|to|for|on|the))",
     ),
     _cue(
         "failing-now",
@@ -502,6 +526,10 @@ CUES: Final[tuple[Cue, ...]] = (
         r"(?:crashes|crashed|fails|failed|errors|errored|breaks|hangs|freezes|froze|times\s{1,3}out|timed\s{1,3}out|dies|died|"
         r"segfaults|panics|returns\s{1,3}(?:nothing|null|none|an?\s{1,3}error|empty))\b"
         r"|\b(?:is|are|keeps?|kept)\s{1,3}(?:still\s{1,3})?(?:failing|crashing|erroring|breaking|hanging|timing\s{1,3}out)\b"
+        # "login fails for every user now" (not "retry if the upload fails").
+        r"|(?<!\b(?:if|when|whenever|unless|until|case)\s{1,3}(?:the\s{1,3}|it\s{1,3}|a\s{1,3}|an\s{1,3})?)\b[a-z]{3,20}\s{1,3}"
+        r"(?:still\s{1,3}|now\s{1,3})?(?:fails|crashes|breaks|hangs|errors\s{1,3}out|times\s{1,3}out|dies)\s{1,3}"
+        r"(?:for|on|every|again|now|when|with|after|right|immediately|at)\b"
         r"|\b(?:fail\w{0,3}|crash\w{0,3}|error\w{0,3}|broke\w{0,2}|red)\s{1,3}again\b"
         r"|\bnothing\s{1,3}(?:happens|happened|loads|loaded|works|worked|shows|showed|renders|rendered|appears|"
         r"appeared|runs|ran)\b"
@@ -544,9 +572,50 @@ CUES: Final[tuple[Cue, ...]] = (
         r"|\b(?:made|makes|making)\s{1,3}(?:it|things|this|that|everything)\s{1,3}(?:\w{1,10}\s{1,3})?(?:worse|slower|"
         r"harder|buggier|broken|unusable|messier|uglier|longer)\b",
     ),
+    # What the answer did to the work or left out: "it reverted my changes", "the summary
+    # leaves out the key part", "the fix introduced a new bug", "contradicts what you said".
+    _cue(
+        "damage-done",
+        "negative",
+        1.2,
+        r"\b(?:it|this|that|the\s{1,3}\w{1,20}|your\s{1,3}\w{1,20})\s{1,3}(?:just\s{1,3})?(?:reverted|overwrote|removed|dropped|"
+        r"truncated|corrupted|duplicated|clobbered|deleted|erased|emptied|wiped)\s{1,3}(?:my|our|all|everything|half|every|"
+        r"the|those|these)\b"
+        r"|\b(?:leaves|left|leaving)\s{1,3}out\b|\b(?:skips|ignores|omits)\s{1,3}(?:the|my|half|most|all|some)\b"
+        r"|\b(?:introduced|caused|created|added)\s{1,3}(?:a\s{1,3})?(?:new\s{1,3})?(?:bug|regression|memory\s{1,3}leak|leak|"
+        r"crash|race\s{1,3}condition)\b|\bcontradict(?:s|ed|ing)?\b|\bopposite\s{1,3}of\s{1,3}what\b"
+        r"|\byou\s{1,3}only\s{1,3}(?:did|fixed|changed|updated|answered|covered|handled|translated)\b"
+        r"|\bno\s{1,3}such\s{1,3}(?:flag|option|function|method|command|file|field|column|table|module|package|setting|"
+        r"parameter|endpoint|api|thing)\b|\b(?:doesn't|does\s{1,3}not|don't|do\s{1,3}not)\s{1,3}(?:even\s{1,3})?exist\b"
+        r"|\boff\s{1,3}by\s{1,3}(?:a\s{1,3}lot|a\s{1,3}mile|a\s{1,3}factor|an\s{1,3}order|\d|one|two|ten)"
+        r"|\b(?:reads|sounds|looks)\s{1,3}like\s{1,3}(?:a\s{1,3})?(?:robot|bot|machine|spam|marketing\s{1,3}copy)\b",
+    ),
+    # "way too stiff", "far too long": judged and rejected (a requirement beside it wins).
+    _cue(
+        "too-much",
+        "negative",
+        1.0,
+        r"\b(?:is|are|'s|was|feels|reads|looks|sounds)\s{1,3}(?:way\s{1,3}|far\s{1,3}|much\s{1,3}|kinda\s{1,3}|still\s{1,3})?"
+        r"too\s{1,3}(?:long|short|stiff|formal|casual|vague|generic|wordy|verbose|complicated|complex|dense|technical|"
+        r"basic|salesy|pushy|aggressive|harsh|informal|repetitive|robotic|bland)\b",
+    ),
+    # "it's returning an empty list again", "the link you gave me 404s".
+    _cue(
+        "bad-output",
+        "negative",
+        1.0,
+        r"\b(?:returning|returns|returned|gives|giving|outputs|outputting|prints|printing)\s{1,3}(?:me\s{1,3})?(?:an?\s{1,3})?"
+        r"(?:empty|blank|nothing|null|none|nan|zeros?|garbage|gibberish|undefined)\b"
+        r"|\b(?:gives|gave|returns|returned|throws|threw|hits|got)\s{1,3}(?:me\s{1,3})?(?:an?\s{1,3})?[45]\d\d\b",
+    ),
     _cue("annoyed-emoji", "negative", 0.6, r"🙄|🙃|😒|😤|😡|🤦|😩|😞|👎|😑"),
     # "thanks for force-pushing over my branch 🙃": with an annoyed emoji, sarcasm.
-    _cue("thanks-for-doing", "negative", 0.5, r"\bthanks?\s{1,3}(?:a\s{1,3}lot\s{1,3})?for\s{1,3}[\w-]{2,20}ing\b"),
+    _cue(
+        "thanks-for-doing",
+        "negative",
+        0.5,
+        r"\bthanks?\s{1,3}(?:a\s{1,3}lot\s{1,3})?for\s{1,3}[\w-]{2,20}ing\b",
+    ),
     _cue(
         "all-zero",
         "negative",
@@ -643,13 +712,15 @@ CUES: Final[tuple[Cue, ...]] = (
         "you-swapped",
         "correction",
         0.5,
-        r"\byou(?:'ve)?\s{1,3}(?:swapped|flipped|mixed\s{1,3}up|transposed|reversed|inverted|confused)\b|\bi\s{1,3}(?:said|asked\s{1,3}for)\b",
+        r"\byou(?:'ve)?\s{1,3}(?:swapped|flipped|mixed\s{1,3}up|transposed|reversed|inverted|confused)\b|\bi\s{1,3}(?:said|asked\s{1,3}for)\b"
+        r"|\byou\s{1,3}(?:have|got|'ve\s{1,3}got)\s{1,3}(?:the\s{1,3}|them\s{1,3}|it\s{1,3})?(?:\w{1,20}\s{1,3})?(?:flipped|swapped|"
+        r"backwards|reversed|mixed\s{1,3}up)\b",
     ),
     _cue(
         "copula-value",
         "correction",
         0.6,
-        r"(?:\b(?:is|are|was|were)|'s)\s{1,3}(?:in\s{1,3}|at\s{1,3}|on\s{1,3})?(?:[$¥€£~/]?\d|[A-Z][\w.+-]{0,30}|~/|/[a-z])"
+        r"(?:\b(?:is|are|was|were)|'s)\s{1,3}(?:in\s{1,3}|at\s{1,3}|on\s{1,3}|the\s{1,3})?(?:[$¥€£~/]?\d|[A-Z][\w.+-]{0,30}|~/|/[a-z])"
         r"|(?:\b(?:is|are|was|were)|'s)\s{1,3}(?:in\s{1,3}|at\s{1,3}|on\s{1,3})?[a-z][\w]{0,20}[-_.:@/][\w.:/@-]{1,40}"
         r"|\b(?:lives|located|stored|is)\s{1,3}(?:in|at|under)\s{1,3}(?:[~./]|[\w.-]{1,30}/)",
         keep_case=True,
@@ -660,15 +731,25 @@ CUES: Final[tuple[Cue, ...]] = (
         "attribute-is",
         "correction",
         0.6,
-        r"(?:^|[,，;:]\s{0,3}|\bbut\s{1,3})\W{0,3}(?:the|her|his|my|our|their|its|your)\s{1,3}(?:[\w'-]{1,20}\s{1,3}){0,2}"
+        r"\b(?:the|her|his|my|our|their|its|your)\s{1,3}(?:[\w'-]{1,20}\s{1,3}){0,2}"
         r"(?:number|name|date|time|port|address|email|id|version|total|price|amount|code|url|path|region|zone|timezone|"
         r"room|phone|extension|deadline|value|rate|limit|size|count|tag|branch|key|host|hostname|domain|username|title|"
         r"city|currency|year|day|month|figure|sum|balance|budget|score|length|capacity|default|spelling|filename|"
         r"folder|directory|table|column|field|endpoint|release|model|sku|owner|author|recipient|venue|location|"
         r"meeting|call|flight|appointment|event|interview|standup|demo|launch|party|dinner|lunch|train|class|session|"
         r"webinar|sync|office|hotel|store|shop|server|database|bucket|cluster)s?"
-        r"\s{1,3}(?:is|are|was|were)\s{1,3}(?!not\b|wrong\b|missing\b|still\b|broken\b|empty\b|blank\b|gone\b|fine\b|ok\b|"
-        r"okay\b|correct\b|right\b|good\b|great\b|perfect\b|off\b|too\b)",
+        r"\s{1,3}(?:is|are|was|were|starts|begins|ends|opens|closes|expires|falls)\s{1,3}(?!not\b|wrong\b|missing\b|still\b|broken\b|"
+        r"empty\b|blank\b|gone\b|fine\b|ok\b|okay\b|correct\b|right\b|good\b|great\b|perfect\b|off\b|too\b)",
+    ),
+    # "it was released in 2019", "the API key goes in the header, not the query string".
+    _cue(
+        "stated-fact",
+        "correction",
+        1.0,
+        r"\b(?:it|that|this|he|she|they)\s{1,3}(?:was|were)\s{1,3}(?:released|founded|born|built|published|written|launched|"
+        r"created|introduced|signed|invented|discovered|established)\s{1,3}(?:in|on)\s{1,3}\d"
+        r"|\b(?:goes|go|belongs?|lives|sits|runs|starts|ends|comes|happens|points|maps|connects)\s{1,3}(?:in|on|at|to|under|into|"
+        r"from|before|after|with)\s{1,3}[^,，\n]{1,40}[,，]\s{0,3}not\s{1,3}\w",
     ),
     # "that's the staging URL, prod is …": the agent used another instance of the thing.
     _cue(
@@ -693,7 +774,7 @@ CUES: Final[tuple[Cue, ...]] = (
         0.6,
         r"\bwrong\s{1,3}(?:port|number|date|day|time|name|file|path|value|year|month|amount|total|id|version|"
         r"branch|email|address|url|link|room|figure|price|count|timezone|time\s{1,3}zone|unit|column|table|key|"
-        r"answer|sum|result|spelling|city|country|person|recipient|account|currency|format|directory|folder)\b",
+        r"sum|spelling|city|country|person|recipient|account|currency|format|directory|folder)\b",
     ),
     _cue(
         "named-value",
@@ -772,7 +853,10 @@ CUES: Final[tuple[Cue, ...]] = (
         1.0,
         r"\bmake\s{1,3}sure\b|\bensure\b|\bmust\b|\bneeds?\s{1,3}to\b|\bhas\s{1,3}to\b|\bhave\s{1,3}to\b"
         r"|\bshould\s{1,3}(?:also|still|always|only|never|not)\b|\balso\s{1,3}(?:needs?|has|have|should|must)\b"
-        r"|\bremember\s{1,3}to\b|\bdon't\s{1,3}forget\s{1,3}to\b|\bbe\s{1,3}sure\s{1,3}to\b",
+        r"|\bremember\s{1,3}to\b|\bdon't\s{1,3}forget\s{1,3}to\b|\bbe\s{1,3}sure\s{1,3}to\b"
+        # "it should handle null values too": what the work must also do.
+        r"|\b(?:it|this|that|they|the\s{1,3}\w{1,20})\s{1,3}should\s{1,3}(?:handle|support|accept|work|include|cover|respect|"
+        r"ignore|skip|validate|log|retry|fall\s{1,3}back|be\s{1,3}able)\b",
     ),
     _cue(
         "also-add",
@@ -789,7 +873,8 @@ CUES: Final[tuple[Cue, ...]] = (
         1.0,
         r"\b(?:limit|restrict|cap|scope|narrow)\s{1,3}(?:it|this|that|them|the\s{1,3}\w{1,20}|results?|output)?\s{0,3}to\b"
         r"|\bwithout\s{1,3}(?:touching|changing|modifying|breaking|adding|removing|deleting|affecting|altering|"
-        r"exceeding|dropping|losing)\b|\bas\s{1,3}long\s{1,3}as\b|\bprovided\s{1,3}that\b"
+        r"exceeding|dropping|losing|any|using|relying|needing|requiring|internet|network|root|sudo|admin|external)\b"
+        r"|\bstay\s{1,3}(?:within|under|below|inside)\b|\bas\s{1,3}long\s{1,3}as\b|\bprovided\s{1,3}that\b"
         r"|(?<![/\w])except\s{1,3}(?:for|when|if|where|on|in|the|any|weekends?)\b|\bexcluding\b|\bbut\s{1,3}not\b"
         r"|\b(?:exclude|ignore|skip|omit|leave\s{1,3}out|filter\s{1,3}out)\s{1,3}(?:anything|everything|all|any|"
         r"the\s{1,3}\w{1,20}\s{1,3}(?:in|from|under|that|where|with)|rows|files|entries|items|records|lines)\b"
@@ -1032,7 +1117,13 @@ CUES: Final[tuple[Cue, ...]] = (
     # "just run `git bisect`": a named command as the way to do it.
     _cue("just-run-command", "preference", 0.6, r"\bjust\s{1,3}(?:run|use|call|try|do)\s{1,3}`"),
     # "ask via Slack", "book these through Calendly": the channel or tool to go through.
-    _cue("via-tool", "preference", 0.6, r"\b(?:[Vv]ia|[Tt]hrough)\s{1,3}(?:the\s{1,3}|a\s{1,3}|an\s{1,3})?[A-Z`][\w.+#-]{0,30}", keep_case=True),
+    _cue(
+        "via-tool",
+        "preference",
+        0.6,
+        r"\b(?:[Vv]ia|[Tt]hrough)\s{1,3}(?:the\s{1,3}|a\s{1,3}|an\s{1,3})?[A-Z`][\w.+#-]{0,30}",
+        keep_case=True,
+    ),
     # "no, ask via Slack": a rejection that goes on with another way to do it.
     _cue(
         "no-then-verb",
@@ -1065,7 +1156,20 @@ CUES: Final[tuple[Cue, ...]] = (
         r"\s{1,3}(?:for|with)\b",
     ),
     # "we're a Terraform shop": the house tool.
-    _cue("house-tool", "preference", 1.2, r"\b[Ww]e(?:'re|\s{1,3}are)\s{1,3}an?\s{1,3}[A-Z][\w.+#-]{1,30}\s{1,3}(?:shop|house)\b", keep_case=True),
+    _cue(
+        "standardised-on",
+        "preference",
+        1.2,
+        r"\b(?:we|we've|we\s{1,3}have|the\s{1,3}team|our\s{1,3}team)\s{1,3}(?:standardi[sz]ed|settled|agreed|decided)\s{1,3}on\b"
+        r"|\b(?:switch|migrate)\s{1,3}(?:the\s{1,3}|our\s{1,3}|all\s{1,3}|my\s{1,3})?[\w.-]{1,20}\s{1,3}(?:over\s{1,3})?to\s{1,3}[A-Z`]",
+    ),
+    _cue(
+        "house-tool",
+        "preference",
+        1.2,
+        r"\b[Ww]e(?:'re|\s{1,3}are)\s{1,3}an?\s{1,3}[A-Z][\w.+#-]{1,30}\s{1,3}(?:shop|house)\b",
+        keep_case=True,
+    ),
     _cue(
         "habit-marker",
         "preference",
@@ -1087,7 +1191,11 @@ CUES: Final[tuple[Cue, ...]] = (
         1.0,
         _CN_USE_BLOCK + r"用\s{0,2}(?:[A-Za-z`]|\S{1,20}?(?:吧|代替|替代|来做|来处理|来写|比较好|更好))"
         # "表格用飞书文档做": the tool, then the job done with it, at the end of a clause.
-        r"|" + _CN_USE_BLOCK + r"用\s{0,2}(?!" + _CN_DEMONSTRATIVE + r")[\u4e00-\u9fff]{2,8}?(?:来)?(?:做|写|画|存|管理)"
+        r"|"
+        + _CN_USE_BLOCK
+        + r"用\s{0,2}(?!"
+        + _CN_DEMONSTRATIVE
+        + r")[\u4e00-\u9fff]{2,8}?(?:来)?(?:做|写|画|存|管理)"
         r"(?=\s{0,2}(?:[，,。！!；;]|$))",
     ),
     _cue(
@@ -1107,7 +1215,7 @@ CUES: Final[tuple[Cue, ...]] = (
         "preference",
         -3.0,
         r"\b(?:why\s{1,3}(?:did|do|would|are|were)\s{1,3}you|why'd\s{1,3}you|what\s{1,3}made\s{1,3}you|"
-        r"how\s{1,3}come\s{1,3}you)\b|为(?:什么|啥)(?:要)?用|\bwhy\s{1,3}(?:the|a|an|this|that)\s[^?\n.!]{1,40}\?",
+        r"how\s{1,3}come\s{1,3}you|why\s{1,3}(?:are|were|do|did|would)\s{1,3}we)\b|为(?:什么|啥)(?:要)?用|\bwhy\s{1,3}(?:the|a|an|this|that)\s[^?\n.!]{1,40}\?",
     ),
     # ===== confusion ===========================================================
     _cue(
@@ -1144,10 +1252,19 @@ CUES: Final[tuple[Cue, ...]] = (
         r"|\bdifferences?\s{1,3}between\s{1,3}(?:the\s{1,3}two|these|those|them|your|the\s{1,3}(?:options|versions|approaches|"
         r"methods|two))\b|\bdifference\b[^?\n]{0,60}\byou\b"
         r"|\b(?:is|was|are|were)\s{1,3}(?:that|this|it|these|those)\s{1,3}(?:\w{1,20}\s{1,3}){0,2}(?:from|because\s{1,3}of|"
-        r"caused\s{1,3}by|due\s{1,3}to|related\s{1,3}to|expected|normal|intended|supposed)\b[^?\n]{0,40}\?",
+        r"caused\s{1,3}by|due\s{1,3}to|related\s{1,3}to|expected|normal|intended|supposed)\b[^?\n]{0,40}\?"
+        r"|\bis\s{1,3}(?:that|this|it)(?:\s{1,3}\w{1,20})?\s{1,3}(?:right|correct|true|safe|necessary|needed|intended|"
+        r"expected|normal|ok|okay|going\s{1,3}to)\b[^?\n]{0,50}\?"
+        r"|\bwhat\s{1,3}am\s{1,3}i\s{1,3}(?:looking\s{1,3}at|seeing|supposed)\b"
+        r"|\bwhich\s{1,3}\w{1,20}\s{1,3}(?:are\s{1,3}we|should\s{1,3}(?:i|we)|do\s{1,3}i|is\s{1,3}(?:it|this|that))\b[^?\n]{0,40}\?",
     ),
     # "does this mean the backups are gone?" asks; it does not report a failure.
-    _cue("means-question", "negative", -1.0, r"\b(?:does|did|would|will)\s{1,3}(?:this|that|it)\s{1,3}mean\b[^?\n]{0,80}\?"),
+    _cue(
+        "means-question",
+        "negative",
+        -1.0,
+        r"\b(?:does|did|would|will)\s{1,3}(?:this|that|it)\s{1,3}mean\b[^?\n]{0,80}\?",
+    ),
     # "what does 'bikeshedding' mean? someone used it in a meeting": about a third party's words.
     _cue(
         "third-party-words",
@@ -1258,7 +1375,9 @@ CUES: Final[tuple[Cue, ...]] = (
         "imperative-after-break",
         "instruction",
         1.2,
-        r"[.?!;]\s{1,3}(?:please\s{1,3}|now\s{1,3}|then\s{1,3}|and\s{1,3})?" + _INSTRUCTION_VERBS + r"\b(?!\s{0,3}[?])",
+        r"[.?!;]\s{1,3}(?:please\s{1,3}|now\s{1,3}|then\s{1,3}|and\s{1,3})?"
+        + _INSTRUCTION_VERBS
+        + r"\b(?!\s{0,3}[?])",
     ),
     _cue(
         "task-label",
@@ -1309,7 +1428,8 @@ CUES: Final[tuple[Cue, ...]] = (
         1.2,
         r"帮我|帮忙|麻烦(?:你)?|请(?:你)?(?!问|用|使用|假|客|教)|给我|^\W{0,3}(?:把|将)\s{0,2}\S|一下|接下来|然后|"
         r"^\W{0,3}(?:给|跟|和|向)[^，。？！,.?!]{1,8}?(?:发|打|说|回|写|约|订)|"
-        r"^\W{0,3}(?:now\s{1,3}|现在|接着|再|先|去)?\s{0,2}" + _CN_INSTRUCTION_VERBS
+        r"^\W{0,3}(?:now\s{1,3}|现在|接着|再|先|去)?\s{0,2}"
+        + _CN_INSTRUCTION_VERBS
         # "在日历上加一个提醒": where, then what to add there.
         + r"|^\W{0,3}在[^，。？！,.?!]{1,12}?(?:加|添加|建|创建|新建|设|设置|写|放|开|记)",
     ),
@@ -1339,6 +1459,11 @@ CORRECTION_FRAMES: Final[tuple[regex.Pattern[str], ...]] = (
         r"\bshould\s{1,3}(?:be|have\s{1,3}been|say|read|equal)\s{1,3}|\b(?:is|it's|its|was)\s{1,3}actually\s{1,3}"
         r"|\bcorrect\s{1,3}(?:one|value|answer|number|name|date|figure)\s{1,3}is\s{1,3}"
         r"|应该是|应是|应为|应该为|应该叫|应该在|其实是|实际上是|正确的是|正确答案是"
+    ),
+    # "should run at 02:30 UTC", "I said develop".
+    compile_pattern(
+        r"\bshould\s{1,3}(?:run|fire|start|end|go\s{1,3}off|trigger|happen|begin|finish|expire)\s{1,3}(?:at|on|by)\s{1,3}"
+        r"|\bi\s{1,3}(?:said|meant|asked\s{1,3}for)\s{1,3}"
     ),
 )
 
@@ -1387,7 +1512,7 @@ TOOL_STOP: Final = _words(
     "instead rather over not for to in on at with from and or but because since so as is are was were "
     "be works work worked takes took here there this that it them please pls plz thanks thank next "
     "now always anymore again though then when if which where than by of like too also way whenever "
-    "already lol tbh"
+    "already lol tbh we i you they he she us"
 )
 
 # Words that trail or stand in for a tool name but never are one.
@@ -1403,6 +1528,14 @@ VALUE_STOP: Final = _words(
     "not you on in at for but and so because since instead rather than which with from by when if "
     "this that here there your i we"
 )
+
+# A Chinese unit or date part that stays with the figure before it ("60 秒", "5 月").
+CN_UNIT: Final = compile_pattern(
+    r"(?:年|月|日|号|点|分|分钟|秒|小时|天|周|元|块|个|次|岁|核|倍|人|行|条|页|字|米|公里|克|层|楼)"
+)
+
+# The verb before a tool name ("prefer 用 Obsidian"): skipped by the phrase grabber.
+CN_USE_VERBS: Final = frozenset({"用", "使用", "改用", "换用"})
 
 CN_EVENT_VERB: Final = compile_pattern(r"(?:落地|起飞|出发|到达|到|开始|结束|截止|见面|开会|举行|上线|发布)$")
 
@@ -1426,7 +1559,12 @@ PREFER_FORWARD: Final = (
         r"script|run)\b.{0,30}?\b(?:with|using|in|via)\s{1,3}"
     ),
     compile_pattern(r"\bjust\s{1,3}(?=[a-z][\w.-]{1,20}\s{1,3}(?:it|this|that|them)\b)"),
-    compile_pattern(r"(?<![没有不可能费作应调引备通专常信使试采享所我他她们在还再就好别])用\s{0,2}"),
+    # "via Slack", "through Calendly": the channel to go through.
+    compile_pattern(r"\b(?:via|through)\s{1,3}(?=(?:the\s{1,3}|a\s{1,3})?[A-Z`])"),
+    # "swap the bash script for a Makefile target".
+    compile_pattern(r"\bswap\s{1,3}(?:out\s{1,3})?[^,.;!?\n]{1,40}?\s(?:for|with)\s{1,3}"),
+    # Not after 要: "不要用 for 迴圈" avoids, it does not prefer.
+    compile_pattern(r"(?<![没有不可能费作应调引备通专常信使试采享所我他她们在还再就好别要])用\s{0,2}"),
     compile_pattern(r"\bmore\s{1,3}|走(?!了|吧|啦|过|开)\s{0,2}"),
 )
 
@@ -1438,6 +1576,12 @@ PREFER_BACKWARD: Final = (
     compile_pattern(
         r"[,，]\s{0,3}not\s{1,3}\w|\s{0,2}>{1,2}\s{0,2}[A-Za-z`]|\s(?:is|are)\s{1,3}what\s{1,3}(?:we|i)\b"
     ),
+    # "pathlib please", "native array methods are fine", "a bar chart would read better",
+    # "we're a Terraform shop": the tool named before its praise.
+    compile_pattern(
+        r"\s(?:please|pls|plz)\b|\s(?:is|are)\s{1,3}fine\b|\s(?:would|will|might|could)\s{1,3}(?:read|look|work|be|fit)\s{1,3}"
+        r"(?:way\s{1,3}|much\s{1,3}|a\s{1,3}lot\s{1,3})?better\b|\s(?:shop|house)\b"
+    ),
 )
 
 AVOID_FORWARD: Final = compile_pattern(
@@ -1447,13 +1591,16 @@ AVOID_FORWARD: Final = compile_pattern(
     r"|\binstead\s{1,3}of\s{1,3}(?:using\s{1,3})?|\brather\s{1,3}than\s{1,3}(?:using\s{1,3})?"
     r"|\b(?:picked|chose|went\s{1,3}with)\s{1,3}|\b(?:switch(?:ing)?|mov(?:e|ing)\s{1,3}away)\s{1,3}from\s{1,3}"
     r"|[,，]\s{0,3}not\s{1,3}(?:plain\s{1,3}|using\s{1,3}|with\s{1,3})?"
-    r"|(?:别再?|不要再?|停止|不再|勿)\s{0,2}(?:用|使用)?\s{0,2}|而不是\s{0,2}(?:用)?|而非|(?<!为什么|为啥|何不)不用\s{0,2}(?=[A-Za-z`])"
+    r"|(?:别再?|不要再?|停止|不再|勿)\s{0,2}(?:用|使用|写)?\s{0,2}|而不是\s{0,2}(?:用)?|而非|(?<!为什么|为啥|何不)不用\s{0,2}(?=[A-Za-z`])"
     r"|\b(?:don't|do\s{1,3}not|dont)\b.{0,40}?\b(?:with|using|via)\s{1,3}|\bless\s{1,3}|不用(?:写|搞|弄|手写)\s{0,2}"
+    r"|\bswap\s{1,3}(?:out\s{1,3})?|\bbetter\s{1,3}than\s{1,3}|\b(?:stop|quit)\s{1,3}(?:reaching\s{1,3}for|pulling\s{1,3}in|"
+    r"relying\s{1,3}on)\s{1,3}|\b(?:don't|do\s{1,3}not|dont)\s{1,3}(?:hand|give|send)\s{1,3}me\s{1,3}"
 )
 
 AVOID_BACKWARD: Final = compile_pattern(
     r"\s{0,3}(?:is|are)\s{1,3}(?:way\s{1,3}|too\s{1,3}|so\s{1,3}|really\s{1,3}|just\s{1,3}|kinda\s{1,3}){0,2}"
-    r"(?:overkill|flaky|slow|clunky|bloated|deprecated|unreliable|outdated|ugly|a\s{1,3}pain)\b"
+    r"(?:overkill|flaky|slow|clunky|bloated|deprecated|unreliable|outdated|ugly|a\s{1,3}pain|painful|error-prone|brittle)\b"
+    r"|\s{0,3}keeps\s{1,3}(?:stalling|failing|crashing|hanging|breaking|dying)\b"
     r"|\s{0,3}takes\s{1,3}forever|\s{0,3}太(?:丑|慢|重|麻烦|难用|老|复杂|啰嗦|笨|卡)|\s{0,3}(?:不支持|不兼容|不稳定|有\s{0,2}bug)"
 )
 
@@ -1471,6 +1618,8 @@ CONNECTIVE: Final = compile_pattern(
     r"(?:\bbut\s{1,3}|\G\W{0,3}(?:(?:ok(?:ay)?|fine|good|great|sure|yes|yep|nice|cool|now)\W{1,3})?"
     r"(?:and|also|plus)\s{1,3})(?:(?:please|also|then|now)\s{1,3}){0,2}"
     r"|(?:但是|不过|可是|但|只是)\s{0,2}|\G\W{0,3}(?:另外|此外|同时|而且|并且|还有|顺便)\s{0,2}"
+    # "fine, just keep …", "great. please also add …": softeners before the requirement.
+    r"|\G\W{0,3}(?:just|please)\s{1,3}(?:also\s{1,3})?"
 )
 
 EN_MODAL: Final = compile_pattern(
@@ -1480,7 +1629,7 @@ EN_MODAL: Final = compile_pattern(
 )
 
 CN_MODAL: Final = compile_pattern(
-    r"\s{0,2}(?:也|还|都)?\s{0,2}(?:要|得|需要|必须|务必|记得|一定要|确保|make\s{1,3}sure(?:\s{1,3}that)?)\s{0,2}"
+    r"\s{0,2}(?:也|还|都)?\s{0,2}(?:要|得|需要|必须|务必|记得|一定要|确保|请|make\s{1,3}sure(?:\s{1,3}(?:that|to))?)\s{0,2}"
 )
 
 TRAILING_SOFTENER: Final = compile_pattern(

@@ -1013,7 +1013,8 @@ def _grab_forward(view: _View, start: int) -> tuple[str, int] | None:
         if _is_cjk(t):
             if words:
                 break
-            if _is_cn_modifier(t):
+            # Modifiers, and the verb of "prefer 用 Obsidian": the tool comes next.
+            if _is_cn_modifier(t) or t in rules.CN_USE_VERBS:
                 continue
             cut = _cut_cjk(t)
             return cut, tok.start() + len(cut)
@@ -1107,11 +1108,20 @@ def _extract_preference(view: _View) -> tuple[str | None, str | None]:
 
 
 def _grab_value(view: _View, start: int, end: int) -> str | None:
-    """The corrected value starting at ``start``: a few tokens, up to a stop word."""
+    """The corrected value starting at ``start``: a few tokens, up to a stop word.
+
+    A Chinese unit after a figure stays with it ("3,450 元", "2024 年 5 月 1 日"); the
+    value is cut from the original text, spacing included.
+    """
     words: list[str] = []
+    first = last = start
     for tok in itertools.islice(_tokens(view.prose, start, end), 12):
         t = tok.group()
         if _is_cjk(t):
+            if words and any(ch.isdigit() for ch in words[-1]) and rules.CN_UNIT.fullmatch(t):
+                words.append(t)
+                last = tok.end()
+                continue
             if words:
                 break
             # "七点四十落地": the time, not the event.
@@ -1123,10 +1133,13 @@ def _grab_value(view: _View, start: int, end: int) -> str | None:
             continue
         if low in rules.VALUE_STOP or t in "—–-" or not (t[0].isalnum() or t[0] in "$¥€£~./+"):
             break
+        if not words:
+            first = tok.start()
         words.append(t)
+        last = tok.end()
         if len(words) == 4:
             break
-    return _clean(" ".join(words))
+    return _clean(view.prose[first:last]) if words else None
 
 
 def _parallel_number(view: _View, start: int, end: int, old_start: int) -> str | None:
@@ -1151,7 +1164,11 @@ def _value_before(view: _View, neg_start: int, old_start: int) -> str | None:
     value = _parallel_number(view, c_start, neg_start, old_start)
     if value is None:
         copulas = _copulas(view, c_start, neg_start)
-        if copulas:
+        after = copulas[-1].end() if copulas else -1
+        if copulas and view.prose[after : after + 1] in rules.QUOTES:
+            # "it's 'affect' in that sentence, not 'effect'": the quoted word is the value.
+            value = _grab_value(view, after, neg_start)
+        elif copulas:
             value = _clean(view.prose[copulas[-1].end() : neg_start])
         else:
             toks = list(_tokens(view.prose, c_start, neg_start))

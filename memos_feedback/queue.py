@@ -296,6 +296,7 @@ class _EnqueueRequest:
     inp: RepairInput
     result: EnqueueResult | None = None
     error: BaseException | None = None
+    finished: bool = False
 
 
 class RepairQueue:
@@ -304,37 +305,52 @@ class RepairQueue:
     def __init__(self, store: Store, config: FeedbackConfig | None = None) -> None:
         self.store = store
         self.config = config or FeedbackConfig()
+        # Group commit: requests wait here; one leader at a time commits them.
+        self._group = threading.Condition()
         self._waiting: list[_EnqueueRequest] = []
-        self._waiting_lock = threading.Lock()
-        self._commit_lock = threading.Lock()
+        self._committing = False
 
     # -- enqueue ------------------------------------------------------------
 
     def enqueue(self, inp: RepairInput) -> EnqueueResult:
         """Store one job durably; returns once it is committed.
 
-        Concurrent callers share commits (group commit): whoever holds the
-        commit lock writes every request waiting at that moment in one
-        transaction, so a burst of producers costs a few transactions, not
-        one each, and nobody waits behind more than one commit.
+        Concurrent callers share commits (group commit): when no commit is
+        in progress, the caller that finds it so becomes the leader and
+        writes every request waiting at that moment in one transaction;
+        the others wait for the leader's notification, so a burst of
+        producers costs a few transactions, not one each, and nobody waits
+        behind more than one commit besides its own.
         """
         if not isinstance(inp, RepairInput):
             raise InvalidInputError(f"enqueue takes RepairInput, got {type(inp).__name__}")
         request = _EnqueueRequest(inp)
-        with self._waiting_lock:
+        with self._group:
             self._waiting.append(request)
-        with self._commit_lock:
-            if request.result is None and request.error is None:
-                with self._waiting_lock:
+            while not request.finished:
+                if not self._committing:
+                    # Become the leader: take everything waiting, commit it below.
+                    self._committing = True
                     batch, self._waiting = self._waiting, []
-                try:
-                    results = self.enqueue_many([r.inp for r in batch])
-                except BaseException as exc:
+                    break
+                self._group.wait()
+            else:
+                batch = []
+        if batch:
+            try:
+                results = self.enqueue_many([r.inp for r in batch])
+            except BaseException as exc:
+                for r in batch:
+                    r.error = exc
+            else:
+                for r, result in zip(batch, results, strict=True):
+                    r.result = result
+            finally:
+                with self._group:
                     for r in batch:
-                        r.error = exc
-                else:
-                    for r, result in zip(batch, results, strict=True):
-                        r.result = result
+                        r.finished = True
+                    self._committing = False
+                    self._group.notify_all()
         if request.error is not None:
             raise request.error
         assert request.result is not None

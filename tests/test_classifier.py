@@ -161,6 +161,95 @@ def test_families_of_phrasing(expected: Shape, text: str) -> None:
     assert classify_feedback(text).shape is expected
 
 
+# Families added for generalisation (own sentences, not from any labelled set):
+# wider lexicons, Chinese slang / Taiwan / Cantonese, and frames for stated values.
+GENERALISATION_FAMILIES: list[tuple[Shape, str]] = [
+    # approval words, "you were right", "it actually builds", emoji, Chinese praise slang
+    (Shape.POSITIVE, "you were right about the cache, that was it"),
+    (Shape.POSITIVE, "oh nifty, it actually compiles on ARM"),
+    (Shape.POSITIVE, "the dashboard loads fine now 🔥"),
+    (Shape.POSITIVE, "这个写法很优雅"),
+    (Shape.POSITIVE, "一点问题都没有，稳了"),
+    (Shape.POSITIVE, "唔該晒，搞掂"),
+    # the answer's content is off; a failure that keeps happening; Chinese slang
+    (Shape.NEGATIVE, "the chart has the axes backwards"),
+    (Shape.NEGATIVE, "the totals in this sheet don't add up"),
+    (Shape.NEGATIVE, "it's still printing duplicate rows"),
+    (Shape.NEGATIVE, "lol no"),
+    (Shape.NEGATIVE, "the migration reverted my changes"),
+    (Shape.NEGATIVE, "there's no such flag in rsync"),
+    (Shape.NEGATIVE, "I don't think this is correct"),
+    (Shape.NEGATIVE, "这结果全是空白"),
+    (Shape.NEGATIVE, "你这写的啥，完全不能用"),
+    (Shape.NEGATIVE, "还是这个错"),
+    # sarcasm: thanks for doing damage, with an annoyed emoji
+    (Shape.NEGATIVE, "great, thanks for wiping the staging db 🙄"),
+    # "the <attribute> is <value>", "you <did X>, it's Y", quoted contrast, Chinese names and dates
+    (Shape.CORRECTION, "the invoice number is INV-2291"),
+    (Shape.CORRECTION, "you tagged the wrong commit, the release is v3.1.0"),
+    (Shape.CORRECTION, "it's 'principal' here, not 'principle'"),
+    (Shape.CORRECTION, "the backup job should run at 03:15"),
+    (Shape.CORRECTION, "the token goes in the header, not the body"),
+    (Shape.CORRECTION, "经理叫王晓明，你写成王小明了"),
+    (Shape.CORRECTION, "复盘会是周四下午，不是周三"),
+    # approval, then an imperative requirement; leave X alone; modal after a gap (Chinese)
+    (Shape.CONSTRAINT, "looks right, but run it on a dry-run copy first"),
+    (Shape.CONSTRAINT, "works for me, just don't deploy it on Fridays"),
+    (Shape.CONSTRAINT, "do it, but leave the lockfile alone"),
+    (Shape.CONSTRAINT, "可以，但先在预发环境试一下"),
+    (Shape.CONSTRAINT, "方案可以，但周一上午要留给评审"),
+    (Shape.CONSTRAINT, "ok，只是回复要用英文"),
+    # tool named by channel, complaint, comparison, swap, house tool, 用 X 做
+    (Shape.PREFERENCE, "no, send it via Teams, nobody checks email"),
+    (Shape.PREFERENCE, "please drop request.js, it's deprecated"),
+    (Shape.PREFERENCE, "a table would read better than the bullet list"),
+    (Shape.PREFERENCE, "swap the cron job for a systemd timer"),
+    (Shape.PREFERENCE, "we're a Kotlin shop, please no Java"),
+    (Shape.PREFERENCE, "流程图用飞书画板做，不要 Visio"),
+    # questions about the answer: how it was reached, which one, where from, A-not-A
+    (Shape.CONFUSION, "how did you come up with 12 workers?"),
+    (Shape.CONFUSION, "which region is this bucket in?"),
+    (Shape.CONFUSION, "does this mean the old tokens stop working?"),
+    (Shape.CONFUSION, "why the move to gRPC?"),
+    (Shape.CONFUSION, "这个 flag 是干嘛的？"),
+    (Shape.CONFUSION, "到底要不要清缓存？"),
+    # commands after a question or a code block; "next:"; 在…上加
+    (Shape.INSTRUCTION, "what broke in last night's build? dig into the CI logs"),
+    (Shape.INSTRUCTION, "next: invite Priya to the planning doc"),
+    (Shape.INSTRUCTION, "spin up a fresh VM for the demo"),
+    (Shape.INSTRUCTION, "在共享盘上建一个 2024 文件夹"),
+    # chit-chat that borrows feedback words
+    (Shape.UNKNOWN, "the weather is lovely today"),
+    (Shape.UNKNOWN, "你周末一般干嘛"),
+    (Shape.UNKNOWN, "我也不知道为什么这么困"),
+    (Shape.UNKNOWN, "what does 'yak shaving' mean? my boss said it today"),
+]
+
+
+@pytest.mark.parametrize(("expected", "text"), GENERALISATION_FAMILIES)
+def test_generalisation_families(expected: Shape, text: str) -> None:
+    assert classify_feedback(text).shape is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "value"),
+    [
+        ("超时应该是 90 秒", "correction", "90 秒"),
+        ("截止日期应该是 2025 年 3 月 9 日", "correction", "2025 年 3 月 9 日"),
+        ("it's 'affect' here, not 'effect'", "correction", "affect"),
+        ("wrong folder, I said archive-2023", "correction", "archive-2023"),
+        ("good start. make sure to retry on 503s", "constraint", "retry on 503s"),
+        ("fine, just keep the title under 8 words", "constraint", "keep the title under 8 words"),
+        ("I'd prefer 用 Typst 写论文", "prefer", "Typst"),
+        ("swap the bash loop for a Makefile target", "prefer", "Makefile target"),
+        ("swap the bash loop for a Makefile target", "avoid", "bash loop"),
+        ("不要用 for 循环，用向量化", "prefer", "向量化"),
+    ],
+)
+def test_extraction_families(text: str, field: str, value: str) -> None:
+    assert getattr(classify_feedback(text), field) == value
+
+
 @pytest.mark.parametrize(
     "text", ["no problem", "not bad at all", "no complaints here", "没问题", "不错", "没毛病", "挑不出毛病"]
 )

@@ -18,7 +18,8 @@ from sqlalchemy.orm import Session
 
 from ..errors import InvalidInputError
 from . import migrate
-from .engine import WRITE_OPTION, create_store_engine, default_url, translate_errors
+from .checkpoint import WalCheckpointer
+from .engine import WRITE_OPTION, create_store_engine, default_url, sqlite_file_path, translate_errors
 from .repositories import PolicyRepository, RepairRepository, TraceRepository
 from .rows import DecisionRepairRow, PolicyRow, ToolCall, TraceRow
 
@@ -52,6 +53,8 @@ class Store:
         self._write_lock: AbstractContextManager[object] = (
             threading.RLock() if engine.dialect.name == "sqlite" else nullcontext()
         )
+        path = sqlite_file_path(engine)
+        self._checkpointer = WalCheckpointer(path) if path is not None else None
 
     @property
     def dialect(self) -> str:
@@ -90,6 +93,9 @@ class Store:
         return migrate.current_revision(self.engine)
 
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.close()
+            self._checkpointer = None
         self.engine.dispose()
 
     def __enter__(self) -> Store:

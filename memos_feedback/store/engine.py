@@ -84,6 +84,8 @@ def _sqlite_engine(url: str) -> Engine:
         if not memory:
             _enable_wal(cur)
             cur.execute("PRAGMA synchronous=NORMAL")
+            # Checkpoints run in the store's background thread (checkpoint.py).
+            cur.execute("PRAGMA wal_autocheckpoint=0")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.close()
 
@@ -93,6 +95,16 @@ def _sqlite_engine(url: str) -> Engine:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
+
+
+def sqlite_file_path(engine: Engine) -> str | None:
+    """The file behind a SQLite engine, or None for memory or another backend."""
+    if engine.dialect.name != "sqlite":
+        return None
+    database = engine.url.database or ""
+    if database in ("", ":memory:") or engine.url.query.get("mode") == "memory":
+        return None
+    return str(Path(database).expanduser())
 
 
 def _enable_wal(cur: Any) -> None:

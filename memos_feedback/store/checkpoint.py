@@ -1,0 +1,57 @@
+"""Background WAL checkpoints for a SQLite file.
+
+With SQLite's default auto-checkpoint, every thousandth page written makes
+the *committing* transaction copy the WAL back into the database file and
+fsync it — a pause of several milliseconds landing on whichever caller
+happened to commit (an agent enqueuing a correction, say). The store turns
+auto-checkpointing off on its connections and runs a passive checkpoint
+from this thread instead, about once a second, so foreground commits never
+pay for it. A passive checkpoint never blocks readers or writers; it copies
+what it can. If the process stops, the WAL stays on disk and the next
+connection to the file checkpoints it, so nothing is lost either way.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+
+__all__ = ["WalCheckpointer"]
+
+logger = logging.getLogger("memos_feedback.store")
+
+
+class WalCheckpointer:
+    """Runs ``PRAGMA wal_checkpoint(PASSIVE)`` on ``path`` every ``interval`` seconds."""
+
+    def __init__(self, path: str, interval: float = 1.0) -> None:
+        self.path = path
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="memos-feedback-wal-checkpoint", daemon=True)
+        self._thread.start()
+
+    def checkpoint(self) -> None:
+        """One passive checkpoint now, on a private connection."""
+        conn = sqlite3.connect(self.path, timeout=5, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        finally:
+            conn.close()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.checkpoint()
+            except sqlite3.Error as exc:  # busy, or the file went away: try again later
+                logger.debug("WAL checkpoint of %s skipped: %s", self.path, exc)
+
+    def close(self) -> None:
+        """Stop the thread and leave the WAL checkpointed as far as possible."""
+        self._stop.set()
+        self._thread.join(timeout=5)
+        try:
+            self.checkpoint()
+        except sqlite3.Error as exc:
+            logger.debug("final WAL checkpoint of %s skipped: %s", self.path, exc)
