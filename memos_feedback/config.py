@@ -104,6 +104,9 @@ class FeedbackConfig:
             table = data["tool"]["memos_feedback"]
         elif "memos_feedback" in data:
             table = data["memos_feedback"]
+        elif any(key in data for key in ("tool", "project", "build-system")):
+            # A pyproject.toml without our table: nothing to override.
+            table = {}
         if not isinstance(table, dict):
             raise ConfigError("memos_feedback", table, "must be a TOML table")
         return cls.from_mapping(table, base)

@@ -368,6 +368,11 @@ def test_from_toml_tool_table_in_pyproject(tmp_path: Path) -> None:
     assert cfg.max_tracked_contexts == 50
 
 
+def test_from_toml_pyproject_without_our_table_gives_defaults(tmp_path: Path) -> None:
+    path = write(tmp_path, '[project]\nname = "host"\n\n[tool.ruff]\nline-length = 100\n', name="pyproject.toml")
+    assert FeedbackConfig.from_toml(path) == FeedbackConfig()
+
+
 def test_from_toml_applies_over_base(tmp_path: Path) -> None:
     path = write(tmp_path, "[memos_feedback]\nevidence_limit = 3\n")
     cfg = FeedbackConfig.from_toml(path, base=FeedbackConfig(use_llm=False))
