@@ -126,6 +126,31 @@ def bench_enqueue(total: int, threads: int, url: str | None) -> tuple[float, flo
     return statistics.median(latencies), percentile(latencies, 0.99), int(stored)
 
 
+def bench_burst_to_row(samples: int, url: str | None) -> tuple[float, float]:
+    """Milliseconds from the burst-firing ``record_tool_failure`` to its committed job row."""
+    store, tmp = fresh_store(url)
+    with tmp:
+        queue = RepairQueue(store, CONFIG)
+        latencies = []
+
+        def jobs() -> int:
+            stats = queue.stats()
+            return sum(int(stats[k] or 0) for k in ("pending", "running", "done", "dead"))
+
+        with attach_feedback_subscriber(store, config=CONFIG) as sub:
+            for i in range(samples):
+                before = jobs()
+                for step in (1, 2):
+                    sub.record_tool_failure("pip.install", f"ctx{i}", step, "E", SESSION)
+                t0 = time.perf_counter()
+                assert sub.record_tool_failure("pip.install", f"ctx{i}", 3, "E", SESSION) is not None
+                while jobs() <= before:
+                    time.sleep(0.0002)
+                latencies.append((time.perf_counter() - t0) * 1000)
+        store.close()
+    return statistics.median(latencies), max(latencies)
+
+
 def repeat(fn: Callable[[], float], runs: int) -> float:
     return statistics.median(fn() for _ in range(runs))
 
@@ -146,6 +171,11 @@ def main() -> None:
     )
     rate = repeat(lambda: bench_subscriber_drain(n, args.db), runs)
     print(f"subscriber drain (claim + run_repair + done): {rate:,.0f} repairs/s  ({runs} runs x {n} jobs)")
+    b50, bmax = bench_burst_to_row(30 if args.quick else 100, args.db)
+    print(
+        f"burst -> committed job row: median {b50:.2f} ms, max {bmax:.2f} ms "
+        "(bound: buffer_flush_ms=50 + one commit)"
+    )
     total = 2000 if args.quick else 10_000
     eq = [bench_enqueue(total, 8, args.db) for _ in range(runs)]
     print(
