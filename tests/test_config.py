@@ -369,7 +369,9 @@ def test_from_toml_tool_table_in_pyproject(tmp_path: Path) -> None:
 
 
 def test_from_toml_pyproject_without_our_table_gives_defaults(tmp_path: Path) -> None:
-    path = write(tmp_path, '[project]\nname = "host"\n\n[tool.ruff]\nline-length = 100\n', name="pyproject.toml")
+    path = write(
+        tmp_path, '[project]\nname = "host"\n\n[tool.ruff]\nline-length = 100\n', name="pyproject.toml"
+    )
     assert FeedbackConfig.from_toml(path) == FeedbackConfig()
 
 

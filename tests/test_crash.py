@@ -14,6 +14,7 @@ import pytest
 from memos_feedback.queue import RepairQueue
 from memos_feedback.store import Store, open_store
 from tests.support.chat_server import Behaviour, ChatServer
+from tests.support.procs import expect_line
 
 pytestmark = pytest.mark.slow
 
@@ -30,21 +31,6 @@ def child(mode: str, db_url: str, llm_url: str, *extra: str, failpoints: str = "
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )
-
-
-def wait_line(proc: subprocess.Popen[str], expected: str, timeout: float = 60) -> None:
-    assert proc.stdout is not None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if line.strip() == expected:
-            return
-        if not line and proc.poll() is not None:
-            break
-    proc.kill()
-    raise AssertionError(
-        f"child never printed {expected!r}; stderr: {proc.stderr.read() if proc.stderr else ''}"
     )
 
 
@@ -66,7 +52,7 @@ def seed(store: Store) -> None:
 def drain_and_check(db_url: str) -> None:
     with ChatServer() as ok:
         proc = child("drain", db_url, ok.base_url)
-        wait_line(proc, "DRAINED", timeout=120)
+        expect_line(proc, "DRAINED", timeout=120)
         assert proc.wait(timeout=30) == 0
     store = open_store(db_url)
     try:
@@ -92,7 +78,7 @@ def submit_then_kill(db_url: str, store: Store) -> None:
     with ChatServer() as hanging:
         hanging.script(*[Behaviour.hang() for _ in range(10)])
         proc = child("submit", db_url, hanging.base_url, str(N_CORRECTIONS), str(N_BURSTS))
-        wait_line(proc, "SUBMITTED")
+        expect_line(proc, "SUBMITTED")
         queue = RepairQueue(store)
         wait_until(lambda: queue.stats()["running"] == 1 and len(hanging.requests) >= 1)
         os.kill(proc.pid, signal.SIGKILL)

@@ -23,6 +23,7 @@ from memos_feedback.queue import JobRow, RepairQueue
 from memos_feedback.store import Store, ToolCall, open_store
 from tests.support.chat_server import Behaviour, ChatServer
 from tests.support.pg import fresh_pg_database
+from tests.support.procs import expect_line
 from tests.support.stress_child import context_name, session_of
 
 pytestmark = pytest.mark.slow
@@ -82,20 +83,6 @@ def spawn(url: str, index: int, expect: int, *extra: str) -> subprocess.Popen[st
         stderr=subprocess.PIPE,
         text=True,
     )  # fmt: skip
-
-
-def expect_line(proc: subprocess.Popen[str], line: str, timeout: float) -> None:
-    assert proc.stdout is not None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = proc.stdout.readline()
-        if got.strip() == line:
-            return
-        if not got and proc.poll() is not None:
-            break
-    proc.kill()
-    err = proc.stderr.read() if proc.stderr else ""
-    raise AssertionError(f"child did not print {line!r} in time; stderr:\n{err[-3000:]}")
 
 
 def check_invariants(store: Store, members: dict[str, list[int]], total: int, reclaimed: int = 0) -> None:
