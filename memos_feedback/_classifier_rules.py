@@ -26,7 +26,6 @@ runs on every message (a test flags it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
 
 import regex
@@ -42,6 +41,7 @@ __all__ = [
     "Cue",
     "Mask",
     "compile_pattern",
+    "pattern_source",
 ]
 
 FLAGS: Final = regex.ASCII | regex.IGNORECASE | regex.V0
@@ -52,27 +52,58 @@ FLAGS: Final = regex.ASCII | regex.IGNORECASE | regex.V0
 _NON_WORD: Final = r"[^\w\u3400-\u9fff\uf900-\ufaff]"
 
 
+def pattern_source(source: str) -> str:
+    """``source`` as it is compiled (``\\W`` narrowed), the text the gate is derived from."""
+    return source.replace(r"\W", _NON_WORD)
+
+
 def compile_pattern(source: str, *, keep_case: bool = False) -> regex.Pattern[str]:
     flags = regex.ASCII | regex.V0 if keep_case else FLAGS
-    return regex.compile(source.replace(r"\W", _NON_WORD), flags)
+    return regex.compile(pattern_source(source), flags)
 
 
-@dataclass(frozen=True, slots=True)
-class Cue:
+class _Rule:
+    """A named pattern, compiled on first use.
+
+    Compiling all ~180 masks and cues would cost about 0.2 s at import,
+    while a message runs only a handful of them (and the classifier mostly
+    runs parts of cues, see ``classifier._CUE_PARTS``): ``pattern`` compiles
+    on first access and keeps the result.
+    """
+
+    __slots__ = ("_compiled", "flags", "name", "shape", "source", "weight")
+
+    def __init__(self, name: str, shape: str | None, weight: float, source: str, flags: int) -> None:
+        self.name = name
+        self.shape = shape
+        self.weight = weight
+        self.source = source  # as compiled: ``\W`` already narrowed
+        self.flags = flags
+        self._compiled: regex.Pattern[str] | None = None
+
+    @property
+    def pattern(self) -> regex.Pattern[str]:
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = regex.compile(self.source, self.flags)
+        return compiled
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, {self.shape!r}, {self.weight!r}, {self.source!r})"
+
+
+class Cue(_Rule):
     """One piece of evidence: when ``pattern`` matches, ``shape`` gains ``weight``.
 
     Negative weights are suppressors: a frame that shows a cue of another
     family is used in a different sense (courtesy "thanks" after a request).
     """
 
-    name: str
+    __slots__ = ()
     shape: str
-    weight: float
-    pattern: regex.Pattern[str]
 
 
-@dataclass(frozen=True, slots=True)
-class Mask:
+class Mask(_Rule):
     """A phrase whose words must not be read one by one.
 
     The span is blanked before cues run, and (when ``shape`` is set) counts as
@@ -80,10 +111,7 @@ class Mask:
     wrong" is not a rejection.
     """
 
-    name: str
-    shape: str | None
-    weight: float
-    pattern: regex.Pattern[str]
+    __slots__ = ()
 
 
 def _words(text: str) -> frozenset[str]:
@@ -91,11 +119,11 @@ def _words(text: str) -> frozenset[str]:
 
 
 def _cue(name: str, shape: str, weight: float, source: str, *, keep_case: bool = False) -> Cue:
-    return Cue(name, shape, weight, compile_pattern(source, keep_case=keep_case))
+    return Cue(name, shape, weight, pattern_source(source), regex.ASCII | regex.V0 if keep_case else FLAGS)
 
 
 def _mask(name: str, shape: str | None, weight: float, source: str) -> Mask:
-    return Mask(name, shape, weight, compile_pattern(source))
+    return Mask(name, shape, weight, pattern_source(source), FLAGS)
 
 
 # ---------------------------------------------------------------------------

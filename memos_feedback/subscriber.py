@@ -15,6 +15,7 @@ Threads and what they own:
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import threading
@@ -241,7 +242,7 @@ class FeedbackSubscriber:
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until buffered bursts are stored and every job this handle queued finished."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
+        for rounds in itertools.count():
             # Order matters: buffer, then the enqueuer's hand, then jobs.
             with self._lock:
                 idle = not self._buffer and not self._draining and not self._futures
@@ -250,8 +251,10 @@ class FeedbackSubscriber:
             if deadline is not None and time.monotonic() >= deadline:
                 return False
             self._buffer_wake.set()
-            self._forget_finished_elsewhere()
+            if rounds % 50 == 49:  # every ~0.5 s: jobs another process finished
+                self._forget_finished_elsewhere()
             time.sleep(0.01)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self, timeout: float | None = None) -> None:
         """Stop claiming, store buffered bursts, wait for jobs in flight (up to ``timeout``).
@@ -371,11 +374,14 @@ class FeedbackSubscriber:
             logger.warning("lease renewal failed: %s", exc)
 
     def _worker(self) -> None:
+        failing = False  # warn once per outage, not on every poll
         while not self._closing.is_set():
             try:
                 job = self.queue.claim(self.owner)
+                failing = False
             except StoreError as exc:
-                logger.warning("claiming a job failed, will retry: %s", exc)
+                logger.log(logging.DEBUG if failing else logging.WARNING, "claiming a job failed: %s", exc)
+                failing = True
                 job = None
             if job is None:
                 self._idle_wait()
