@@ -26,10 +26,13 @@ and takes time linear in the input (bounded windows, bounded patterns).
 when it fails, so each rule runs only when the message contains something
 every match of that rule must contain: a whole ASCII word ("thanks"), a
 character ("谢", "?") or an ASCII fragment ("hallucinat"). Those keys are
-derived once, at import, from each rule's own source (``_Deriver``: literal
-strings forced by the pattern, with ``\\b`` / ``\\s`` telling where words
-end), so the rules file stays the single source of truth and a rule whose
-keys cannot be derived simply always runs. Per message the gate costs one
+derived from each rule's own source (``_Deriver``: literal strings forced by
+the pattern, with ``\\b`` / ``\\s`` telling where words end), ahead of time
+into the generated ``_classifier_gate.py`` (``python -m
+memos_feedback.classifier --write-gate``; a stale module is detected by a
+fingerprint of the rule sources and derived afresh), so the rules file stays
+the single source of truth and a rule whose keys cannot be derived simply
+always runs. Per message the gate costs one
 pass to collect the text's words and characters and a few set
 intersections; a skipped rule is one that could not have matched, so the
 answer is the same as running every rule.
@@ -39,13 +42,16 @@ from __future__ import annotations
 
 import bisect
 import enum
+import hashlib
 import importlib
 import itertools
+import json
 import logging
 import operator
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 import regex
@@ -251,10 +257,19 @@ def _prepare(text: str) -> _Prepared:
 # The gate reads each rule's source with the standard library's regex parser
 # (the rules use no syntax it lacks). Were it missing, or a rule unreadable,
 # that rule is simply never skipped.
-try:
-    _sre: Any = importlib.import_module("re._parser")
-except ImportError:  # pragma: no cover - a Python without re._parser
-    _sre = None
+# Only the generator path (``_derive_gate_data``) loads it.
+_sre: Any = None
+
+
+def _load_parser() -> Any:
+    global _sre
+    if _sre is None:
+        try:
+            _sre = importlib.import_module("re._parser")
+        except ImportError:  # pragma: no cover - a Python without re._parser
+            return None
+    return _sre
+
 
 # Inside a derived literal, a position where an ASCII word cannot continue:
 # a ``\b``, ``^`` or ``$``, or a character such as ``\s`` that is never a word
@@ -363,7 +378,7 @@ class _Deriver:
         gate stricter ("you" and one of "could / can / would"). None when
         nothing is known.
         """
-        if _sre is None:
+        if _load_parser() is None:
             return None
         try:
             items = _sre.parse(source)
@@ -682,25 +697,36 @@ class _Gate:
     second_free: int  # patterns with no second requirement
 
     @classmethod
-    def build(cls, requirements: Sequence[_Required]) -> _Gate:
-        first: dict[_Key, int] = {}
-        second: dict[_Key, int] = {}
+    def from_stored(cls, stored: Sequence[_Stored]) -> _Gate:
+        """The gate of the patterns whose requirements are ``stored`` (in gate order)."""
+        met: tuple[dict[str, list[int]], dict[str, list[int]]] = ({}, {})
+        fragment_met: tuple[dict[str, list[int]], dict[str, list[int]]] = ({}, {})
         first_free = second_free = 0
-        for i, required in enumerate(requirements):
-            required = required or ()
+        for i, required in enumerate(stored):
             if not required:
                 first_free |= 1 << i
             if len(required) < 2:
                 second_free |= 1 << i
-            for keys, met in zip(required, (first, second), strict=False):
+            for (keys, fragments), words, parts in zip(required, met, fragment_met, strict=False):
                 for key in keys:
-                    met[key] = met.get(key, 0) | 1 << i
-        everything = first.keys() | second.keys()
+                    words.setdefault(key, []).append(i)
+                for fragment in fragments:
+                    parts.setdefault(fragment, []).append(i)
+
+        def bits(indexes: list[int] | None) -> int:
+            out = 0
+            for i in indexes or ():
+                out |= 1 << i
+            return out
+
+        first, second = met
+        every_key = first.keys() | second.keys()
+        every_fragment = sorted(fragment_met[0].keys() | fragment_met[1].keys())
         return cls(
-            table={v: (first.get((k, v), 0), second.get((k, v), 0)) for k, v in everything if k != "sub"},
-            keys=frozenset(v for k, v in everything if k != "sub"),
+            table={k: (bits(first.get(k)), bits(second.get(k))) for k in every_key},
+            keys=frozenset(every_key),
             fragments=tuple(
-                (v, first.get((k, v), 0), second.get((k, v), 0)) for k, v in sorted(everything) if k == "sub"
+                (f, bits(fragment_met[0].get(f)), bits(fragment_met[1].get(f))) for f in every_fragment
             ),
             first_free=first_free,
             second_free=second_free,
@@ -783,14 +809,54 @@ def _cue_parts(cues: Sequence[rules.Cue], deriver: _Deriver) -> tuple[_CuePart, 
     parts: list[_CuePart] = []
     for index, cue in enumerate(cues):
         runs: list[tuple[_Required, list[str]]] = []
-        for alt in _alternatives(cue.pattern.pattern):
+        for alt in (inner for top in _alternatives(cue.source) for inner in _distributed(top)):
             required = deriver.gate_keys(alt)
             if runs and runs[-1][0] == required:
                 runs[-1][1].append(alt)
             else:
                 runs.append((required, [alt]))
-        parts += (_CuePart(index, "|".join(run), cue.pattern.flags, required) for required, run in runs)
+        parts += (_CuePart(index, "|".join(run), cue.flags, required) for required, run in runs)
     return tuple(parts)
+
+
+def _distributed(alt: str) -> list[str]:
+    r"""``\b(?:a|b)\b`` as its alternatives ``\b(?:a)\b``, ``\b(?:b)\b``.
+
+    Only with nothing but an optional ``\b`` around the group: a ``\b``
+    matches in one way only, so at any start the whole tries the alternatives
+    in the order the parts are listed, and the leftmost match of the parts
+    (the earlier part on a tie) is the match of the whole. The "praise" cue
+    is one such group of ~80 words; cut, a message runs only the words it has.
+    """
+    prefix = r"\b" if alt.startswith(r"\b(?:") else ""
+    if not alt.startswith("(?:", len(prefix)):
+        return [alt]
+    close = _group_end(alt, len(prefix))
+    suffix = alt[close + 1 :]
+    if close < 0 or suffix not in ("", r"\b"):
+        return [alt]
+    inner = _alternatives(alt[len(prefix) + 3 : close])
+    return [f"{prefix}(?:{body}){suffix}" for body in inner] if len(inner) > 1 else [alt]
+
+
+def _group_end(source: str, start: int) -> int:
+    """Offset of the ``)`` that closes the group opened at ``start`` (-1: none)."""
+    depth = 0
+    i = start
+    while i < len(source):
+        ch = source[i]
+        if ch == "\\":
+            i += 1
+        elif ch == "[":
+            i = _class_end(source, i)
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
 
 
 # ---------------------------------------------------------------------------
@@ -815,77 +881,204 @@ class _Evidence:
 
 _SHAPE_VALUES: Final = tuple(s.value for s in Shape)
 _ORDER_VALUES: Final = tuple((s, s.value) for s in _ORDER)
-# Gate tables, built once at import (about 0.2 s) by one deriver.
-_deriver = _Deriver()
-_CUE_PARTS: Final = _cue_parts(rules.CUES, _deriver)
+
+# The extraction frames the gate knows, in the order of the generated data.
+_GATED_FRAMES: Final[tuple[regex.Pattern[str], ...]] = (
+    *rules.PREFER_FORWARD,
+    *rules.PREFER_BACKWARD,
+    rules.CONTRAST_AFTER,
+    rules.AVOID_FORWARD,
+    rules.AVOID_BACKWARD,
+    *rules.CORRECTION_FRAMES,
+    rules.VALUE_BEFORE_NOT,
+    rules.COPULA,
+    rules.YOU_CLAUSE,
+    rules.CONNECTIVE,
+    rules.CN_MODAL,
+    rules.EN_MODAL,
+    rules.TRAILING_SOFTENER,
+)
+
+# A requirement as stored: whole words, characters and character pairs (told
+# apart by their characters), then ASCII fragments.
+_StoredRequirement = tuple[tuple[str, ...], tuple[str, ...]]
+_Stored = tuple[_StoredRequirement, ...]
 
 
-def _frame_checks(frames: Iterable[regex.Pattern[str]], deriver: _Deriver) -> dict[int, tuple[_Check, ...]]:
+class _GateData(NamedTuple):
+    """Everything the gate derives from the rules, as plain data.
+
+    Derived by ``_derive_gate_data`` (reading the rules' sources with
+    ``re._parser``, ~0.5 s); kept in the generated module
+    ``_classifier_gate.py`` so that importing the classifier does not pay it.
+    """
+
+    fingerprint: str  # of the rule sources it was derived from
+    parts: tuple[tuple[int, str], ...]  # cue parts: (index in rules.CUES, source)
+    required: tuple[_Stored, ...]  # per gate index: masks, then cue parts
+    frames: tuple[_Stored, ...]  # per frame of _GATED_FRAMES
+
+
+_GATE_MODULE: Final = "memos_feedback._classifier_gate"
+_REGENERATE: Final = "python -m memos_feedback.classifier --write-gate"
+
+
+def _rules_fingerprint() -> str:
+    """A digest of every rule source and flag the gate is derived from."""
+    digest = hashlib.sha256()
+    for rule in (*rules.MASKS, *rules.CUES):
+        digest.update(f"{rule.flags}\x00{rule.source}\x01".encode())
+    for frame in _GATED_FRAMES:
+        digest.update(f"{frame.flags}\x00{frame.pattern}\x01".encode())
+    return digest.hexdigest()
+
+
+def _store(required: _Required) -> _Stored:
+    return tuple(
+        (
+            tuple(sorted(value for kind, value in keys if kind != "sub")),
+            tuple(sorted(value for kind, value in keys if kind == "sub")),
+        )
+        for keys in required or ()
+    )
+
+
+def _derive_gate_data() -> _GateData:
+    """Derive the gate from the rules' sources (the generator path)."""
+    deriver = _Deriver()
+    parts = _cue_parts(rules.CUES, deriver)
+    required = [_store(deriver.gate_keys(mask.source)) for mask in rules.MASKS]
+    required += [_store(part.required) for part in parts]
+    frames = tuple(_store(deriver.gate_keys(frame.pattern)) for frame in _GATED_FRAMES)
+    return _GateData(_rules_fingerprint(), tuple((p.cue, p.source) for p in parts), tuple(required), frames)
+
+
+def _render_gate_module(data: _GateData) -> str:
+    """The source of ``_classifier_gate.py`` for ``data``.
+
+    Records are JSON strings, one a line: a module of string constants
+    compiles in a few milliseconds where the same data as nested tuples takes
+    ~40 ms (imports compile from source when bytecode is not cached).
+    """
+
+    def record(value: object) -> str:
+        return f"    {json.dumps(value, ensure_ascii=False, separators=(',', ':'))!r},"
+
+    lines = [
+        '"""Gate keys of the classifier\'s rules: GENERATED, do not edit.',
+        "",
+        "Derived from ``_classifier_rules.py`` by ``classifier._derive_gate_data``.",
+        "After changing a rule (or the derivation), regenerate with:",
+        "",
+        f"    {_REGENERATE}",
+        "",
+        "Each record is one JSON value. PARTS: the cue parts, [index in CUES, pattern",
+        "source]; gate index = len(MASKS) + position. REQUIRED: per gate index (masks,",
+        "then cue parts) its requirements, rarest first, every match containing one key",
+        "of each: [[whole ASCII words, characters and character pairs], [ASCII",
+        "fragments]]. FRAMES: the same per frame of classifier._GATED_FRAMES.",
+        '"""',
+        "",
+        "# fmt: off",
+        "# ruff: noqa: E501",
+        f"FINGERPRINT = {data.fingerprint!r}",
+        "",
+        "PARTS: tuple[str, ...] = (",
+        *(record(part) for part in data.parts),
+        ")",
+        "",
+        "REQUIRED: tuple[str, ...] = (",
+        *(record(required) for required in data.required),
+        ")",
+        "",
+        "FRAMES: tuple[str, ...] = (",
+        *(record(required) for required in data.frames),
+        ")",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _gate_path() -> Path:
+    return Path(__file__).with_name("_classifier_gate.py")
+
+
+def _read_stored(records: Sequence[str]) -> tuple[_Stored, ...]:
+    loaded = json.loads("[" + ",".join(records) + "]")
+    return tuple(tuple((tuple(keys), tuple(fragments)) for keys, fragments in r) for r in loaded)
+
+
+def _load_gate_data() -> _GateData:
+    """The generated gate; derived afresh (slow, with a warning) when stale or missing."""
+    fingerprint = _rules_fingerprint()
+    try:
+        module: Any = importlib.import_module(_GATE_MODULE)
+        if fingerprint == module.FINGERPRINT:
+            parts = json.loads("[" + ",".join(module.PARTS) + "]")
+            return _GateData(
+                module.FINGERPRINT,
+                tuple((cue, source) for cue, source in parts),
+                _read_stored(module.REQUIRED),
+                _read_stored(module.FRAMES),
+            )
+    except (ImportError, AttributeError, ValueError, TypeError):
+        pass
+    _log.warning(
+        "classifier gate %s is missing or stale; deriving it now. Run: %s", _GATE_MODULE, _REGENERATE
+    )
+    return _derive_gate_data()
+
+
+_GATE_DATA: Final = _load_gate_data()
+
+
+def _frame_checks(
+    frames: Sequence[regex.Pattern[str]], stored: Sequence[_Stored]
+) -> dict[int, tuple[_Check, ...]]:
     """The gate's requirements of each extraction frame, by ``id``.
 
     Frames also search up to an ``endpos``, where a word can look cut short
     ("keep|ers" reads "keep"): their whole-word keys are tested as fragments.
     """
     checks: dict[int, tuple[_Check, ...]] = {}
-    for frame in frames:
-        required = deriver.gate_keys(frame.pattern) or ()
+    for frame, required in zip(frames, stored, strict=True):
         checks[id(frame)] = tuple(
             (
-                frozenset(value for kind, value in keys if kind in ("char", "pair")),
-                tuple(sorted(value for kind, value in keys if kind in ("word", "sub"))),
+                frozenset(k for k in keys if not _WORD_CHARS.issuperset(k)),
+                tuple(sorted({k for k in keys if _WORD_CHARS.issuperset(k)} | set(fragments))),
             )
-            for keys in required
+            for keys, fragments in required
         )
     return checks
 
 
-_FRAME_CHECKS: Final = _frame_checks(
-    (
-        *rules.PREFER_FORWARD,
-        *rules.PREFER_BACKWARD,
-        rules.CONTRAST_AFTER,
-        rules.AVOID_FORWARD,
-        rules.AVOID_BACKWARD,
-        *rules.CORRECTION_FRAMES,
-        rules.VALUE_BEFORE_NOT,
-        rules.COPULA,
-        rules.YOU_CLAUSE,
-        rules.CONNECTIVE,
-        rules.CN_MODAL,
-        rules.EN_MODAL,
-        rules.TRAILING_SOFTENER,
-    ),
-    _deriver,
+_FRAME_CHECKS: Final = _frame_checks(_GATED_FRAMES, _GATE_DATA.frames)
+_CUE_PARTS: Final = tuple(
+    _CuePart(cue, source, rules.CUES[cue].flags, None) for cue, source in _GATE_DATA.parts
 )
 # One gate for masks and cue parts, which read the same keys: masks first.
 _FIRST_PART: Final = len(rules.MASKS)
-_GATE: Final = _Gate.build(
-    [_deriver.gate_keys(mask.pattern.pattern) for mask in rules.MASKS] + [p.required for p in _CUE_PARTS]
-)
-del _deriver
-# The cue loop's lookups, indexed like the gate. A part that is a whole cue
-# uses the cue's pattern; the others are compiled when first needed (most
-# rarely run, and compiling all would double the import time).
+_GATE: Final = _Gate.from_stored(_GATE_DATA.required)
+# The cue loop's lookups, indexed like the gate. Patterns are compiled when
+# first needed (a message runs a handful of them; compiling all would cost
+# about 0.2 s at import).
 _PART_CUE: Final = (-1,) * _FIRST_PART + tuple(part.cue for part in _CUE_PARTS)
-
-
-def _first_searches() -> list[_Search | None]:
-    searches: list[_Search | None] = [None] * _FIRST_PART
-    for part in _CUE_PARTS:
-        whole = rules.CUES[part.cue].pattern
-        searches.append(whole.search if part.source == whole.pattern else None)
-    return searches
-
-
-_PART_SEARCH: Final = _first_searches()
+_PART_SEARCH: list[_Search | None] = [None] * len(_PART_CUE)
 
 
 def _part_search(index: int) -> _Search:
     """The search of cue part ``index`` (a gate index), compiling it on first use."""
     search = _PART_SEARCH[index]
     if search is None:
-        part = _CUE_PARTS[index - _FIRST_PART]
-        search = _PART_SEARCH[index] = regex.compile(part.source, part.flags).search
+        if index < _FIRST_PART:
+            search = rules.MASKS[index].pattern.search
+        else:
+            part = _CUE_PARTS[index - _FIRST_PART]
+            cue = rules.CUES[part.cue]
+            # A part that is the whole cue shares the cue's compiled pattern.
+            whole = part.source == cue.source
+            search = (cue.pattern if whole else regex.compile(part.source, part.flags)).search
+        _PART_SEARCH[index] = search
     return search
 
 
@@ -1275,3 +1468,33 @@ def classify_feedback(text: object) -> ClassifiedFeedback:
         constraint=constraint,
         text=trimmed,
     )
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
+    """``--write-gate``: regenerate ``_classifier_gate.py``; ``--check-gate``: fail if stale."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m memos_feedback.classifier")
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--write-gate", action="store_true", help="regenerate the gate module")
+    group.add_argument("--check-gate", action="store_true", help="exit 1 if the gate module is stale")
+    args = parser.parse_args(argv)
+    text = _render_gate_module(_derive_gate_data())
+    path = _gate_path()
+    current = path.read_text(encoding="utf-8") if path.exists() else None
+    if args.check_gate:
+        if current != text:
+            print(f"{path} is stale; regenerate with: {_REGENERATE}")
+            return 1
+        print(f"{path} is up to date")
+        return 0
+    if current != text:
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path}")
+    else:
+        print(f"{path} unchanged")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

@@ -632,3 +632,41 @@ def test_frame_checks_allow_for_a_word_cut_short() -> None:
     text = "ok, fine thoughts"
     assert rules.TRAILING_SOFTENER.search(text, 0, len("ok, fine though"))  # "though" + endpos
     assert clf._View.build(text, text, clf._keys_of(text)).may_match(rules.TRAILING_SOFTENER)
+
+
+# ---------------------------------------------------------------------------
+# The generated gate module must match the rules
+# ---------------------------------------------------------------------------
+def test_generated_gate_module_is_up_to_date() -> None:
+    # The gate is derived from the rules' sources ahead of time (import would
+    # otherwise pay ~0.5 s). A rule edited without regenerating fails here.
+    path = clf._gate_path()
+    expected = clf._render_gate_module(clf._derive_gate_data())
+    committed = path.read_text(encoding="utf-8") if path.exists() else ""
+    assert committed == expected, f"{path.name} is stale: regenerate it with `{clf._REGENERATE}`"
+
+
+def test_import_uses_the_generated_gate() -> None:
+    from memos_feedback import _classifier_gate as gate
+
+    assert clf._rules_fingerprint() == gate.FINGERPRINT, f"stale gate: run `{clf._REGENERATE}`"
+    assert clf._derive_gate_data() == clf._GATE_DATA
+
+
+def test_a_stale_gate_is_derived_at_import(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(clf, "_rules_fingerprint", lambda: "edited rules")
+    with caplog.at_level(logging.WARNING, logger="memos_feedback.classifier"):
+        data = clf._load_gate_data()
+    assert "--write-gate" in caplog.text
+    assert data.parts == clf._GATE_DATA.parts and data.required == clf._GATE_DATA.required
+
+
+def test_cue_parts_split_word_groups() -> None:
+    assert clf._distributed(r"\b(?:a|b\s{1,3}(?:c|d))\b") == [r"\b(?:a)\b", r"\b(?:b\s{1,3}(?:c|d))\b"]
+    assert clf._distributed(r"(?:a|b)") == ["(?:a)", "(?:b)"]
+    # Anything else around the group stays whole.
+    assert clf._distributed(r"\b(?:a|b)\s") == [r"\b(?:a|b)\s"]
+    assert clf._distributed(r"\b(?:a|b)(?:c|d)\b") == [r"\b(?:a|b)(?:c|d)\b"]
+    assert clf._distributed(r"x(?:a|b)") == [r"x(?:a|b)"]
