@@ -21,6 +21,7 @@ from contextlib import AbstractContextManager
 
 from benchmarks.hot_path import machine
 from memos_feedback.config import FeedbackConfig
+from memos_feedback.events import FeedbackBus
 from memos_feedback.queue import RepairQueue
 from memos_feedback.repair import RepairDeps, RepairInput, run_repair
 from memos_feedback.store import Store, ToolCall, open_store
@@ -74,7 +75,11 @@ def bench_run_repair(n: int, url: str | None) -> tuple[float, float]:
 
 
 def bench_subscriber_drain(n: int, url: str | None) -> float:
-    """Repairs per second through the durable queue (enqueue all, then drain)."""
+    """Repairs per second through the durable queue (enqueue all, then drain).
+
+    Completion is seen through the event bus (one terminal event per job),
+    not by polling the database, which would compete with the worker.
+    """
     store, tmp = fresh_store(url)
     with tmp:
         queue = RepairQueue(store, CONFIG)
@@ -86,10 +91,14 @@ def bench_subscriber_drain(n: int, url: str | None) -> float:
                 for i in range(n)
             ]
         )
+        bus = FeedbackBus()
+        finished = threading.Semaphore(0)
+        bus.on("repair.persisted", lambda _e: finished.release())
+        bus.on("repair.skipped", lambda _e: finished.release())
         t0 = time.perf_counter()
-        with attach_feedback_subscriber(store, config=CONFIG, poll_interval=0.01) as sub:
-            while queue.stats()["done"] < n:
-                time.sleep(0.02)  # a light poll: the worker is what is measured
+        with attach_feedback_subscriber(store, bus=bus, config=CONFIG, poll_interval=0.01) as sub:
+            for _ in range(n):
+                assert finished.acquire(timeout=60), "the queue stalled"
             elapsed = time.perf_counter() - t0
             assert sub.metrics()["dead"] == 0
         assert len(store.repairs.list(limit=n)) == n
