@@ -179,7 +179,7 @@ CLAUSE_BREAK: Final = compile_pattern(r"[，。；;！!？?\n、…]|[,.:](?=\s|
 # Right after a preferred tool: the word that introduces the one to avoid.
 CONTRAST_AFTER: Final = compile_pattern(
     r"\s{0,3}[,，]?\s{0,3}(?:instead\s{1,3}of(?:\s{1,3}using)?|rather\s{1,3}than(?:\s{1,3}using)?|over|and\s{1,3}not|"
-    r"but\s{1,3}not|not(?:\s{1,3}using|\s{1,3}with)?|>{1,2}|而不是(?:用)?|而非|不是|代替|替代|取代)\s{0,3}"
+    r"but\s{1,3}not|not(?:\s{1,3}using|\s{1,3}with)?|>{1,2}|而不是(?:用)?|而非|不是|代替|替代|取代|比(?!较))\s{0,3}"
 )
 
 # ---------------------------------------------------------------------------
@@ -334,7 +334,21 @@ MASKS: Final[tuple[Mask, ...]] = (
         "negative",
         1.2,
         r"\b(?:not|isn't|wasn't|ain't)\s{1,3}(?:right|correct|good|great|helpful|useful|it|ok|okay|"
-        r"what\s{1,3}i\s{1,3}(?:asked|wanted|meant|need|needed|said))\b",
+        r"(?:(?:quite|really|exactly|at\s{1,3}all)\s{1,3})?what\s{1,3}i\s{1,3}(?:asked|wanted|meant|need|needed|said|"
+        r"was\s{1,3}after|was\s{1,3}looking\s{1,3}for|had\s{1,3}in\s{1,3}mind|expected|was\s{1,3}expecting))\b",
+    ),
+    # "thanks for nothing": sarcasm, not thanks.
+    _mask(
+        "thanks-for-nothing", "negative", 1.2, r"\bthanks?\s{1,3}(?:a\s{1,3}lot\s{1,3})?for\s{1,3}nothing\b"
+    ),
+    # "help me understand why you reverted it": a question about the agent's step, whatever
+    # the words inside it would say on their own.
+    _mask(
+        "understand-why",
+        "confusion",
+        1.5,
+        r"\b(?:help\s{1,3}me\s{1,3}understand|i'd\s{1,3}like\s{1,3}to\s{1,3}understand|i\s{1,3}want\s{1,3}to\s{1,3}understand|"
+        r"(?:can|could)\s{1,3}you\s{1,3}explain)\s{1,3}(?:why|how|what)\b[^,.;!?\n]{0,80}",
     ),
     # "I don't think this is correct", "can't be right", "that's not how the API works":
     # the approval word is doubted.
@@ -352,7 +366,8 @@ MASKS: Final[tuple[Mask, ...]] = (
         "cn-not-working",
         "negative",
         1.3,
-        r"还是\s{0,2}(?:不|没|一样|老样子|报|失败|有问题|连不上|打不开|崩|挂|error|fail|crash)"
+        r"还是\s{0,2}(?:不|没|一样|老样子|报|失败|有问题|连不上|打不开|崩|挂|超时|卡住|空白|error|fail|crash|timeout|"
+        r"timed\s{1,3}out|times\s{1,3}out|broken|hangs?|empty|blank)"
         # "还是这个错", "还是 404", "照样报错", "仍然失败": the same failure again.
         r"|(?:还是|仍然|依然|依旧|照样|照旧|仲系)\s{0,2}(?:这个|那个|同样的|一样的|同一个)?\s{0,2}(?:错|问题|报错|error|bug|[45]\d\d\b)"
         r"|(?:仍然|依然|依旧|照样|照旧)\s{0,2}(?:不|没|报|失败|出错|挂|崩)"
@@ -381,7 +396,8 @@ _INSTRUCTION_VERBS = (
     r"apply|append|insert|replace|split|join|extract|parse|scan|scrape|crawl|train|evaluate|measure|draft|cc|"
     r"dig|spin\s{1,3}up|squash|assign|provision|forward|file|submit|approve|label|pin|rotate|renew|scale|"
     r"backfill|seed|enable|disable|turn\s{1,3}(?:on|off)|kick\s{1,3}off|trigger|populate|fill\s{1,3}in|sync|"
-    r"reserve|look\s{1,3}up|proofread|edit|polish|outline|sketch|implement|put|transcribe|unsubscribe)"
+    r"reserve|look\s{1,3}up|proofread|edit|polish|outline|sketch|implement|put|transcribe|unsubscribe|figure\s{1,3}out|"
+    r"find\s{1,3}out|work\s{1,3}out|turn\s{1,3}(?:this|it|that|these|them|those|the|my|our)(?:\s{1,3}\w{1,20})?\s{1,3}into)"
 )
 _CN_INSTRUCTION_VERBS = (
     r"(?:跑|运行|部署|发布|提交|推送|合并|检查|查|看|找|搜|统计|生成|写|画|做|建|创建|删除|删|修|安装|下载|"
@@ -395,6 +411,49 @@ _NEW_TASK = (
 _CN_USE_BLOCK = r"(?<![没有不可能费作应调引备通专常信使试采享所我他她们在还再就好别])"
 # After 用: not a tool. "可以直接用了" approves; "要用英文" asks for a language, a requirement.
 _CN_NOT_TOOL = r"(?:了|啦|吧|的|英文|中文|英语|汉语|日文|日语|繁体|简体|粤语|白话|口语|书面语|心)"
+
+# A copula within the next three words: a cheap test before the long list of attributes.
+_COPULA_SOON = (
+    r"(?=(?:[\w'-]{1,20}\s{1,3}){0,2}[\w-]{1,20}(?:'s|\s{1,3}(?:is|are|was|were|starts|begins|ends|opens|closes|expires|"
+    r"falls))\s)"
+)
+
+
+# A named attribute and its copula ("the namespace is …", "deadline's …").
+def _by_first_letter(words: str) -> str:
+    """An alternation of ``words`` grouped by first letter.
+
+    The ``regex`` module tries the alternatives of a group one by one at every
+    position; grouped, a position only tries the words that start with its letter
+    (about three times faster for a list of ~140 words). Same matches.
+    """
+    groups: dict[str, list[str]] = {}
+    for word in words.split():
+        groups.setdefault(word[0], []).append(word[1:])
+    return "(?:" + "|".join(f"{first}(?:{'|'.join(rest)})" for first, rest in groups.items()) + ")"
+
+
+_ATTRIBUTES = (
+    "number name date time port address email id version total price amount code url path region zone "
+    "timezone room phone extension deadline value rate limit size count tag branch key host hostname "
+    "domain username title city currency year day month figure sum balance budget score length capacity "
+    "default spelling filename folder directory table column field endpoint release model sku owner "
+    "author recipient venue location meeting call flight appointment event interview standup demo launch "
+    "party dinner lunch train class session webinar sync office hotel store shop server database bucket "
+    "cluster namespace project repo repository service queue topic channel schema account org tenant "
+    "environment env cutoff instance image container pod node ticket sha hash quote unit format encoding "
+    "password login bill invoice order booking reservation gate terminal platform seat floor building "
+    "street zip postcode fee cost charge rent salary fare tax tip deposit discount"
+)
+
+_ATTRIBUTE_IS = (
+    _by_first_letter(_ATTRIBUTES) + r"s?"
+    r"(?:\s{1,3}(?:is|are|was|were|starts|begins|ends|opens|closes|expires|falls)|'s)\s{1,3}(?!not\b|wrong\b|missing\b|"
+    r"still\b|broken\b|empty\b|blank\b|gone\b|fine\b|ok\b|okay\b|correct\b|right\b|good\b|great\b|perfect\b|off\b|too\b|"
+    # "my standup is in 5 min": when, not which.
+    r"in\s{1,3}(?:\d{1,3}|a|an|a\s{1,3}few|two|five|ten)\s{1,3}(?:min|mins|minutes?|hours?|hrs?|days?|weeks?|secs?|"
+    r"seconds?)\b)"
+)
 
 CUES: Final[tuple[Cue, ...]] = (
     # ===== positive ============================================================
@@ -435,7 +494,14 @@ CUES: Final[tuple[Cue, ...]] = (
         r"chef's\s{1,3}kiss|you\s{1,3}were\s{1,3}right|that\s{1,3}was\s{1,3}it(?!\s{0,3}\?)|that\s{1,3}did\s{1,3}it|"
         r"just\s{1,3}right|reads\s{1,3}(?:great|well|nicely)|can't\s{1,3}argue|happy\s{1,3}with\s{1,3}(?:it|this|that|the)|"
         r"saved\s{1,3}(?:me|us|my|our)|clever|smart|appreciate\s{1,3}(?:the|this|that|your)|love\s{1,3}(?:how|the|that)|"
-        r"you're\s{1,3}(?:a\s{1,3}star|the\s{1,3}best|a\s{1,3}legend)|you\s{1,3}rock)\b",
+        r"you're\s{1,3}(?:a\s{1,3}star|the\s{1,3}best|a\s{1,3}legend)|you\s{1,3}rock|"
+        # "heck yes", "10/10 would ask again", "much tidier than what I had".
+        r"(?:heck|hell|oh\s{1,3}hell|fuck)\s{1,3}(?:yes|yeah|yep)|10\s{0,2}/\s{0,2}10|would\s{1,3}(?:ask|use|recommend|hire|do\s{1,3}it)"
+        r"\s{1,3}again|(?:much|way|a\s{1,3}lot|so\s{1,3}much|far)\s{1,3}(?:tidier|neater|snappier|smoother|tighter|crisper|sharper|"
+        r"leaner|saner|friendlier|more\s{1,3}(?:readable|elegant|natural|polished))|"
+        # "the dashboard loads in under a second now": a speed-up reported as the result.
+        r"(?:loads|runs|builds|finishes|completes|renders|starts|responds|takes)\s{1,3}(?:in\s{1,3})?(?:under|less\s{1,3}than|"
+        r"only|just|about)\s{1,3}(?:a|one|\d{1,4})\s{0,3}(?:ms|millis\w{0,8}|s|secs?|seconds?|mins?|minutes?)\s{0,3}now)\b",
     ),
     _cue(
         "it-works",
@@ -520,7 +586,7 @@ CUES: Final[tuple[Cue, ...]] = (
         # The answer's content is off: "got it backwards", "sounds nothing like me", "misses what I asked".
         r"backwards|back\s{1,3}to\s{1,3}front|(?:sounds|looks|reads|feels|is)\s{1,3}nothing\s{1,3}like|"
         r"miss(?:es|ed)?\s{1,3}(?:the\s{1,3}point|the\s{1,3}mark|what)|off\s{1,3}the\s{1,3}mark|nowhere\s{1,3}near|"
-        r"(?:doesn't|don't|does\s{1,3}not|do\s{1,3}not)\s{1,3}add\s{1,3}up|bogus|inaccurate|gibberish|pointless|"
+        r"(?:doesn't|don't|does\s{1,3}not|do\s{1,3}not|dont|doesnt)\s{1,3}add\s{1,3}up|bogus|inaccurate|gibberish|pointless|"
         r"sucks|horrible|dreadful|unreadable|a\s{1,3}mess|i\s{1,3}(?:hate|dislike|don't\s{1,3}like)\s{1,3}(?:it|this|that))\b",
     ),
     # A message that is nothing but "no" ("no. just no.", "lol no", "nope nope").
@@ -560,7 +626,8 @@ CUES: Final[tuple[Cue, ...]] = (
         r"(?:for|on|every|again|now|when|with|after|right|immediately|at)\b"
         r"|\b(?:fail\w{0,3}|crash\w{0,3}|error\w{0,3}|broke\w{0,2}|red)\s{1,3}again\b"
         r"|\bnothing\s{1,3}(?:happens|happened|loads|loaded|works|worked|shows|showed|renders|rendered|appears|"
-        r"appeared|runs|ran)\b"
+        r"appeared|runs|ran|compiles|compiled|builds|built|passes|passed|starts|started|opens|opened|prints|printed|"
+        r"matches|matched|comes\s{1,3}up|came\s{1,3}up|shows\s{1,3}up|showed\s{1,3}up)\b"
         r"|\b(?:i\s{1,3}(?:get|got|see|am\s{1,3}getting|keep\s{1,3}getting)|i'm\s{1,3}getting|now\s{1,3}getting)"
         r"\s{1,3}(?:a\s{1,3}|an\s{1,3})?(?:\d{3}|error|exception|traceback|segfault|panic|timeout|blank|nothing)",
     ),
@@ -634,7 +701,26 @@ CUES: Final[tuple[Cue, ...]] = (
         1.0,
         r"\b(?:returning|returns|returned|gives|giving|outputs|outputting|prints|printing)\s{1,3}(?:me\s{1,3})?(?:an?\s{1,3})?"
         r"(?:empty|blank|nothing|null|none|nan|zeros?|garbage|gibberish|undefined)\b"
-        r"|\b(?:gives|gave|returns|returned|throws|threw|hits|got)\s{1,3}(?:me\s{1,3})?(?:an?\s{1,3})?[45]\d\d\b",
+        r"|\b(?:gives|gave|returns|returned|throws|threw|hits|got)\s{1,3}(?:me\s{1,3})?(?:an?\s{1,3})?[45]\d\d\b"
+        # "the settings page renders blank now".
+        r"|\b(?:renders|rendering|rendered|shows|showing|loads|loading|comes\s{1,3}up|came\s{1,3}up|displays|opens|prints)"
+        r"\s{1,3}(?:up\s{1,3})?(?:completely\s{1,3}|totally\s{1,3}|all\s{1,3})?(?:blank|empty|white|black)\b(?!\s{1,3}(?:rows?|lines?|cells?|values?))",
+    ),
+    # "I asked for a summary and you gave me the whole thread": what came back is not what
+    # was asked for (a rejection, not a fix of one detail).
+    _cue(
+        "asked-got",
+        "negative",
+        1.2,
+        r"\bi\s{1,3}(?:asked\s{1,3}(?:you\s{1,3})?(?:for|to)|wanted|needed|expected)\b[^.;!?\n]{1,60}?(?:\band|\bbut|,|—)\s{1,3}(?:then\s{1,3})?"
+        r"(?:you|i\s{1,3}got|got)\s{1,3}(?:gave|give|sent|returned|wrote|made|did|produced|just|me|back|a|an|the)\b",
+    ),
+    _cue(
+        "asked-got-correction",
+        "correction",
+        -0.6,
+        r"\bi\s{1,3}(?:asked\s{1,3}(?:you\s{1,3})?(?:for|to)|wanted|needed|expected)\b[^.;!?\n]{1,60}?(?:\band|\bbut|,|—)\s{1,3}(?:then\s{1,3})?"
+        r"(?:you|i\s{1,3}got|got)\s{1,3}(?:gave|give|sent|returned|wrote|made|did|produced|just|me|back|a|an|the)\b",
     ),
     _cue("annoyed-emoji", "negative", 0.6, r"🙄|🙃|😒|😤|😡|🤦|😩|😞|👎|😑"),
     # "thanks for force-pushing over my branch 🙃": with an annoyed emoji, sarcasm.
@@ -667,7 +753,8 @@ CUES: Final[tuple[Cue, ...]] = (
         r"(?:写|做|改|弄|说|搞)得(?:太|有点|不太|过于)|一点(?:用|效果|作用|变化)?都没|都没用"
         # Internet slang, Taiwan and Cantonese rejections ("有夠爛", "唔得", "唔啱").
         r"|无语|拉胯|拉垮|翻车|寄了|垃圾|辣鸡|什么鬼|啥玩意|扯淡|白搭|换汤不换药|(?:太|好|很|真|有够)烂|烂透|唔得|唔啱|唔work|冇用"
-        r"|怪怪的|写的(?:啥|什么)|(?:不能用|没法用|用不了|不好用)(?=\s{0,2}(?:了|啊|呀|的|[，。！？,.!?~～]|$))",
+        r"|怪怪的|写的(?:啥|什么)|比\s{0,2}(?:刚才|之前|原来|上次|以前|上一版|旧版|老版)(?:的)?\s{0,2}(?:还|更)\s{0,2}(?:糟|差|烂|慢|乱|卡|丑|难看|难用|"
+        r"复杂|啰嗦|ugly|bad|slow|messy|worse|buggy|laggy|confusing)|(?:不能用|没法用|用不了|不好用)(?=\s{0,2}(?:了|啊|呀|的|[，。！？,.!?~～]|$))",
     ),
     _cue(
         "cn-failing",
@@ -731,7 +818,7 @@ CUES: Final[tuple[Cue, ...]] = (
         0.6,
         r"\byou(?:'ve)?\s{1,3}(?:swapped|flipped|mixed\s{1,3}up|misspelled|misspelt|misread|miscounted|miscalculated|"
         r"mistyped|typed|wrote|put|used|booked|set|forgot|double[- ]counted|counted|missed|left\s{1,3}out|"
-        r"confused|switched|transposed|added|subtracted|rounded|got|listed|entered|picked|gave|said|have|spelled|spelt|"
+        r"confused|switched|transposed|added|subtracted|assumed|guessed|thought|figured|rounded|got|listed|entered|picked|gave|said|have|spelled|spelt|"
         r"tagged|edited|named|called|labeled|labelled|titled|dated|quoted|cited|scheduled|sent|linked|pointed|copied|"
         r"referenced|updated|attached|uploaded|assigned|addressed|invited|charged|billed|translated|converted)\b",
     ),
@@ -748,7 +835,7 @@ CUES: Final[tuple[Cue, ...]] = (
         "copula-value",
         "correction",
         0.6,
-        r"(?:\b(?:is|are|was|were)|'s)\s{1,3}(?:in\s{1,3}|at\s{1,3}|on\s{1,3}|the\s{1,3})?(?:[$¥€£~/]?\d|[A-Z][\w.+-]{0,30}|~/|/[a-z])"
+        r"(?:\b(?:is|are|was|were)|'s)\s{1,3}(?:in\s{1,3}|at\s{1,3}|on\s{1,3}|the\s{1,3})?(?:[$¥€£~/]?\d|[A-Z][\w.+-]{0,30}|~/|/[a-z]|`)"
         r"|(?:\b(?:is|are|was|were)|'s)\s{1,3}(?:in\s{1,3}|at\s{1,3}|on\s{1,3})?[a-z][\w]{0,20}[-_.:@/][\w.:/@-]{1,40}"
         r"|\b(?:lives|located|stored|is)\s{1,3}(?:in|at|under)\s{1,3}(?:[~./]|[\w.-]{1,30}/)",
         keep_case=True,
@@ -759,15 +846,18 @@ CUES: Final[tuple[Cue, ...]] = (
         "attribute-is",
         "correction",
         0.6,
-        r"\b(?:the|her|his|my|our|their|its|your)\s{1,3}(?:[\w'-]{1,20}\s{1,3}){0,2}"
-        r"(?:number|name|date|time|port|address|email|id|version|total|price|amount|code|url|path|region|zone|timezone|"
-        r"room|phone|extension|deadline|value|rate|limit|size|count|tag|branch|key|host|hostname|domain|username|title|"
-        r"city|currency|year|day|month|figure|sum|balance|budget|score|length|capacity|default|spelling|filename|"
-        r"folder|directory|table|column|field|endpoint|release|model|sku|owner|author|recipient|venue|location|"
-        r"meeting|call|flight|appointment|event|interview|standup|demo|launch|party|dinner|lunch|train|class|session|"
-        r"webinar|sync|office|hotel|store|shop|server|database|bucket|cluster)s?"
-        r"\s{1,3}(?:is|are|was|were|starts|begins|ends|opens|closes|expires|falls)\s{1,3}(?!not\b|wrong\b|missing\b|still\b|broken\b|"
-        r"empty\b|blank\b|gone\b|fine\b|ok\b|okay\b|correct\b|right\b|good\b|great\b|perfect\b|off\b|too\b)",
+        r"\b(?:the|her|his|my|our|their|its|your)\s{1,3}"
+        + _COPULA_SOON
+        + r"(?:[\w'-]{1,20}\s{1,3}){0,2}"
+        + _ATTRIBUTE_IS,
+    ),
+    # "deadline's June 14th", "cutoff date is 2023-12-31": the same at the start, no determiner.
+    # A cue of its own so that the anchored part fails at once away from the start.
+    _cue(
+        "attribute-is-start",
+        "correction",
+        0.6,
+        r"^\W{0,3}(?:[\w-]{1,20}\s{1,3})?" + _ATTRIBUTE_IS,
     ),
     # "it was released in 2019", "the API key goes in the header, not the query string".
     _cue(
@@ -776,6 +866,8 @@ CUES: Final[tuple[Cue, ...]] = (
         1.0,
         r"\b(?:it|that|this|he|she|they)\s{1,3}(?:was|were)\s{1,3}(?:released|founded|born|built|published|written|launched|"
         r"created|introduced|signed|invented|discovered|established)\s{1,3}(?:in|on)\s{1,3}\d"
+        r"|\b(?:came\s{1,3}out|first\s{1,3}(?:appeared|shipped)|(?:was|were)\s{1,3}(?:released|published|founded|launched|introduced|"
+        r"written|born|signed))\s{1,3}(?:in|on)\s{1,3}\d"
         r"|\b(?:goes|go|belongs?|lives|sits|runs|starts|ends|comes|happens|points|maps|connects)\s{1,3}(?:in|on|at|to|under|into|"
         r"from|before|after|with)\s{1,3}[^,，\n]{1,40}[,，]\s{0,3}not\s{1,3}\w",
     ),
@@ -804,12 +896,39 @@ CUES: Final[tuple[Cue, ...]] = (
         r"branch|email|address|url|link|room|figure|price|count|timezone|time\s{1,3}zone|unit|column|table|key|"
         r"sum|spelling|city|country|person|recipient|account|currency|format|directory|folder)\b",
     ),
+    # Plain value statements: "postgres is on port 6432", "prod runs Python 3.11",
+    # "2 + 2 * 3 is 8", "it's Tuesday, the standup moved".
+    _cue(
+        "port-value",
+        "correction",
+        1.0,
+        r"\b(?:is|'s|are|runs|listens|lives|sits)\s{1,3}(?:on|at)\s{1,3}(?:port\s{1,3}|:)\d{2,5}\b",
+    ),
+    _cue(
+        "version-value",
+        "correction",
+        0.6,
+        r"\b(?:runs|is\s{1,3}on|are\s{1,3}on|targets|ships\s{1,3}with)\s{1,3}(?:[A-Za-z][\w+-]{0,20}\s{1,3})?v?\d{1,3}\.\d{1,3}",
+    ),
+    _cue(
+        "arithmetic-value",
+        "correction",
+        1.0,
+        r"\d\s{0,2}[-+*/×x]\s{0,2}\d[\d\s+*/×().-]{0,20}?\s{0,2}(?:=|\bis\b|\bequals\b|\bmakes\b|\bgives\b)\s{0,3}-?\d",
+    ),
+    _cue(
+        "change-notice",
+        "correction",
+        0.6,
+        r"\b(?:we|they|it|the\s{1,3}\w{1,20}|has\s{1,3}been|have\s{1,3}been|was|were|got)\s{1,3}(?:renamed|moved|rescheduled|"
+        r"pushed\s{1,3}back|bumped|retired|relocated|rebranded)\b",
+    ),
     _cue(
         "named-value",
         "correction",
         1.0,
         r"\b(?:is|are|was|'s)\s{1,3}(?:actually\s{1,3})?(?:spelled|spelt|called|named|pronounced|located\s{1,3}in)\s"
-        r"|\bi\s{1,3}meant\b|\bi\s{1,3}said\s{1,3}\S{1,30}\s{0,3}[,]?\s{0,3}not\b",
+        r"|(?<!\bam\s{1,3})\bi\s{1,3}meant\b|\bi\s{1,3}said\s{1,3}\S{1,30}\s{0,3}[,]?\s{0,3}not\b",
     ),
     _cue(
         "fix-marker",
@@ -821,14 +940,16 @@ CUES: Final[tuple[Cue, ...]] = (
         "rejection-then-value",
         "correction",
         0.6,
-        r"^\W{0,3}(?:no|nope|nah|wrong|not\s{1,3}quite)\b[\s,!.]{1,6}(?:no\W{1,3})?"
+        r"^\W{0,3}(?:no|nope|nah|wrong|not\s{1,3}quite)\b(?!\s{1,3}(?:more|less|fewer|longer|later|earlier|bigger|larger|smaller)\b)"
+        r"[\s,!.]{1,6}(?:no\W{1,3})?"
         r"(?!.{0,60}\b(?:still|again|same|errors?|fail\w{0,4}|crash\w{0,4})\b)[^\d\n]{0,40}\d",
     ),
     _cue(
         "rejection-start",
         "correction",
         0.5,
-        r"^\W{0,3}(?:no|nope|nah|wrong|incorrect|not\s{1,3}quite|close|almost)\b",
+        r"^\W{0,3}(?:no|nope|nah|wrong|incorrect|not\s{1,3}quite|close|almost)\b"
+        r"(?!\s{1,3}(?:more|less|fewer|longer|later|earlier|bigger|larger|smaller)\b)",
     ),
     _cue(
         "cn-should-be",
@@ -848,7 +969,17 @@ CUES: Final[tuple[Cue, ...]] = (
         "cn-value-contrast",
         "correction",
         1.2,
-        r"(?:是|叫|为|在)\s{0,2}[^，,。不]{1,24}[，,]?\s{0,2}(?:不是|而不是|不在|不叫|not\b)",
+        r"(?:是|叫|为|在|姓)\s{0,2}[^，,。不]{1,24}[，,]?\s{0,2}(?:不是|而不是|不在|不叫|不姓|not\b)",
+    ),
+    # "端口是 9200", "截止日期是 6 月 30 日": a named attribute stated as a value.
+    _cue(
+        "cn-attribute-is",
+        "correction",
+        0.6,
+        r"(?:端口|日期|时间|金额|地址|邮箱|电话|手机号|版本|密码|价格|总价|总数|总额|数量|期限|编号|房间|会议室|航班|车次)(?:号)?"
+        r"\s{0,2}(?:是|为|改成|改为|改到|应为)\s{0,2}(?:[$¥€£~/]?\d|[A-Za-z]|周|星期|下午|上午|晚上|早上)"
+        # "deadline 是 8 月 3 号", "她的 email 是 …".
+        r"|\b(?:deadline|email|port|url|id|ip)\s{0,2}(?:是|为)\s{0,2}(?:[$¥€£~/]?\d|[A-Za-z]|周|星期|下午|上午|晚上|早上)",
     ),
     _cue(
         "cn-wrote-wrong",
@@ -914,7 +1045,7 @@ CUES: Final[tuple[Cue, ...]] = (
         "keep-limit",
         "constraint",
         1.0,
-        r"\bkeep\s{1,3}(?:it|them|the|everything|all|each|every|this|that|things?|my|our|its|their)\b"
+        r"\bkeep\s{1,3}(?:it|them|the|everything|all|each|every|this|that|things?|my|our|its|their)\b(?!\s{1,3}(?:using|with)\b)"
         r"|\bonly\s{1,3}(?:touch|change|modify|edit|use|include|keep|show|return|process|handle|run|update|"
         r"the|for|in|on|files?|when|if|count|list|consider|look|apply|affect)\b|^\W{0,3}only\b"
         r"|\b(?:but|and)\s{1,3}(?:just|only)\b|\bno\s{1,3}[^,.;!?\n]{1,40}?\s(?:though|please|pls|either)\b"
@@ -995,7 +1126,8 @@ CUES: Final[tuple[Cue, ...]] = (
         "cn-only-limit",
         "constraint",
         1.0,
-        r"只(?:改|动|处理|保留|要|看|查|算|统计|包括|包含|发|在|针对|需要|修改|影响)|控制在|以内|之内|不超过|不要超过|"
+        r"只(?:改|动|处理|保留|要|看|查|算|统计|包括|包含|发|在|针对|需要|修改|影响|寄|给|回复|抄送|通知|显示|输出|导出|列出|"
+        r"选|取|读|跑|测|部署|推|翻译|约|订|排|留|用于)|控制在|以内|之内|不超过|不要超过|"
         r"最多|至少|限制在|限定在",
     ),
     _cue(
@@ -1012,6 +1144,65 @@ CUES: Final[tuple[Cue, ...]] = (
         r"避开|避免|排除|保留|保持|沿用|除了|除外|不包括|尽量|兼容|支持(?!一下)",
     ),
     _cue("cn-ack-but", "constraint", 0.4, r"(?:但是|不过|可是|但)"),
+    # Scope limits stated without a modal: "subject line under 60 chars", "only between 9 and 5",
+    # "with no external dependencies", "exclude weekends", "preserve the original timestamps".
+    _cue(
+        "unit-limit",
+        "constraint",
+        1.0,
+        r"\b(?:under|below|at\s{1,3}most|no\s{1,3}more\s{1,3}than|less\s{1,3}than|fewer\s{1,3}than|max(?:imum)?|up\s{1,3}to|"
+        r"within|at\s{1,3}least|min(?:imum)?)\s{1,3}(?:\d{1,6}|one|two|three|four|five|six|seven|eight|nine|ten|twenty|fifty)"
+        r"\s{0,3}(?:chars?|characters|words|lines|pages|slides|bullets?|bullet\s{1,3}points|items|sentences|paragraphs|emojis?|"
+        r"meetings?|calls?|mb|kb|gb|ms|seconds|secs?|minutes|mins?|hours?|rows|columns|files|requests|retries|tokens|"
+        r"points|steps|colou?rs|fonts|dependencies|deps|queries|attendees|people|options|examples)\b(?!\s{0,3}now\b)",
+    ),
+    _cue(
+        "scope-only",
+        "constraint",
+        1.0,
+        r"(?:^|[,;:—–]\s{0,3}|\s[—–-]\s{1,3})\W{0,2}only\s{1,3}(?!if\s{1,3}you\s{1,3}want|because|just|when\s{1,3}i)[\w$€£¥]"
+        r"|\bonly\s{1,3}(?:between|after|before|within|during|from|weekdays?|business\s{1,3}hours|internal|send|email|cc|"
+        r"reply|ship|deploy|push|commit|merge|delete|remove|mention|quote|cite|pick|book|schedule|invite|post|notify)\b"
+        r"|\bwith\s{1,3}(?:no|zero)\s{1,3}(?:external|extra|new|additional|third[- ]party|dependencies|deps|"
+        r"changes|downtime|breaking|network|internet|emojis?|jargon|markdown|bullets?|ads|tracking|cookies|side\s{1,3}effects|"
+        r"globals?)\b"
+        r"|(?<![/\w])(?:exclude|omit)\s{1,3}(?!(?:it|this|that|them)\b)[\w$€£¥]"
+        r"|\b(?:preserve|retain)\s{1,3}(?:the|all|any|existing|original|my|our|its|their|every|each|whitespace|formatting|"
+        r"order|indentation|comments|timestamps|case|line|history|metadata|permissions)\b",
+    ),
+    # "good draft, but anonymise the names": after any clause, "but" + a verb + its object.
+    _cue(
+        "but-verb-object",
+        "constraint",
+        1.0,
+        r"[,，;]\s{0,3}but\s{1,3}(?:please\s{1,3}|also\s{1,3})?(?!(?:then|now|still|also|when|why|what|how|where|after|before|for|"
+        r"with|from|like|even|not|maybe|only|just|that|this|these|those|is|was|it's|its|all|in|on|at|of|to|by|as|if|so|you|"
+        r"your|i|we|they|he|she|my|our|there|here|the|a|an|some|no|nothing|every|each|it|which|who|sadly|unfortunately|"
+        r"honestly|seriously|somehow|again|yet|otherwise|instead|either|none|most|many|one|two|three)\b)(?![a-z]{2,14}(?:ed|ing|s)\b)"
+        r"[a-z]{3,14}\s{1,3}(?:the|all|any|each|every|them|this|that|my|our|those|these|their|its|it)\b",
+    ),
+    _cue(
+        "mixed-but-must",
+        "constraint",
+        1.2,
+        r"\bbut\s{0,2}(?:也|还|都)?\s{0,2}(?:要|得|需要|必须|务必|记得|只|别|不要|不能)"
+        r"|(?:但是|但|不过|可是|只是)\s{0,2}(?:only|just|no|don't|dont|not|never|make\s{1,3}sure|please|pls)\b",
+    ),
+    # "also, unrelated: can you …": a new topic, not a requirement on the last answer.
+    _cue(
+        "unrelated-topic",
+        "constraint",
+        -1.5,
+        r"\b(?:unrelated|different\s{1,3}topic|change\s{1,3}of\s{1,3}topic|side\s{1,3}note|on\s{1,3}another\s{1,3}note|"
+        r"separate\s{1,3}(?:thing|question|request))\b",
+    ),
+    _cue(
+        "unrelated-topic-correction",
+        "correction",
+        -1.0,
+        r"\b(?:unrelated|different\s{1,3}topic|change\s{1,3}of\s{1,3}topic|side\s{1,3}note|on\s{1,3}another\s{1,3}note|"
+        r"separate\s{1,3}(?:thing|question|request))\b",
+    ),
     # "new task:" starts something unrelated: not a requirement on the last answer.
     _cue("new-task", "constraint", -1.5, _NEW_TASK),
     _cue("new-task-correction", "correction", -1.0, _NEW_TASK),
@@ -1079,7 +1270,9 @@ CUES: Final[tuple[Cue, ...]] = (
         "x-over-y",
         "preference",
         1.0,
-        r"^\W{0,3}(?:prefer\s{1,3})?[A-Za-z`][\w.`+#/-]{0,30}\s{1,3}(?:over|instead\s{1,3}of|rather\s{1,3}than)\s{1,3}[\w.`+#/-]{1,30}"
+        r"^\W{0,3}(?:prefer\s{1,3})?[A-Za-z`][\w.`+#/-]{0,30}(?:\s{1,3}(?!(?:went|goes|go|is|was|are|were|came|comes|ran|runs|fell|flew|jumped|moved|looked|took|got|all|it)\b)"
+        r"[A-Za-z][\w.`+#/-]{0,20})?\s{1,3}(?:over|instead\s{1,3}of|"
+        r"rather\s{1,3}than)\s{1,3}[\w.`+#/-]{1,30}"
         r"|\breplace\s{1,3}(?:the\s{1,3}|all\s{1,3})?\S{1,30}(?:\s{1,3}\S{1,20})?\s{1,3}with\b"
         r"|\bhow\s{1,3}about\s{1,3}(?:using|trying|switching|we\s{1,3}use)\b"
         r"|\b(?:let's|lets|we\s{1,3}should|you\s{1,3}should)\s{1,3}not\s{1,3}use\b|\bshouldn't\s{1,3}use\b"
@@ -1108,7 +1301,8 @@ CUES: Final[tuple[Cue, ...]] = (
         # "it's deprecated", "os.path is painful", "wget keeps stalling": a complaint about a tool.
         r"|\b(?:is|are|it's|they're|its)\s{1,3}(?:way\s{1,3}|too\s{1,3}|so\s{1,3}|really\s{1,3}|just\s{1,3}|kinda\s{1,3})?"
         r"(?:deprecated|painful|annoying|brittle|fragile|verbose|heavy|overcomplicated|error-prone|a\s{1,3}nightmare|"
-        r"cumbersome|awkward|legacy|abandoned|unmaintained|dead)\b"
+        r"cumbersome|awkward|legacy|abandoned|unmaintained|dead|unreadable|hard\s{1,3}to\s{1,3}(?:read|maintain|debug)|banned|"
+        r"forbidden|not\s{1,3}allowed|off-limits|a\s{1,3}mess)\b"
         r"|\bkeeps\s{1,3}(?:stalling|failing|crashing|hanging|breaking|dying|timing\s{1,3}out)\b",
     ),
     _cue(
@@ -1195,8 +1389,42 @@ CUES: Final[tuple[Cue, ...]] = (
         "house-tool",
         "preference",
         1.2,
-        r"\b[Ww]e(?:'re|\s{1,3}are)\s{1,3}an?\s{1,3}[A-Z][\w.+#-]{1,30}\s{1,3}(?:shop|house)\b",
+        r"\b[Ww]e(?:'re|\s{1,3}are)\s{1,3}an?\s{1,3}[A-Z][\w.+#-]{1,30}\s{1,3}(?:shop|house)\b"
+        # "we're a kubectl apply shop" (not "a small shop").
+        r"|\b[Ww]e(?:'re|\s{1,3}are)\s{1,3}an?\s{1,3}(?!(?:small|big|tiny|large|little|young|new|busy|lean|remote|family|coffee|"
+        r"one-person|two-person|design|dev|consulting|boutique|full|open)\b)[a-z`][\w.+#`-]{1,30}(?:\s{1,3}[a-z][\w.+#-]{1,20})?"
+        r"\s{1,3}(?:shop|house)\b",
         keep_case=True,
+    ),
+    # Habits: "we do trunk-based dev, no long-lived branches", "let's keep using conda",
+    # "reach for playwright", "please default to British spelling", "we're off Teams".
+    _cue(
+        "habit-pref",
+        "preference",
+        1.2,
+        r"\bwe\s{1,3}(?:always\s{1,3}|only\s{1,3})?(?:do|use|run|write|ship|deploy|work\s{1,3}with)\s{1,3}[^,.;\n]{1,40}[,;]\s{0,3}"
+        r"(?:no|not|never)\s{1,3}[a-z`]"
+        r"|\b(?:keep|continue|stay)\s{1,3}(?:using|with|on)\s{1,3}(?!(?:it|this|that|the\s{1,3}same|track|topic|task)\b)"
+        r"|(?<!\b(?:stop|quit|don't|dont|never)\s{1,3})\breach\s{1,3}for\b"
+        r"|(?<!\b(?:stop|quit|don't|dont|never)\s{1,3})\bdefault\s{1,3}to\b"
+        r"|\b(?:we're|we\s{1,3}are|we've\s{1,3}moved|we\s{1,3}moved|we\s{1,3}switched|we\s{1,3}migrated)\s{1,3}(?:off|away\s{1,3}from)\s{1,3}[A-Za-z`]"
+        r"|\b(?:with|using|via|in)\s{1,3}[\w.`+#/-]{1,30}(?:\s{1,3}[\w.`+#/-]{1,20})?\s{1,3}rather\s{1,3}than\b"
+        r"|\b(?:from\s{1,3}now\s{1,3}on|going\s{1,3}forward|in\s{1,3}future|always)\W{1,3}(?:`[^`\n]{1,40}`|[A-Z][\w.+#-]{1,30})\s{1,3}"
+        r"(?:for|everywhere|only|please|pls)\b",
+    ),
+    # "SQLAlchemy core is fine, skip the ORM": enough of one thing, and the other dropped.
+    _cue(
+        "fine-skip",
+        "preference",
+        0.6,
+        r"\b(?:is|are)\s{1,3}(?:fine|good\s{1,3}enough|plenty)\W{1,3}(?:just\s{1,3})?(?:skip|drop|no|don't|dont|forget|ditch|lose)\b",
+    ),
+    # "PostgreSQL 比 MySQL 好用，换过去吧".
+    _cue(
+        "cn-better-than",
+        "preference",
+        1.2,
+        r"[A-Za-z`][\w.+#`-]{0,30}\s{0,2}比\s{0,2}[A-Za-z`][\w.+#`-]{0,30}\s{0,2}(?:更|还)?\s{0,2}(?:好用|好|快|稳|强|方便|靠谱|简单|合适|顺手)",
     ),
     _cue(
         "habit-marker",
@@ -1209,7 +1437,7 @@ CUES: Final[tuple[Cue, ...]] = (
         "cn-use",
         "preference",
         1.2,
-        r"(?<![不别])(?:改用|换成|换用|统一用|一律用|都用|还是用|就用|改成用|最好用|建议用|推荐用|请用|请使用|应该用|要用|得用|"
+        r"(?<![不别])(?:改用|换成|换用|统一用|统一放|统一存|统一走|一律用|一律放|都用|还是用|就用|改成用|最好用|建议用|推荐用|请用|请使用|应该用|要用|得用|"
         r"以后用|以后都用|直接用|转用|改返|用返)\s{0,2}(?!" + _CN_DEMONSTRATIVE + r"|" + _CN_NOT_TOOL + r")",
     ),
     _cue("cn-later", "preference", 0.8, r"以后|今后|往后|下次"),
@@ -1233,7 +1461,7 @@ CUES: Final[tuple[Cue, ...]] = (
         r"(?:别|不要|别再|不要再|停止|不再|勿|少|唔好)\s{0,2}(?:用|使用)|不用\s{0,2}[A-Za-z`]|弃用|换掉|别手写|不要手写|"
         r"别手动|不要手动",
     ),
-    _cue("cn-switch", "preference", 1.0, r"换\s{0,2}(?:[A-Za-z`]|个|一个|成)"),
+    _cue("cn-switch", "preference", 1.0, r"换\s{0,2}(?:[A-Za-z`]|个|一个|成)|(?:换|切|迁|转)过去"),
     _cue("cn-tool-complaint", "preference", 0.5, r"太(?:丑|慢|重|麻烦|难用|老|复杂|啰嗦|笨|卡)"),
     _cue("cn-contrast", "preference", 0.6, r"代替|替代|取代|而不是|而非"),
     _cue("cn-why-not-use", "preference", 1.0, r"为(?:什么|啥)不(?:直接)?用"),
@@ -1346,6 +1574,9 @@ CUES: Final[tuple[Cue, ...]] = (
         r"|\bhow\s{1,3}(?:does|did|is|would|will|do)\s{1,3}(?:this|that|it|your|the\s{1,3}(?:change|fix|new))\b"
         r"|\bare\s{1,3}you\s{1,3}sure\b|\bis\s{1,3}(?:that|this|it)\s{1,3}(?:right|correct|true|safe|necessary|needed|intended)\s{0,3}\?"
         r"|\bwhat\s{1,3}happened\s{1,3}to\b|\bwhere\s{1,3}did\s{1,3}(?:the|my|it|that|this)\b"
+        # "what does -P do in that call?", "what's this `|| true` for" (no question mark).
+        r"|\bwhat\s{1,3}(?:does|do|did)\s{1,3}\S{1,30}\s{1,3}do\b[^?\n]{0,60}\?"
+        r"|\bwhat(?:'s|\s{1,3}is|\s{1,3}are)\s{1,3}(?:this|that|these|those|the)\b[^.!?\n]{0,40}?\bfor\W{0,3}$"
         r"|\bwhat(?:'s|\s{1,3}is|\s{1,3}are)\s{1,3}.{1,40}?\s(?:doing|for)\b.{0,40}?\?"
         r"|怎么来的|怎么算(?:出来)?的|怎么得出|哪(?:里|儿)?来的|从哪(?:里|儿)?来|指什么|指的什么"
         r"|(?:是)?(?:干|做)(?:什么|啥)(?:用)?的|干嘛(?:用)?的|干嘛用|(?:这|那|这个|那个|这里|它)(?:又)?是(?:啥|什么)(?:意思)?[？?]|为何",
@@ -1355,7 +1586,8 @@ CUES: Final[tuple[Cue, ...]] = (
         "confusion",
         1.0,
         r"\b(?:which|what)\s{1,3}(?:\w{1,20}\s{1,3})?(?:did|do|are|were|have)\s{1,3}you\b"
-        r"|\bis\s{1,3}(?:this|that|it)\b.{1,60}?\bor\b.{1,60}?\?|\bdid\s{1,3}(?:it|this|that|you)\b.{1,50}?\bor\s{1,3}not\b"
+        r"|\bis\s{1,3}(?:this|that|it|the\s{1,3}\w{1,20})\b.{1,60}?\bor\b.{1,60}?\?"
+        r"|\bwhich\s{1,3}(?:of\s{1,3})?(?:these|those|the\s{1,3}(?:two|three|four|options|versions|drafts))\b[^?\n]{0,60}\?|\bdid\s{1,3}(?:it|this|that|you)\b.{1,50}?\bor\s{1,3}not\b"
         r"|\bdid\s{1,3}(?:it|this|that|you)\s{1,3}(?:actually\s{1,3}|really\s{1,3}|even\s{1,3})?(?:change|run|test|update|"
         r"delete|remove|add|check|commit|push|save|try|use|modify|touch|include|mean|break|install|restart)\b",
     ),
@@ -1419,7 +1651,7 @@ CUES: Final[tuple[Cue, ...]] = (
         1.2,
         r"\b(?:can|could|would|will)\s{1,3}you\s{1,3}(?:please\s{1,3}|pls\s{1,3}|kindly\s{1,3}|also\s{1,3}|now\s{1,3})?"
         + _INSTRUCTION_VERBS
-        + r"\b|\bplease\s{1,3}"
+        + r"\b|\b(?:please|kindly)\s{1,3}"
         + _INSTRUCTION_VERBS
         + r"\b|\bwhy\s{1,3}(?:don't|dont)\s{1,3}you\s{1,3}(?:just\s{1,3})?"
         + r"(?:go\s{1,3}ahead\s{1,3}and\s{1,3})?"
@@ -1492,6 +1724,9 @@ CORRECTION_FRAMES: Final[tuple[regex.Pattern[str], ...]] = (
     compile_pattern(
         r"\bshould\s{1,3}(?:run|fire|start|end|go\s{1,3}off|trigger|happen|begin|finish|expire)\s{1,3}(?:at|on|by)\s{1,3}"
         r"|\bi\s{1,3}(?:said|meant|asked\s{1,3}for)\s{1,3}"
+        # "the paper came out in 2017".
+        r"|\b(?:came\s{1,3}out|first\s{1,3}(?:appeared|shipped)|(?:was|were)\s{1,3}(?:released|published|founded|launched|"
+        r"introduced))\s{1,3}(?:in|on)\s{1,3}(?=\d)"
     ),
 )
 
@@ -1517,8 +1752,8 @@ CODE_TROUBLE: Final = compile_pattern(
 
 TOKEN: Final = compile_pattern(
     r"`[^`\n]{1,80}`|\"[^\"\n]{1,80}\"|“[^”\n]{1,80}”|「[^」\n]{1,80}」"
-    r"|[$¥€£]?\d{1,3}(?:,\d{3}){1,6}(?:\.\d{1,6})?[A-Za-z%]{0,6}"
-    r"|[A-Za-z0-9_$¥€£~@#+./:'%\-]{1,80}"
+    r"|(?:[A-Z]{1,3})?[$¥€£]?\d{1,3}(?:,\d{3}){1,6}(?:\.\d{1,6})?[A-Za-z%]{0,6}"
+    r"|[A-Za-z0-9_$¥€£~@#+./:'%\-\uff10-\uff19\uff21-\uff3a\uff41-\uff5a]{1,80}"
     r"|[\u3400-\u9fff\uf900-\ufaff]{1,40}"
     r"|\S"
 )
@@ -1554,7 +1789,8 @@ CN_CUT: Final = compile_pattern(
 
 VALUE_STOP: Final = _words(
     "not you on in at for but and so because since instead rather than which with from by when if "
-    "this that here there your i we"
+    "this that here there your i we behind via through btw though ago after before until inclusive exclusive "
+    "now"
 )
 
 # A Chinese unit or date part that stays with the figure before it ("60 秒", "5 月").
@@ -1569,8 +1805,8 @@ CN_EVENT_VERB: Final = compile_pattern(r"(?:落地|起飞|出发|到达|到|开�
 
 PREFER_FORWARD: Final = (
     compile_pattern(
-        r"(?<![不别])(?:改用|换成|换用|统一用|一律用|都用|还是用|就用|改成用|最好用|建议用|推荐用|请用|请使用|应该用|要用|得用|"
-        r"以后用|以后都用|直接用|换|直接(?=\s{0,2}[A-Za-z`]))\s{0,2}"
+        r"(?<![不别])(?:改用|换成|换用|统一用|统一放|统一存|统一走|一律用|一律放|都用|还是用|就用|改成用|最好用|建议用|推荐用|请用|请使用|应该用|要用|得用|"
+        r"以后用|以后都用|直接用|换(?!过去|回)|直接(?=\s{0,2}[A-Za-z`]))\s{0,2}"
     ),
     compile_pattern(
         r"\b(?:switch|switching|migrate|migrating|move|moving|port|porting)\s{1,3}(?:it\s{1,3}|this\s{1,3}|"
@@ -1594,6 +1830,14 @@ PREFER_FORWARD: Final = (
     # Not after 要: "不要用 for 迴圈" avoids, it does not prefer.
     compile_pattern(r"(?<![没有不可能费作应调引备通专常信使试采享所我他她们在还再就好别要])用\s{0,2}"),
     compile_pattern(r"\bmore\s{1,3}|走(?!了|吧|啦|过|开)\s{0,2}"),
+    # Habits: "reach for X", "default to X", "keep using X", "we do X, no Y", "统一放 X",
+    # "from now on, `X` for …".
+    compile_pattern(
+        r"(?<!\b(?:stop|quit|don't|dont|never)\s{1,3})\b(?:reach\s{1,3}for|default\s{1,3}to|stay\s{1,3}(?:with|on))\s{1,3}"
+        r"|\bwe\s{1,3}(?:always\s{1,3})?do\s{1,3}(?=[^,.;\n]{1,40}[,;]\s{0,3}(?:no|not|never)\b)"
+        r"|(?:统一|一律|都)(?:放|存|走|发|记|写到|放到|存到)\s{0,2}"
+        r"|\b(?:from\s{1,3}now\s{1,3}on|going\s{1,3}forward)\W{1,3}(?=`)"
+    ),
 )
 
 PREFER_BACKWARD: Final = (
@@ -1607,9 +1851,11 @@ PREFER_BACKWARD: Final = (
     # "pathlib please", "native array methods are fine", "a bar chart would read better",
     # "we're a Terraform shop": the tool named before its praise.
     compile_pattern(
-        r"\s(?:please|pls|plz)\b|\s(?:is|are)\s{1,3}fine\b|\s(?:would|will|might|could)\s{1,3}(?:read|look|work|be|fit)\s{1,3}"
+        r"\s(?:please|pls|plz)\b|\s(?:is|are)\s{1,3}(?:fine|good\s{1,3}enough)\b|\s(?:would|will|might|could)\s{1,3}(?:read|look|work|be|fit)\s{1,3}"
         r"(?:way\s{1,3}|much\s{1,3}|a\s{1,3}lot\s{1,3})?better\b|\s(?:shop|house)\b"
     ),
+    # "Postgres over MySQL", "DOIs rather than URLs", "PostgreSQL 比 MySQL 好用".
+    compile_pattern(r"\s(?:over|rather\s{1,3}than)\s{1,3}(?=[\w`])|\s{0,2}比\s{0,2}(?=[A-Za-z`])"),
 )
 
 AVOID_FORWARD: Final = compile_pattern(
@@ -1620,30 +1866,35 @@ AVOID_FORWARD: Final = compile_pattern(
     r"|\b(?:picked|chose|went\s{1,3}with)\s{1,3}|\b(?:switch(?:ing)?|mov(?:e|ing)\s{1,3}away)\s{1,3}from\s{1,3}"
     r"|[,，]\s{0,3}not\s{1,3}(?:plain\s{1,3}|using\s{1,3}|with\s{1,3})?"
     r"|(?:别再?|不要再?|停止|不再|勿)\s{0,2}(?:用|使用|写)?\s{0,2}|而不是\s{0,2}(?:用)?|而非|(?<!为什么|为啥|何不)不用\s{0,2}(?=[A-Za-z`])"
-    r"|\b(?:don't|do\s{1,3}not|dont)\b.{0,40}?\b(?:with|using|via)\s{1,3}|\bless\s{1,3}|不用(?:写|搞|弄|手写)\s{0,2}"
+    r"|\b(?:don't|do\s{1,3}not|dont)\b.{0,40}?\b(?:with|using|via)\s{1,3}|\bless\s{1,3}|不用(?:写|搞|弄|手写|起|装|开|跑|搭|引入)\s{0,2}"
+    r"|[,，;]\s{0,3}no\s{1,3}(?!need\b|more\b|longer\b)|\b(?:off|away\s{1,3}from)\s{1,3}(?=[A-Za-z`])"
     r"|\bswap\s{1,3}(?:out\s{1,3})?|\bbetter\s{1,3}than\s{1,3}|\b(?:stop|quit)\s{1,3}(?:reaching\s{1,3}for|pulling\s{1,3}in|"
-    r"relying\s{1,3}on)\s{1,3}|\b(?:don't|do\s{1,3}not|dont)\s{1,3}(?:hand|give|send)\s{1,3}me\s{1,3}"
+    r"relying\s{1,3}on|defaulting\s{1,3}to)\s{1,3}|\b(?:don't|do\s{1,3}not|dont)\s{1,3}(?:hand|give|send)\s{1,3}me\s{1,3}"
 )
 
 AVOID_BACKWARD: Final = compile_pattern(
     r"\s{0,3}(?:is|are)\s{1,3}(?:way\s{1,3}|too\s{1,3}|so\s{1,3}|really\s{1,3}|just\s{1,3}|kinda\s{1,3}){0,2}"
-    r"(?:overkill|flaky|slow|clunky|bloated|deprecated|unreliable|outdated|ugly|a\s{1,3}pain|painful|error-prone|brittle)\b"
+    r"(?:overkill|flaky|slow|clunky|bloated|deprecated|unreliable|outdated|ugly|a\s{1,3}pain|painful|error-prone|brittle|"
+    r"unreadable|hard\s{1,3}to\s{1,3}(?:read|maintain|debug)|banned|forbidden|not\s{1,3}allowed)\b"
     r"|\s{0,3}keeps\s{1,3}(?:stalling|failing|crashing|hanging|breaking|dying)\b"
     r"|\s{0,3}takes\s{1,3}forever|\s{0,3}太(?:丑|慢|重|麻烦|难用|老|复杂|啰嗦|笨|卡)|\s{0,3}(?:不支持|不兼容|不稳定|有\s{0,2}bug)"
 )
 
-VALUE_BEFORE_NOT: Final = compile_pattern(r"\s{0,3}[,，]?\s{0,3}(?:\bnot\b|而不是|不是|不在|不叫)")
+VALUE_BEFORE_NOT: Final = compile_pattern(r"\s{0,3}[,，]?\s{0,3}(?:\bnot\b|而不是|不是|不在|不叫|不姓)")
 
 COPULA: Final = compile_pattern(
     r"\b(?:lives|located|stored|sits|is)\s{1,3}(?:in|at|under)\s{1,3}"
     r"|(?:\b(?:is|are|was|were)|'s)\s{1,3}(?:(?:actually\s{1,3})?(?:spelled|spelt|called|named)\s{1,3}|on\s{1,3}|at\s{1,3})?"
-    r"|(?<![这那还就但不总可要于若倒凡算像也都])(?:是|叫|在|为)\s{0,2}"
+    r"(?:port\s{1,3})?"
+    # "prod runs Python 3.11": a version stated with its runtime.
+    r"|\b(?:runs|targets)\s{1,3}(?=(?:[A-Za-z][\w+-]{0,20}\s{1,3})?v?\d)"
+    r"|(?<![这那还就但不总可要于若倒凡算像也都])(?:是|叫|在|为|姓)\s{0,2}"
 )
 
 YOU_CLAUSE: Final = compile_pattern(r"\W{0,3}(?:you\b|你)")
 
 CONNECTIVE: Final = compile_pattern(
-    r"(?:\bbut\s{1,3}|\G\W{0,3}(?:(?:ok(?:ay)?|fine|good|great|sure|yes|yep|nice|cool|now)\W{1,3})?"
+    r"(?:\bbut\s{1,3}(?:with\s{1,3}(?=(?:no|zero)\b))?|\G\W{0,3}(?:(?:ok(?:ay)?|fine|good|great|sure|yes|yep|nice|cool|now)\W{1,3})?"
     r"(?:and|also|plus)\s{1,3})(?:(?:please|also|then|now)\s{1,3}){0,2}"
     r"|(?:但是|不过|可是|但|只是)\s{0,2}|\G\W{0,3}(?:另外|此外|同时|而且|并且|还有|顺便)\s{0,2}"
     # "fine, just keep …", "great. please also add …": softeners before the requirement.
@@ -1658,6 +1909,11 @@ EN_MODAL: Final = compile_pattern(
 
 CN_MODAL: Final = compile_pattern(
     r"\s{0,2}(?:也|还|都)?\s{0,2}(?:要|得|需要|必须|务必|记得|一定要|确保|请|make\s{1,3}sure(?:\s{1,3}(?:that|to))?)\s{0,2}"
+)
+
+# "preserve the timestamps when you copy them": the occasion is not part of the requirement.
+TRAILING_OCCASION: Final = compile_pattern(
+    r"\s(?:when|whenever|before|after|once|while)\s{1,3}(?:you|it|they|we|i|this|that|the\s{1,3}\w{1,20})\b"
 )
 
 TRAILING_SOFTENER: Final = compile_pattern(

@@ -897,6 +897,7 @@ _GATED_FRAMES: Final[tuple[regex.Pattern[str], ...]] = (
     rules.CN_MODAL,
     rules.EN_MODAL,
     rules.TRAILING_SOFTENER,
+    rules.TRAILING_OCCASION,
 )
 
 # A requirement as stored: whole words, characters and character pairs (told
@@ -1197,12 +1198,15 @@ def _grab_forward(view: _View, start: int) -> tuple[str, int] | None:
     prose = view.prose
     end = view.clause(start)[1]
     words: list[str] = []
-    last_end = start
+    ends: list[int] = []
+    first = start
     # A tool name sits within the first few tokens after its frame.
     for tok in itertools.islice(_tokens(prose, start, end), 12):
         t = tok.group()
         if t[0] in rules.QUOTES and len(t) > 2 and t[-1] in rules.QUOTES:
-            return (t[1:-1].strip(), tok.end()) if not words else (" ".join(words), last_end)
+            if words:
+                break
+            return t[1:-1].strip(), tok.end()
         if _is_cjk(t):
             if words:
                 break
@@ -1220,13 +1224,20 @@ def _grab_forward(view: _View, start: int) -> tuple[str, int] | None:
             return None
         if words and low in rules.TOOL_STOP:
             break
+        if not words:
+            first = tok.start()
         words.append(t)
-        last_end = tok.end()
+        ends.append(tok.end())
         if len(words) == 3:
             break
     while words and words[-1].lower() in ("one", "ones", "thing", "stuff"):
         words.pop()
-    phrase = _clean(" ".join(words))
+        ends.pop()
+    if not words:
+        return None
+    # Cut from the text, not joined: the phrase is what the user wrote ("ＵＶ", not "Ｕ Ｖ").
+    last_end = ends[-1]
+    phrase = _clean(prose[first:last_end])
     return (phrase, last_end) if phrase else None
 
 
@@ -1234,6 +1245,7 @@ def _grab_backward(view: _View, pos: int) -> str | None:
     """The tool phrase that ends right before ``pos`` in the same clause."""
     start = max(view.clause(max(pos - 1, 0))[0], pos - _LOOKBACK)
     words: list[str] = []
+    first = last = pos
     for tok in reversed(list(_tokens(view.prose, start, pos))):
         t = tok.group()
         low = t.lower()
@@ -1246,10 +1258,13 @@ def _grab_backward(view: _View, pos: int) -> str | None:
         stop = low in rules.DETERMINERS or low in rules.TOOL_STOP or low in rules.DEMONSTRATIVES
         if stop or not t[0].isalnum():
             break
+        if not words:
+            last = tok.end()
         words.insert(0, t)
+        first = tok.start()
         if len(words) == 3:
             break
-    return _clean(" ".join(words))
+    return _clean(view.prose[first:last]) if words else None
 
 
 def _first_forward(
@@ -1351,6 +1366,9 @@ def _parallel_number(view: _View, start: int, end: int, old_start: int) -> str |
     return None
 
 
+_VALUE_PREPOSITIONS: Final = frozenset({"from", "by"})
+
+
 def _value_before(view: _View, neg_start: int, old_start: int) -> str | None:
     """The new value in "<new>, not <old>": after the clause's copula, else its last token."""
     c_start = max(view.clause(neg_start - 1)[0], neg_start - _LOOKBACK)
@@ -1363,6 +1381,9 @@ def _value_before(view: _View, neg_start: int, old_start: int) -> str | None:
             value = _grab_value(view, after, neg_start)
         elif copulas:
             value = _clean(view.prose[copulas[-1].end() : neg_start])
+            # "the quote's from Knuth, not Dijkstra": the value, not its preposition.
+            if value and (head := value.split(" ", 1))[0].lower() in _VALUE_PREPOSITIONS and len(head) == 2:
+                value = _clean(head[1])
         else:
             toks = list(_tokens(view.prose, c_start, neg_start))
             value = _clean(toks[-1].group()) if toks else None
@@ -1421,6 +1442,10 @@ def _extract_constraint(view: _View, anchors: list[int]) -> str | None:
     elif view.may_match(rules.EN_MODAL) and (en_modal := rules.EN_MODAL.search(text, start, c_end)):
         start = en_modal.end()
     end = c_end
+    # "preserve the timestamps when you copy them": the requirement, not its occasion.
+    occasion = view.may_match(rules.TRAILING_OCCASION) and rules.TRAILING_OCCASION.search(text, start, c_end)
+    if occasion and occasion.start() > start:
+        end = c_end = occasion.start()
     softener = view.may_match(rules.TRAILING_SOFTENER) and rules.TRAILING_SOFTENER.search(text, start, c_end)
     if softener:
         end = softener.start()

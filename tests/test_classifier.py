@@ -9,6 +9,7 @@ import os
 import random
 import re
 import time
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -670,3 +671,130 @@ def test_cue_parts_split_word_groups() -> None:
     assert clf._distributed(r"\b(?:a|b)\s") == [r"\b(?:a|b)\s"]
     assert clf._distributed(r"\b(?:a|b)(?:c|d)\b") == [r"\b(?:a|b)(?:c|d)\b"]
     assert clf._distributed(r"x(?:a|b)") == [r"x(?:a|b)"]
+
+
+# ---------------------------------------------------------------------------
+# Families added against the third set (own sentences, not from any labelled set)
+# ---------------------------------------------------------------------------
+THIRD_SET_FAMILIES: list[tuple[Shape, str]] = [
+    # approval idioms, "N/10", speed-ups reported as results, comparative praise
+    (Shape.POSITIVE, "hell yeah, that's the fix"),
+    (Shape.POSITIVE, "11/10, the new layout is way snappier"),
+    (Shape.POSITIVE, "the report builds in under 2 minutes now"),
+    # negatives without a negative word: blank output, sarcasm, asked-for-X-got-Y, 比…还糟
+    (Shape.NEGATIVE, "the preview shows up blank"),
+    (Shape.NEGATIVE, "thanks for nothing, the cron never fired"),
+    (Shape.NEGATIVE, "nice, now nothing builds 🙃"),
+    (Shape.NEGATIVE, "I asked for a one-liner and you gave me a whole module"),
+    (Shape.NEGATIVE, "this isn't really what I had in mind"),
+    (Shape.NEGATIVE, "比上一版还乱"),
+    (Shape.NEGATIVE, "还是 timed out"),
+    # plain value statements: attribute 's value, port, version, arithmetic, moved/renamed, 端口是
+    (Shape.CORRECTION, "the repo's called billing-core"),
+    (Shape.CORRECTION, "the staging db is on port 5544"),
+    (Shape.CORRECTION, "our cluster runs Kubernetes 1.29, you assumed 1.27"),
+    (Shape.CORRECTION, "3 * 4 + 1 is 13"),
+    (Shape.CORRECTION, "launch date is 2024-09-01"),
+    (Shape.CORRECTION, "it's Thursday, the review got moved"),
+    (Shape.CORRECTION, "会议室是 B302"),
+    (Shape.CORRECTION, "他姓司马，不姓马"),
+    # scope limits without a modal
+    (Shape.CONSTRAINT, "summary under 200 words please"),
+    (Shape.CONSTRAINT, "ok — only after 6pm my time"),
+    (Shape.CONSTRAINT, "redo the script with no extra dependencies"),
+    (Shape.CONSTRAINT, "omit the appendix"),
+    (Shape.CONSTRAINT, "retain the existing comments when you reformat"),
+    (Shape.CONSTRAINT, "nice work, but redact the phone numbers first"),
+    (Shape.CONSTRAINT, "好的，但 only 上周的数据"),
+    (Shape.CONSTRAINT, "可以，but 要兼容 Safari"),
+    (Shape.CONSTRAINT, "只抄送给经理"),
+    # habits as preferences
+    (Shape.PREFERENCE, "please default to metric units"),
+    (Shape.PREFERENCE, "we're off Slack now, use Discord"),
+    (Shape.PREFERENCE, "reach for ripgrep when you search"),
+    (Shape.PREFERENCE, "let's keep using pytest for this repo"),
+    (Shape.PREFERENCE, "write it with dataclasses rather than dicts"),
+    (Shape.PREFERENCE, "Vitest over Jest for the new package"),
+    (Shape.PREFERENCE, "from now on, `black` for formatting"),
+    (Shape.PREFERENCE, "pandas is fine, skip the polars rewrite"),
+    (Shape.PREFERENCE, "we're a gradle shop, maven is banned"),
+    (Shape.PREFERENCE, "文档统一放 Notion"),
+    # indirect confusion
+    (Shape.CONFUSION, "what does -n do in that sed command?"),
+    (Shape.CONFUSION, "what's the `set -e` for"),
+    (Shape.CONFUSION, "is the release delayed or just the notes?"),
+    (Shape.CONFUSION, "which of those two configs should I use?"),
+    (Shape.CONFUSION, "help me understand why you removed the retry"),
+    # polite instructions and new topics
+    (Shape.INSTRUCTION, "can you turn these notes into an email?"),
+    (Shape.INSTRUCTION, "kindly book a room for Friday"),
+    (Shape.INSTRUCTION, "side note: can you also bump the version in setup.cfg?"),
+    (Shape.INSTRUCTION, "figure out why the cache keeps missing"),
+    # look-alikes that are not feedback
+    (Shape.UNKNOWN, "my flight is in 2 hours, wish me luck"),
+    (Shape.UNKNOWN, "we're a small shop, so we wear many hats"),
+    (Shape.UNKNOWN, "no more than that, I promise"),
+]
+
+
+@pytest.mark.parametrize(("expected", "text"), THIRD_SET_FAMILIES)
+def test_third_set_families(expected: Shape, text: str) -> None:
+    assert classify_feedback(text).shape is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "value"),
+    [
+        ("use ＵＶ instead of pip", "prefer", "ＵＶ"),
+        ("Redis 比 Memcached 好用，换过去", "prefer", "Redis"),
+        ("Redis 比 Memcached 好用，换过去", "avoid", "Memcached"),
+        ("Vitest over Jest for the new package", "avoid", "Jest"),
+        ("the staging db is on port 5544", "correction", "5544"),
+        ("the citation is from Lamport, not Lynch", "correction", "Lamport"),
+        ("the fee is NT$3,200", "correction", "NT$3,200"),
+        ("retain the existing comments when you reformat", "constraint", "retain the existing comments"),
+        ("文档统一放 Notion", "prefer", "Notion"),
+    ],
+)
+def test_third_set_extraction(text: str, field: str, value: str) -> None:
+    assert getattr(classify_feedback(text), field) == value
+
+
+def _norm(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+_FIELD_TEXT = st.one_of(
+    st.text(max_size=200),
+    st.lists(
+        st.sampled_from(
+            [
+                *_VOCAB[:400],
+                "ＵＶ",
+                "ｐｉｐ",
+                "use",
+                "instead of",
+                "not",
+                "比",
+                "改用",
+                "，",
+                " ",
+                "  ",
+                "\u3000",
+                "e\u0301",
+            ]
+        ),
+        max_size=25,
+    ).map(" ".join),
+)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_FIELD_TEXT)
+def test_extracted_fields_are_substrings_of_the_input(text: str) -> None:
+    result = classify_feedback(text)
+    whole = _norm(text)
+    for name in ("prefer", "avoid", "correction", "constraint"):
+        value = getattr(result, name)
+        if value is not None:
+            assert _norm(value) in whole, (name, value)
