@@ -5,7 +5,7 @@ and the frames the extractor anchors on. The logic that uses them lives in
 ``classifier.py``.
 
 Conventions every pattern follows, so that matching stays linear in the
-input (see docs/_algorithms_classifier.md):
+input (see ALGORITHMS.md, "Feedback classifier"):
 
 * no unbounded quantifier: every repeat is ``{m,n}`` with a small ``n``
   (``.{0,30}`` style gaps, ``\\s{0,3}``), so from any start position a
