@@ -139,15 +139,22 @@ class _View:
     @classmethod
     def build(cls, prose: str, masked: str, keys: _Keys) -> _View:
         # Clause bounds matter to extraction only, so they are found here.
-        breaks = [m.span() for m in rules.CLAUSE_BREAK.finditer(prose)]
-        return cls(prose, masked, keys, tuple(a for a, _ in breaks), tuple(b for _, b in breaks))
+        breaks = [m.span() for m in _CLAUSE_BREAK.finditer(prose)]
+        starts, ends = zip(*breaks, strict=True) if breaks else ((), ())
+        return cls(prose, masked, keys, starts, ends)
 
     def may_match(self, frame: regex.Pattern[str]) -> bool:
         """False when ``frame`` cannot match anywhere in ``masked`` (see ``_FRAME_CHECKS``)."""
         present, lower = self.keys
-        for chars, fragments in _FRAME_CHECKS.get(id(frame), ()):
-            if present.isdisjoint(chars) and not any(f in lower for f in fragments):
-                return False
+        for quick, fragments in _FRAME_CHECKS.get(id(frame), ()):
+            # A key character, pair or whole word present settles it; else a
+            # fragment (a word may also sit inside a longer one).
+            if present.isdisjoint(quick):
+                for f in fragments:
+                    if f in lower:
+                        break
+                else:
+                    return False
         return True
 
     def clause(self, pos: int) -> tuple[int, int]:
@@ -673,8 +680,9 @@ def _keys_of(text: str) -> _Keys:
     return _Keys(present, lower)
 
 
-# Keys of one requirement, as frames are tested: characters and pairs
-# (looked up in a set), then words and fragments (substring tests).
+# Keys of one requirement, as frames are tested: characters, pairs and
+# whole words (looked up in a set: a whole word present is a substring
+# present), then words and fragments (substring tests).
 _Check = tuple[frozenset[str], tuple[str, ...]]
 _Search = Callable[[str], "regex.Match[str] | None"]
 
@@ -734,25 +742,38 @@ class _Gate:
 
     def candidates(self, keys: _Keys, after: int = -1) -> list[int]:
         """Indexes (ascending) of the patterns that may match, skipping those up to ``after``."""
+        return self.pick(*self.met(keys), after)
+
+    def met(self, keys: _Keys) -> tuple[int, int]:
+        """The patterns whose first / second requirement ``keys`` meet."""
         present, lower = keys
-        first, second = self.first_free, self.second_free
-        table = self.table
-        for key in present & self.keys:
-            one, two = table[key]
-            first |= one
-            second |= two
+        first, second = self.more_met(self.first_free, self.second_free, present)
         for fragment, one, two in self.fragments:
             if fragment in lower:
                 first |= one
                 second |= two
-        found = (first & second) >> (after + 1)
+        return first, second
+
+    def more_met(self, first: int, second: int, words: set[str]) -> tuple[int, int]:
+        """``first`` / ``second`` with the patterns that the word, char or pair keys ``words`` meet."""
+        table = self.table
+        for key in words & self.keys:
+            one, two = table[key]
+            first |= one
+            second |= two
+        return first, second
+
+    @staticmethod
+    def pick(first: int, second: int, after: int = -1) -> list[int]:
+        """Indexes (ascending) of the patterns in both masks, skipping those up to ``after``."""
+        base = after + 1
+        found = (first & second) >> base
         out = []
-        index = after
-        while found:  # lowest bit first: ascending order
-            low = found & -found
-            index += low.bit_length()
-            out.append(index)
-            found >>= low.bit_length()
+        while found:  # highest bit first (cheaper to find and clear), reversed below
+            top = found.bit_length() - 1
+            out.append(base + top)
+            found ^= 1 << top
+        out.reverse()
         return out
 
 
@@ -862,24 +883,32 @@ def _group_end(source: str, start: int) -> int:
 # ---------------------------------------------------------------------------
 # Steps 2-4: mask, score, resolve
 # ---------------------------------------------------------------------------
-@dataclass(slots=True)
 class _Evidence:
-    # Keyed by shape value, in Shape order (hashing an enum member is slow).
-    scores: dict[str, float]
-    # Offsets inside each shape's matched cues (the last matched character),
-    # so extraction can find the clause that carries the evidence. Lists are
-    # made on first use.
-    anchors: dict[str, list[int]]
-    fired: list[str]
+    """What the masks and cues found in one message."""
+
+    __slots__ = ("constraint_anchor", "fired", "scores")
+
+    def __init__(self) -> None:
+        # Keyed by shape value, in Shape order (hashing an enum member is slow).
+        self.scores: dict[str, float] = _ZERO_SCORES.copy()
+        # The first offset inside a matched constraint cue (its last matched
+        # character), so extraction can find the clause that carries it; -1
+        # when none. Only constraint extraction reads an anchor.
+        self.constraint_anchor = -1
+        self.fired: list[str] = []
 
     def add(self, shape: str, weight: float, anchor: int, name: str) -> None:
         self.scores[shape] += weight
-        if anchor >= 0:
-            self.anchors.setdefault(shape, []).append(anchor)
+        if anchor >= 0 and shape == _CONSTRAINT:
+            first = self.constraint_anchor
+            if first < 0 or anchor < first:
+                self.constraint_anchor = anchor
         self.fired.append(name)
 
 
 _SHAPE_VALUES: Final = tuple(s.value for s in Shape)
+_ZERO_SCORES: Final = dict.fromkeys(_SHAPE_VALUES, 0.0)
+_CONSTRAINT: Final = Shape.CONSTRAINT.value
 _ORDER_VALUES: Final = tuple((s, s.value) for s in _ORDER)
 
 # The extraction frames the gate knows, in the order of the generated data.
@@ -1034,18 +1063,25 @@ _GATE_DATA: Final = _load_gate_data()
 
 
 def _frame_checks(
-    frames: Sequence[regex.Pattern[str]], stored: Sequence[_Stored]
+    frames: Sequence[regex.Pattern[str]], stored: Sequence[_Stored], whole: Iterable[regex.Pattern[str]]
 ) -> dict[int, tuple[_Check, ...]]:
     """The gate's requirements of each extraction frame, by ``id``.
 
-    Frames also search up to an ``endpos``, where a word can look cut short
-    ("keep|ers" reads "keep"): their whole-word keys are tested as fragments.
+    Most frames also search from a ``pos`` or up to an ``endpos``, where a
+    word can look cut short ("keep|ers" reads "keep"): their whole-word keys
+    are also tested as fragments. The frames in ``whole`` only ever search the
+    whole text, as cues do: a whole-word key must be a word of it.
     """
+    whole_ids = {id(frame) for frame in whole}
     checks: dict[int, tuple[_Check, ...]] = {}
     for frame, required in zip(frames, stored, strict=True):
+        if id(frame) in whole_ids:
+            checks[id(frame)] = tuple((frozenset(keys), fragments) for keys, fragments in required)
+            continue
         checks[id(frame)] = tuple(
             (
-                frozenset(k for k in keys if not _WORD_CHARS.issuperset(k)),
+                # A whole word present is a substring present: settles it at once.
+                frozenset(keys) | frozenset(f for f in fragments if _WORD_CHARS.issuperset(f)),
                 tuple(sorted({k for k in keys if _WORD_CHARS.issuperset(k)} | set(fragments))),
             )
             for keys, fragments in required
@@ -1053,13 +1089,31 @@ def _frame_checks(
     return checks
 
 
-_FRAME_CHECKS: Final = _frame_checks(_GATED_FRAMES, _GATE_DATA.frames)
+# The frames that extraction only runs over the whole of ``_View.masked``
+# (``search`` / ``finditer`` with no ``pos`` nor ``endpos``).
+_WHOLE_TEXT_FRAMES: Final = (
+    *rules.PREFER_FORWARD,
+    *rules.PREFER_BACKWARD,
+    rules.AVOID_FORWARD,
+    rules.AVOID_BACKWARD,
+    *rules.CORRECTION_FRAMES,
+    rules.VALUE_BEFORE_NOT,
+)
+
+
+_FRAME_CHECKS: Final = _frame_checks(_GATED_FRAMES, _GATE_DATA.frames, _WHOLE_TEXT_FRAMES)
+# ``rules.CLAUSE_BREAK`` compiled by the standard library, which runs this
+# pattern faster than ``regex``: it has no letters, and ``\s`` and ``$`` mean
+# the same under ASCII in both (checked against every character in the tests).
+_CLAUSE_BREAK: Final = re.compile(rules.CLAUSE_BREAK.pattern, re.ASCII)
 _CUE_PARTS: Final = tuple(
     _CuePart(cue, source, rules.CUES[cue].flags, None) for cue, source in _GATE_DATA.parts
 )
 # One gate for masks and cue parts, which read the same keys: masks first.
 _FIRST_PART: Final = len(rules.MASKS)
 _GATE: Final = _Gate.from_stored(_GATE_DATA.required)
+# Every ASCII fragment key is made of word characters only.
+_FRAGMENTS_ARE_WORDS: Final = all(_WORD_CHARS.issuperset(f) for f, _, _ in _GATE.fragments)
 # The cue loop's lookups, indexed like the gate. Patterns are compiled when
 # first needed (a message runs a handful of them; compiling all would cost
 # about 0.2 s at import).
@@ -1091,7 +1145,8 @@ def _apply_masks(norm: str, ev: _Evidence) -> tuple[str, _Keys, list[int]]:
     """
     masked = norm
     keys = _keys_of(masked)
-    todo = _GATE.candidates(keys)
+    first, second = _GATE.met(keys)
+    todo = _GATE.pick(first, second)
     pos = 0
     while pos < len(todo) and (index := todo[pos]) < _FIRST_PART:
         pos += 1
@@ -1105,14 +1160,23 @@ def _apply_masks(norm: str, ev: _Evidence) -> tuple[str, _Keys, list[int]]:
         else:
             ev.fired.append(mask.name)
         # Blanking can cut a word short ("…foo|bar" -> "bar"), which may give
-        # later rules a word to key on: read the keys again.
+        # later rules a word to key on: read the keys again, and add the rules
+        # the new keys let through. Rules whose keys were blanked stay: they
+        # cannot match (that is what the gate knows), so running them changes
+        # nothing. ASCII word fragments stay as they were: blanking (spaces)
+        # cannot make one appear.
+        old_present = keys.present
         keys = _keys_of(masked)
-        todo, pos = _GATE.candidates(keys, after=index), 0
+        if _FRAGMENTS_ARE_WORDS:
+            first, second = _GATE.more_met(first, second, keys.present - old_present)
+        else:  # pragma: no cover - no such fragment in the rules today
+            first, second = _GATE.met(keys)
+        todo, pos = _GATE.pick(first, second, after=index), 0
     return masked, keys, todo[pos:]
 
 
 def _score(prepared: _Prepared) -> tuple[str, _Keys, _Evidence]:
-    ev = _Evidence(scores=dict.fromkeys(_SHAPE_VALUES, 0.0), anchors={}, fired=[])
+    ev = _Evidence()
     masked, keys, parts = _apply_masks(prepared.norm, ev)
     # Anchored cues (^ ... $) must see the message without surrounding blanks.
     lead = len(masked) - len(masked.lstrip())
@@ -1149,18 +1213,36 @@ def _resolve(scores: dict[str, float]) -> Shape:
     return Shape.UNKNOWN
 
 
+# Confidences already computed, by (own score, rivals); rivals -2 marks
+# ``unknown`` (own: the strongest score). Scores are sums of a few rule
+# weights, so few keys recur; the table stops growing at a bound.
+_CONFIDENCES: dict[tuple[float, int], float] = {}
+_CONFIDENCES_MAX: Final = 4096
+
+
 def _confidence(shape: Shape, scores: dict[str, float]) -> float:
     if shape is Shape.UNKNOWN:
+        own = max(scores.values())
+        rivals = -2
+    else:
+        own = scores[shape.value]
+        rivals = -1  # the winner itself reached the threshold; every other shape that did is a rival
+        for v in scores.values():
+            if v >= _THRESHOLD:
+                rivals += 1
+    key = (own, rivals)
+    found = _CONFIDENCES.get(key)
+    if found is not None:
+        return found
+    if rivals == -2:
         # No evidence at all reads as small talk; weak evidence, less sure.
-        strongest = max(scores.values())
-        return round(max(0.2, 0.6 - 0.3 * max(strongest, 0.0)), 2)
-    own = scores[shape.value]
-    rivals = -1  # the winner itself reached the threshold; every other shape that did is a rival
-    for v in scores.values():
-        if v >= _THRESHOLD:
-            rivals += 1
-    value = 0.55 + 0.2 * min(own - _THRESHOLD, 1.5) - 0.1 * rivals
-    return round(min(0.95, max(0.3, value)), 2)
+        result = round(max(0.2, 0.6 - 0.3 * max(own, 0.0)), 2)
+    else:
+        value = 0.55 + 0.2 * min(own - _THRESHOLD, 1.5) - 0.1 * rivals
+        result = round(min(0.95, max(0.3, value)), 2)
+    if len(_CONFIDENCES) < _CONFIDENCES_MAX:
+        _CONFIDENCES[key] = result
+    return result
 
 
 # ---------------------------------------------------------------------------
@@ -1176,7 +1258,12 @@ def _tokens(text: str, start: int, end: int) -> Iterator[regex.Match[str]]:
 
 
 def _is_cjk(tok: str) -> bool:
-    return bool(rules.CJK.match(tok))
+    # ``rules.CJK.match(tok)`` without a regex call: its two ranges, read from
+    # the first character (CJK characters have no case to fold).
+    if not tok:
+        return False
+    first = tok[0]
+    return "\u3400" <= first <= "\u9fff" or "\uf900" <= first <= "\ufaff"
 
 
 def _is_cn_modifier(tok: str) -> bool:
@@ -1422,17 +1509,17 @@ def _extract_correction(view: _View) -> str | None:
     return None
 
 
-def _extract_constraint(view: _View, anchors: list[int]) -> str | None:
+def _extract_constraint(view: _View, anchor: int) -> str | None:
     """The requirement in the clause of the first constraint cue.
 
     It starts after a connective ("but", "also", "另外", "不过") and after a
     modal that only frames it ("needs to", "make sure", "但是要"), and ends at
     the clause end without trailing softeners ("though", "吧", "就行").
     """
-    if not anchors:
+    if anchor < 0:
         return None
     text = view.masked
-    c_start, c_end = view.clause(min(anchors))
+    c_start, c_end = view.clause(anchor)
     start = c_start
     if conn := rules.CONNECTIVE.search(text, c_start, c_end):
         start = conn.end()
@@ -1474,7 +1561,7 @@ def classify_feedback(text: object) -> ClassifiedFeedback:
         correction = _extract_correction(_View.build(prepared.prose, masked, keys))
     elif shape is Shape.CONSTRAINT:
         view = _View.build(prepared.prose, masked, keys)
-        constraint = _extract_constraint(view, ev.anchors.get(Shape.CONSTRAINT.value, []))
+        constraint = _extract_constraint(view, ev.constraint_anchor)
     confidence = _confidence(shape, ev.scores)
     if _log.isEnabledFor(logging.DEBUG):
         _log.debug(
@@ -1484,15 +1571,8 @@ def classify_feedback(text: object) -> ClassifiedFeedback:
             {s: round(v, 2) for s, v in ev.scores.items() if v},
             ev.fired,
         )
-    return ClassifiedFeedback(
-        shape=shape,
-        confidence=confidence,
-        prefer=prefer,
-        avoid=avoid,
-        correction=correction,
-        constraint=constraint,
-        text=trimmed,
-    )
+    # Positional arguments: measurably cheaper than keywords for this frozen class.
+    return ClassifiedFeedback(shape, confidence, prefer, avoid, correction, constraint, trimmed)
 
 
 def _main(argv: Sequence[str] | None = None) -> int:

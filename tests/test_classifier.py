@@ -611,11 +611,42 @@ def _text_for_a_frame() -> st.SearchStrategy[str]:
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
 @given(_text_for_a_frame(), st.integers(min_value=0, max_value=80))
 def test_frame_checks_never_skip_a_matching_frame(text: str, cut: int) -> None:
-    # Frames also search up to an endpos, which can cut a word short.
+    # Frames also search up to an endpos, which can cut a word short; those
+    # that extraction runs over the whole text only never search that way.
+    whole = {id(frame) for frame in clf._WHOLE_TEXT_FRAMES}
     view = clf._View.build(text, text, clf._keys_of(text))
     for frame in _FRAMES:
-        if frame.search(text, 0, cut) or frame.search(text):
+        if frame.search(text) or (id(frame) not in whole and frame.search(text, 0, cut)):
             assert view.may_match(frame), (frame.pattern, text, cut)
+
+
+def test_whole_text_frames_are_gated_frames() -> None:
+    assert {id(frame) for frame in clf._WHOLE_TEXT_FRAMES} <= set(clf._FRAME_CHECKS)
+
+
+def test_clause_breaks_read_by_the_standard_library_are_the_same() -> None:
+    # ``_View`` finds clause breaks with ``re``; the rule is a ``regex`` pattern.
+    for code in range(0x3100):
+        ch = chr(code)
+        for text in (f"a,{ch}b", f"a{ch}-{ch}b", f"a{ch}", f"x.{ch}", ch, f"a.{ch}\n", f"q {ch}— b"):
+            ours = [m.span() for m in clf._CLAUSE_BREAK.finditer(text)]
+            assert ours == [m.span() for m in rules.CLAUSE_BREAK.finditer(text)], repr(text)
+
+
+def test_is_cjk_agrees_with_the_rule() -> None:
+    for code in [*range(0x30000), 0x10FFFF]:
+        if 0xD800 <= code < 0xE000:
+            continue
+        token = chr(code) + "a"
+        assert clf._is_cjk(token) == bool(rules.CJK.match(token)), hex(code)
+    assert not clf._is_cjk("")
+
+
+@given(_rule_like_text)
+def test_clause_breaks_match_the_rule(text: str) -> None:
+    assert [m.span() for m in clf._CLAUSE_BREAK.finditer(text)] == [
+        m.span() for m in rules.CLAUSE_BREAK.finditer(text)
+    ]
 
 
 @settings(max_examples=200, deadline=None)
