@@ -15,7 +15,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
@@ -55,14 +55,7 @@ logger = logging.getLogger("memos_feedback.repair")
 Trigger = Literal[
     "failure-burst", "user.negative", "user.correction", "user.constraint", "user.preference", "manual"
 ]
-TRIGGERS: tuple[str, ...] = (
-    "failure-burst",
-    "user.negative",
-    "user.correction",
-    "user.constraint",
-    "user.preference",
-    "manual",
-)
+TRIGGERS: tuple[str, ...] = get_args(Trigger)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,6 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -53,12 +52,6 @@ logger = logging.getLogger("memos_feedback.subscriber")
 
 USER_TOOL = "user"
 _TRANSIENT = (LLMTransientError, StoreBusyError)
-
-
-@dataclass(frozen=True, slots=True)
-class _Waiting:
-    job_id: str
-    future: Future[RepairResult]
 
 
 def _burst_input(burst: FailureBurst) -> RepairInput:
