@@ -29,8 +29,14 @@ case "${1:-}" in
 install)
     if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
         export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq
-        apt-get install -y -qq postgresql >/dev/null
+        # A registry hiccup should not fail a whole CI run: three tries.
+        for attempt in 1 2 3; do
+            if apt-get update -qq && apt-get install -y -qq postgresql >/dev/null; then
+                break
+            fi
+            [ "$attempt" = 3 ] && { echo "could not install postgresql" >&2; exit 1; }
+            sleep $((attempt * 10))
+        done
     fi
     ;;
 start)
