@@ -150,7 +150,8 @@ def test_a_killed_worker_process_job_is_reclaimed(tmp_path: Path) -> None:
             queue = RepairQueue(store)
             deadline = time.monotonic() + 60
             mine: list[JobRow] = []
-            while not mine and time.monotonic() < deadline:
+            # Its job is claimed a moment before its LLM request arrives: wait for both.
+            while not (mine and hanging.requests) and time.monotonic() < deadline:
                 mine = [j for j in queue.list(status="running") if f":{victim.pid}:" in (j.lease_owner or "")]
                 time.sleep(0.005)
             assert mine and len(hanging.requests) >= 1, "the victim never held a job"
