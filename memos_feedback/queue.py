@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, bindparam, delete, exists, func, or_, select, update
+from sqlalchemy import Row, Table, and_, bindparam, delete, exists, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, aliased
@@ -91,29 +91,11 @@ class EnqueueResult:
     deduped: bool
 
 
-def _job_row_of(row: Any) -> JobRow:
-    """A ``JobRow`` from a Core result row with every column."""
-    return JobRow(**{name: row._mapping[name] for name in _JOB_FIELDS})
-
-
-def _job_row(m: RepairJobModel) -> JobRow:
-    return JobRow(
-        id=m.id,
-        seq=m.seq,
-        context_hash=m.context_hash,
-        trigger=m.trigger,
-        payload=dict(m.payload),
-        status=m.status,
-        attempts=m.attempts,
-        next_attempt_at=m.next_attempt_at,
-        lease_until=m.lease_until,
-        lease_owner=m.lease_owner,
-        last_error=m.last_error,
-        outcome=m.outcome,
-        repair_id=m.repair_id,
-        created_at=m.created_at,
-        updated_at=m.updated_at,
-    )
+def _job_row(source: RepairJobModel | Row[Any]) -> JobRow:
+    """A ``JobRow`` from an ORM object or a Core row with every column (same attribute names)."""
+    row = JobRow(**{name: getattr(source, name) for name in _JOB_FIELDS})
+    object.__setattr__(row, "payload", dict(row.payload))  # a copy the caller may keep
+    return row
 
 
 # -- payloads and ids -------------------------------------------------------
@@ -445,7 +427,7 @@ class RepairQueue:
                 # One statement: pick and take the job (SQLite >= 3.35 RETURNING).
                 values = {"now": now, "owner": owner, "lease_until": now + self.config.lease_ms}
                 taken = s.execute(_TAKE_SQLITE, values).first()
-                return None if taken is None else _job_row_of(taken)
+                return None if taken is None else _job_row(taken)
             seq = self._pick_postgres(s, now)
             if seq is None:
                 return None
