@@ -7,8 +7,11 @@ Threads and what they own:
   ``submit_user_feedback`` and ``run_once`` commit their job before they
   return (a correction the user typed survives a crash).
 * the enqueuer — moves buffered bursts into ``repair_jobs`` as soon as it
-  is woken (the bound is one insert transaction) and renews the leases of
-  jobs in flight.
+  is woken (the bound is one insert transaction).
+* the heartbeat — renews the leases of jobs in flight every quarter lease
+  and returns other owners' abandoned jobs to ``pending``. It has a thread
+  of its own so a slow insert or a busy enqueuer can never let a live
+  worker's lease lapse.
 * ``workers`` worker threads — claim due jobs and run ``run_repair``; the
   repair row and the job's ``done`` state commit together.
 """
@@ -114,7 +117,10 @@ class FeedbackSubscriber:
         self._closed = False
 
         self._startup()
-        self._threads = [threading.Thread(target=self._enqueuer, name="memos-feedback-enqueuer", daemon=True)]
+        self._threads = [
+            threading.Thread(target=self._enqueuer, name="memos-feedback-enqueuer", daemon=True),
+            threading.Thread(target=self._heartbeat, name="memos-feedback-heartbeat", daemon=True),
+        ]
         self._threads += [
             threading.Thread(target=self._worker, name=f"memos-feedback-worker-{i}", daemon=True)
             for i in range(workers)
@@ -341,18 +347,20 @@ class FeedbackSubscriber:
         # Woken at once by a burst; the timeout bounds how long a burst can
         # sit in memory even if a wake-up were missed (buffer_flush_ms).
         flush_every = self.config.buffer_flush_ms / 1000
-        heartbeat = max(0.05, self.config.lease_ms / 3000)
-        next_beat = time.monotonic() + heartbeat
         while True:
             self._buffer_wake.wait(timeout=flush_every)
             self._buffer_wake.clear()
             if not self._drain_buffer():
                 time.sleep(0.05)
-            if time.monotonic() >= next_beat:
-                next_beat = time.monotonic() + heartbeat
-                self._renew_leases()
             if self._closing.is_set() and not self._buffer:
                 return
+
+    def _heartbeat(self) -> None:
+        # A quarter of the lease: three renewals can be missed (a stalled
+        # process, a slow database) before another worker may reclaim.
+        interval = max(0.05, self.config.lease_ms / 4000)
+        while not self._closing.wait(timeout=interval):
+            self._renew_leases()
 
     def _renew_leases(self) -> None:
         """Heartbeat: extend our leases, and return other owners' abandoned jobs."""

@@ -281,6 +281,31 @@ def test_close_waits_for_the_job_in_flight_and_leaves_the_rest_pending(
     wait_for(lambda: RepairQueue(seeded).stats()["done"] == 5)
 
 
+def test_heartbeat_keeps_a_long_job_leased_against_another_worker(
+    seeded: Store, subs: list[FeedbackSubscriber]
+) -> None:
+    """A model call that outlasts several leases is not taken over while its worker lives."""
+    with ChatServer() as server:
+        server.script(Behaviour.delay(1500))
+        llm = OpenAIRepairLLM("m", base_url=server.base_url, api_key="k", timeout=10)
+        cfg = FeedbackConfig(cooldown_ms=0, lease_ms=300)
+        busy = attach_feedback_subscriber(seeded, llm=llm, config=cfg, poll_interval=0.01)
+        subs.append(busy)
+        future = busy.run_once(manual("long"))
+        wait_for(lambda: len(server.requests) == 1)
+        # Another worker (its own owner) sweeps expired leases every 75 ms and
+        # would run the job from the template if the lease ever lapsed.
+        rival = attach_feedback_subscriber(
+            seeded, config=FeedbackConfig(use_llm=False, cooldown_ms=0, lease_ms=300), poll_interval=0.01
+        )
+        subs.append(rival)
+        result = future.result(timeout=20)
+    assert result.repair_id is not None
+    [job] = RepairQueue(seeded).list()
+    assert job.status == "done" and job.attempts == 1 and job.lease_owner == busy.owner
+    assert len(server.requests) == 1
+
+
 def test_operator_surface_errors(store: Store) -> None:
     queue = RepairQueue(store)
     with pytest.raises(NotFoundError):

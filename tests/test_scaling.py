@@ -85,12 +85,17 @@ def spawn(url: str, index: int, expect: int, *extra: str) -> subprocess.Popen[st
     )  # fmt: skip
 
 
-def check_invariants(store: Store, members: dict[str, list[int]], total: int, reclaimed: int = 0) -> None:
+def check_invariants(
+    store: Store, members: dict[str, list[int]], total: int, reclaimed: frozenset[str] = frozenset()
+) -> None:
     jobs = RepairQueue(store).list(limit=total + 10)
     assert len(jobs) == total, "every trigger has exactly one job"
     assert {j.status for j in jobs} == {"done"}, "every job finished, none dead or left behind"
-    retried = [j for j in jobs if j.attempts != 1]
-    assert len(retried) == reclaimed and all(j.attempts == 2 for j in retried)
+    # Only a job whose worker died is run again; every other job ran once.
+    # (At least twice, not exactly: its second worker may in theory lose a
+    # lease too on a starved machine — the finish is conditional on the lease.)
+    assert {j.id for j in jobs if j.attempts != 1} == reclaimed
+    assert all(j.attempts >= 2 for j in jobs if j.id in reclaimed)
     persisted = [j for j in jobs if j.outcome == "persisted"]
     repairs = store.repairs.list(limit=1000)
     assert len(repairs) == CONTEXTS, "exactly one repair per context within the cooldown"
@@ -138,7 +143,9 @@ def test_a_killed_worker_process_job_is_reclaimed(tmp_path: Path) -> None:
         # so it is certainly mid-job when it is killed.
         slow.script(*[Behaviour.delay(100) for _ in range(total)])
         hanging.script(*[Behaviour.hang() for _ in range(10)])
-        lease = ("--lease-ms", "1500")
+        # The victim's job comes back at once (its pid is dead on this host);
+        # the lease only has to outlast a starved live worker's heartbeat.
+        lease = ("--lease-ms", "8000")
         with ExitStack() as stack:
             procs = [spawn(url, 0, total, "--llm-url", hanging.base_url, *lease)]
             procs += [spawn(url, i, total, "--llm-url", slow.base_url, *lease) for i in range(1, processes)]
@@ -162,5 +169,5 @@ def test_a_killed_worker_process_job_is_reclaimed(tmp_path: Path) -> None:
                 assert p.wait(timeout=30) == 0
         orphan = queue.get(mine[0].id)
         assert orphan.status == "done" and f":{victim.pid}:" not in (orphan.lease_owner or "")
-        check_invariants(store, members, total, reclaimed=1)
+        check_invariants(store, members, total, reclaimed=frozenset({orphan.id}))
         store.close()
