@@ -21,7 +21,14 @@ quantifiers, and the input is cut to ``SCAN_LIMIT`` characters first):
    block, and every ``@repair``;
 4. redact obvious secrets to ``[redacted]``;
 5. collapse whitespace, drop role prefixes (``system:``) at the start;
-6. cap the length, ending with ``…`` when cut.
+6. repeat 3–5 until nothing changes (a removed marker can expose a role
+   prefix: ``@repair system: …``), at most ``_ROUNDS`` times;
+7. cap the length, ending with ``…`` when cut — never inside a
+   ``[redacted]``.
+
+The result is a fixed point: ``sanitize_line(sanitize_line(x)) ==
+sanitize_line(x)``, so text that was sanitised once (a stored repair read
+back into a new block) is not changed again.
 """
 
 from __future__ import annotations
@@ -63,6 +70,10 @@ _ROLE_PREFIX = re.compile(
     re.IGNORECASE,
 )
 _WHITESPACE = re.compile(r"\s+")
+# Each round after the first only removes text (a redaction is stable), so
+# a few rounds reach the fixed point; the bound keeps the work linear.
+_ROUNDS = 6
+_LAST_RESORT = re.compile(r"[@<>`{}|:：]")
 
 _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # Provider API keys (OpenAI "sk-", "sk-proj-", Anthropic "sk-ant-").
@@ -80,7 +91,7 @@ _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(
             r"\b(password|passwd|pwd|passphrase|secret|client_secret|token|access_token|refresh_token"
             r"|auth_token|api[_\-]?key|access[_\-]?key|secret[_\-]?key|private[_\-]?key)"
-            r"(\s*[:=]\s*)[\"']?[^\s\"',;&]{1,512}[\"']?",
+            r"(\s*[:=]\s*)[\"']?[^\s\"',;&…]{1,512}[\"']?",
             re.IGNORECASE,
         ),
         r"\1\2" + REDACTED,
@@ -103,12 +114,24 @@ def sanitize_line(text: str, cap: int = DEFAULT_CAP) -> str:
         raise InvalidInputError(f"cap must be a positive int, got {cap!r}")
     cut = len(text) > SCAN_LIMIT
     line = _fold_and_strip_controls(text[:SCAN_LIMIT])
+    for _ in range(_ROUNDS):
+        cleaned = _clean(line)
+        if cleaned == line:
+            break
+        line = cleaned
+    else:
+        # Still changing after every round: only contrived input gets here.
+        # Drop every character a marker, tag or role prefix is built from.
+        line = _WHITESPACE.sub(" ", _LAST_RESORT.sub(" ", line)).strip()
+    return _cap(line, cap, cut)
+
+
+def _clean(line: str) -> str:
     line = _strip_markup(line)
     line = _redact(line)
     line = _WHITESPACE.sub(" ", line).strip()
-    line = _strip_role_prefixes(line)
     line = _drop_markers(line)
-    return _cap(line, cap, cut)
+    return _strip_role_prefixes(line)
 
 
 def _fold_and_strip_controls(text: str) -> str:
@@ -189,4 +212,10 @@ def _cap(line: str, cap: int, cut: bool) -> str:
         return line
     if len(line) < cap:
         return line + ELLIPSIS
-    return line[: cap - 1].rstrip() + ELLIPSIS
+    end = cap - 1
+    # A cut inside "[redacted]" would leave "[re…", which reads as a new
+    # secret value on a second pass; cut before the whole marker instead.
+    start = line.rfind(REDACTED[0], max(0, end - len(REDACTED) + 1), end)
+    if start != -1 and line.startswith(REDACTED, start) and start + len(REDACTED) > end:
+        end = start
+    return line[:end].rstrip() + ELLIPSIS

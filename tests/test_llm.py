@@ -127,11 +127,13 @@ def test_retryable_statuses_raise_transient(server: ChatServer, llm: OpenAIRepai
 
 def test_timeout_is_transient_and_bounded(server: ChatServer) -> None:
     llm = OpenAIRepairLLM("m", base_url=server.base_url, api_key="k", timeout=0.3)
-    server.script(Behaviour.delay(3_000))
+    server.script(Behaviour.delay(30_000))
     started = time.monotonic()
     with pytest.raises(LLMTransientError, match="timed out"):
         llm.complete_json(MESSAGES, "decision_repair")
-    assert time.monotonic() - started < 2.0
+    # Far below the server's 30 s: the client gave up on its own bound
+    # (loose, so a loaded machine does not fail it).
+    assert time.monotonic() - started < 10.0
 
 
 def test_hang_is_a_timeout(server: ChatServer) -> None:

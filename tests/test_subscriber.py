@@ -285,7 +285,7 @@ def test_llm_path_through_the_subscriber(store: Store, feed: Feed, make_sub: Any
         '"severity": "warn", "confidence": 0.9}'
     )
     with ChatServer(reply=reply) as server:
-        llm = OpenAIRepairLLM("m", base_url=server.base_url, api_key="k", timeout=0.5)
+        llm = OpenAIRepairLLM("m", base_url=server.base_url, api_key="k", timeout=3.0)
         # Retries off (max_attempts=1): a failing model falls back to the template at once.
         sub = make_sub(FeedbackConfig(use_llm=True, cooldown_ms=0, max_attempts=1), llm=llm)
         _, ok = sub.submit_user_feedback("use pnpm instead of npm", SESSION)
@@ -293,7 +293,7 @@ def test_llm_path_through_the_subscriber(store: Store, feed: Feed, make_sub: Any
         assert drafted is not None and drafted.preference == "Use pnpm for installs"
         assert drafted.confidence == 0.9
 
-        server.script(Behaviour.delay(2_000))  # slower than the client's timeout
+        server.script(Behaviour.hang())  # never answers: the client times out
         _, slow = sub.submit_user_feedback("use uv instead of pip", SESSION)
         fallback = slow.result(timeout=10).draft
         assert fallback is not None and fallback.preference.startswith("Prefer: uv")
