@@ -13,6 +13,7 @@ can catch everything with a single ``except MemosFeedbackError``::
     ├── LLMError               the language model could not give a usable reply
     │   ├── LLMTransientError  timeout, connection error, HTTP 429 / 5xx
     │   └── LLMReplyError      a reply that is not the JSON object asked for
+    ├── RepairJobDeadError     a queued repair ended in the dead-letter state
     └── SubscriberClosedError  a call on a subscriber after ``close()``
 
 SQLAlchemy and driver exceptions never reach callers raw: the store wraps
@@ -29,6 +30,7 @@ __all__ = [
     "LLMTransientError",
     "MemosFeedbackError",
     "NotFoundError",
+    "RepairJobDeadError",
     "SchemaError",
     "StoreBusyError",
     "StoreError",
@@ -83,6 +85,20 @@ class LLMTransientError(LLMError):
 
 class LLMReplyError(LLMError):
     """The model answered, but not with the JSON object asked for."""
+
+
+class RepairJobDeadError(MemosFeedbackError):
+    """A queued repair was given up (dead-lettered) by another worker.
+
+    A future whose job died in this process carries the original exception;
+    this one stands in when the job died elsewhere and only its row is known.
+    ``job_id`` and ``last_error`` come from that row.
+    """
+
+    def __init__(self, job_id: str, last_error: str | None) -> None:
+        self.job_id = job_id
+        self.last_error = last_error
+        super().__init__(f"repair job {job_id} is dead: {last_error or 'no error recorded'}")
 
 
 class SubscriberClosedError(MemosFeedbackError):

@@ -537,6 +537,16 @@ class RepairQueue:
                 raise NotFoundError(f"no job with id {job_id!r}")
             return _job_row(m)
 
+    def get_many(self, job_ids: Iterable[str]) -> dict[str, JobRow]:
+        """The jobs among ``job_ids`` that exist, by id (one query per 500 ids)."""
+        ids = list(dict.fromkeys(job_ids))
+        found: dict[str, JobRow] = {}
+        with self.store.session(action="reading jobs") as s:
+            for i in range(0, len(ids), 500):
+                stmt = select(RepairJobModel).where(RepairJobModel.id.in_(ids[i : i + 500]))
+                found.update((m.id, _job_row(m)) for m in s.scalars(stmt))
+        return found
+
     def list(self, status: str | None = None, limit: int = 100) -> list[JobRow]:
         if status is not None and status not in JOB_STATUSES:
             raise InvalidInputError(f"status must be one of {JOB_STATUSES}, got {status!r}")

@@ -11,14 +11,14 @@ Threads and what they own:
 * the heartbeat — renews the leases of jobs in flight every quarter lease
   and returns other owners' abandoned jobs to ``pending``. It has a thread
   of its own so a slow insert or a busy enqueuer can never let a live
-  worker's lease lapse.
+  worker's lease lapse. Twice a second it also resolves the futures of
+  jobs another process finished (several processes share one queue).
 * ``workers`` worker threads — claim due jobs and run ``run_repair``; the
   repair row and the job's ``done`` state commit together.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import random
 import threading
@@ -32,7 +32,14 @@ from typing import Any
 from ._failpoints import failpoint
 from .classifier import ClassifiedFeedback, classify_feedback
 from .config import FeedbackConfig
-from .errors import InvalidInputError, LLMTransientError, StoreBusyError, StoreError, SubscriberClosedError
+from .errors import (
+    InvalidInputError,
+    LLMTransientError,
+    RepairJobDeadError,
+    StoreBusyError,
+    StoreError,
+    SubscriberClosedError,
+)
 from .events import (
     FeedbackBus,
     FeedbackClassified,
@@ -48,6 +55,7 @@ from .repair import RepairDeps, RepairInput, RepairResult, run_repair
 from .signals import FailureBurst, FailureRecord, FailureSignals, context_hash_of
 from .store import Store
 from .store.rows import now_ms
+from .synthesize import DecisionRepairDraft
 
 __all__ = ["FeedbackSubscriber", "attach_feedback_subscriber"]
 
@@ -55,6 +63,8 @@ logger = logging.getLogger("memos_feedback.subscriber")
 
 USER_TOOL = "user"
 _TRANSIENT = (LLMTransientError, StoreBusyError)
+# How often (s) the heartbeat looks for jobs another process finished.
+_RESOLVE_EVERY = 0.5
 
 
 def _burst_input(burst: FailureBurst) -> RepairInput:
@@ -241,7 +251,7 @@ class FeedbackSubscriber:
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until buffered bursts are stored and every job this handle queued finished."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        for rounds in itertools.count():
+        while True:
             # Order matters: buffer, then the enqueuer's hand, then jobs.
             with self._lock:
                 idle = not self._buffer and not self._draining and not self._futures
@@ -250,10 +260,7 @@ class FeedbackSubscriber:
             if deadline is not None and time.monotonic() >= deadline:
                 return False
             self._buffer_wake.set()
-            if rounds % 50 == 49:  # every ~0.5 s: jobs another process finished
-                self._forget_finished_elsewhere()
             time.sleep(0.01)
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self, timeout: float | None = None) -> None:
         """Stop claiming, store buffered bursts, wait for jobs in flight (up to ``timeout``).
@@ -359,8 +366,12 @@ class FeedbackSubscriber:
         # A quarter of the lease: three renewals can be missed (a stalled
         # process, a slow database) before another worker may reclaim.
         interval = max(0.05, self.config.lease_ms / 4000)
-        while not self._closing.wait(timeout=interval):
-            self._renew_leases()
+        next_beat = time.monotonic() + interval
+        while not self._closing.wait(timeout=min(interval, _RESOLVE_EVERY)):
+            if time.monotonic() >= next_beat:
+                next_beat = time.monotonic() + interval
+                self._renew_leases()
+            self._resolve_finished_elsewhere()
 
     def _renew_leases(self) -> None:
         """Heartbeat: extend our leases, and return other owners' abandoned jobs."""
@@ -499,20 +510,67 @@ class FeedbackSubscriber:
                 assert result is not None
                 f.set_result(result)
 
-    def _forget_finished_elsewhere(self) -> None:
-        """Drop tracking of jobs another process (or a purge) finished."""
+    def _resolve_finished_elsewhere(self) -> None:
+        """Settle futures of jobs another process finished (or an operator purged)."""
         with self._lock:
             ids = [j for j in self._futures if j not in self._in_flight]
-        for job_id in ids[:50]:
+        if not ids:
+            return
+        try:
+            rows = self.queue.get_many(ids)
+        except StoreError as exc:
+            logger.debug("could not look up finished jobs: %s", exc)
+            return
+        for job_id in ids:
+            row = rows.get(job_id)
+            if row is not None and row.status not in ("done", "dead"):
+                continue
+            with self._lock:
+                # A worker here may have claimed and finished it meanwhile;
+                # its own result (with the draft it made) wins.
+                if job_id in self._in_flight:
+                    continue
+                futures = self._futures.pop(job_id, [])
+            for f in futures:
+                if f.done():
+                    continue
+                if row is None:
+                    f.cancel()  # purged: there is nothing to report
+                elif row.status == "dead":
+                    f.set_exception(RepairJobDeadError(row.id, row.last_error))
+                else:
+                    f.set_result(self._result_from_row(row))
+
+    def _result_from_row(self, job: JobRow) -> RepairResult:
+        """A ``RepairResult`` rebuilt from a finished job row and its repair."""
+        outcome = job.outcome or ""
+        draft = None
+        if job.repair_id is not None:
             try:
-                status = self.queue.get(job_id).status
+                r = self.store.repairs.get(job.repair_id)
             except StoreError:
-                status = "gone"
-            if status in ("done", "dead", "gone"):
-                with self._lock:
-                    futures = self._futures.pop(job_id, [])
-                for f in futures:
-                    f.cancel()
+                r = None
+            if r is not None:
+                draft = DecisionRepairDraft(
+                    context_hash=r.context_hash,
+                    preference=r.preference,
+                    anti_pattern=r.anti_pattern,
+                    severity="warn" if r.severity == "warn" else "info",
+                    confidence=r.confidence,
+                    high_value_trace_ids=r.high_value_trace_ids,
+                    low_value_trace_ids=r.low_value_trace_ids,
+                )
+        skipped = job.repair_id is None
+        return RepairResult(
+            trigger=job.trigger,
+            context_hash=job.context_hash,
+            repair_id=job.repair_id,
+            draft=draft,
+            skipped=skipped,
+            skipped_reason=outcome.removeprefix("skipped:") if skipped else None,
+            started_at=job.created_at,
+            completed_at=job.updated_at,
+        )
 
 
 def attach_feedback_subscriber(

@@ -12,7 +12,7 @@ import pytest
 from freezegun import freeze_time
 
 from memos_feedback.config import FeedbackConfig
-from memos_feedback.errors import InvalidInputError, NotFoundError
+from memos_feedback.errors import InvalidInputError, NotFoundError, RepairJobDeadError
 from memos_feedback.events import FeedbackBus, FeedbackEvent
 from memos_feedback.llm import OpenAIRepairLLM
 from memos_feedback.queue import RepairQueue, backoff_ms, input_from_payload, job_id_for, payload_of
@@ -304,6 +304,54 @@ def test_heartbeat_keeps_a_long_job_leased_against_another_worker(
     [job] = RepairQueue(seeded).list()
     assert job.status == "done" and job.attempts == 1 and job.lease_owner == busy.owner
     assert len(server.requests) == 1
+
+
+def test_futures_of_jobs_finished_by_another_process_are_settled(
+    seeded: Store, subs: list[FeedbackSubscriber]
+) -> None:
+    """Done elsewhere → the result rebuilt from the rows; dead → an error; purged → cancelled."""
+    queue = RepairQueue(seeded)
+    with ChatServer() as server:
+        server.script(Behaviour.hang())  # keeps this handle's only worker busy
+        llm = OpenAIRepairLLM("m", base_url=server.base_url, api_key="k", timeout=30)
+        mine = attach_feedback_subscriber(seeded, llm=llm, config=FeedbackConfig(cooldown_ms=0), poll_interval=0.01)
+        subs.append(mine)
+        mine.run_once(manual("busy"))
+        wait_for(lambda: len(server.requests) == 1)
+
+        # Done by another worker (another process: its own owner).
+        done_future = mine.run_once(manual("done-elsewhere"))
+        other = attach_feedback_subscriber(
+            seeded, config=FeedbackConfig(use_llm=False, cooldown_ms=0), poll_interval=0.01
+        )
+        result = done_future.result(timeout=10)
+        other.close(timeout=10)
+        row = queue.get(job_id_of(queue, "done-elsewhere"))
+        assert row.status == "done" and row.lease_owner == other.owner
+        assert result.repair_id == row.repair_id is not None and not result.skipped
+        repair = seeded.repairs.get(result.repair_id)
+        assert result.draft is not None and result.draft.preference == repair.preference
+        assert result.draft.anti_pattern == repair.anti_pattern and result.context_hash == "done-elsewhere"
+
+        # Dead-lettered by another worker.
+        dead_future = mine.run_once(manual("dead-elsewhere"))
+        owner = "another-host:1:abcd1234"
+        claimed = queue.claim(owner)
+        assert claimed is not None and claimed.context_hash == "dead-elsewhere"
+        queue.bury(claimed, owner, "ValueError: boom")
+        error = dead_future.exception(timeout=10)
+        assert isinstance(error, RepairJobDeadError)
+        assert error.job_id == claimed.id and error.last_error == "ValueError: boom"
+
+        # Purged by an operator before anyone ran it.
+        purged_future = mine.run_once(manual("purged"))
+        queue.purge(job_id_of(queue, "purged"))
+        wait_for(purged_future.cancelled)
+
+
+def job_id_of(queue: RepairQueue, context_hash: str) -> str:
+    [job] = [j for j in queue.list(limit=1000) if j.context_hash == context_hash]
+    return job.id
 
 
 def test_operator_surface_errors(store: Store) -> None:
