@@ -23,6 +23,7 @@ from .boundary import (
 from .classifier import ClassifiedFeedback, Shape, classify_feedback
 from .config import FeedbackConfig
 from .errors import (
+    AuditLogError,
     ConfigError,
     InvalidInputError,
     LLMError,
@@ -62,6 +63,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AuditLog",
+    "AuditLogError",
     "ClassifiedFeedback",
     "ConfigError",
     "DecisionRepairDraft",

@@ -3,10 +3,16 @@
 Each event is one ``os.write`` of one complete line on a file opened with
 ``O_APPEND``, under a lock: lines from many threads never interleave, and
 the library never truncates or rewrites the file.
+
+An ``OSError`` (disk full, a revoked permission) becomes ``AuditLogError``
+for a direct caller; attached to a bus, the log reports it through logging
+and the pipeline goes on. If a write fails half-way, a line break is
+attempted so the next record starts on a line of its own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -16,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .errors import InvalidInputError
+from .errors import AuditLogError, InvalidInputError
 from .events import FeedbackBus, FeedbackEvent, RepairAttached, RepairPersisted, event_to_dict
 
 __all__ = ["AuditLog"]
@@ -32,9 +38,13 @@ class AuditLog:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise AuditLogError(str(self.path), f"cannot open: {exc.strerror or exc}") from exc
         self._lock = threading.Lock()
-        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd: int | None = fd
         self._unsubscribe: list[Callable[[], None]] = []
 
     def write(self, record: Mapping[str, Any]) -> None:
@@ -47,9 +57,21 @@ class AuditLog:
             if self._fd is None:
                 raise InvalidInputError(f"audit log {self.path} is closed")
             view = memoryview(line)
-            while view:  # os.write may write less than asked on some filesystems
-                written = os.write(self._fd, view)
-                view = view[written:]
+            try:
+                while view:  # os.write may write less than asked on some filesystems
+                    written = os.write(self._fd, view)
+                    view = view[written:]
+            except OSError as exc:
+                if len(view) < len(line):
+                    self._end_partial_line()
+                raise AuditLogError(str(self.path), f"cannot append: {exc.strerror or exc}") from exc
+
+    def _end_partial_line(self) -> None:
+        # Best effort: the half-written record stays (we never rewrite the
+        # file), but the next one should not be glued to it.
+        assert self._fd is not None
+        with contextlib.suppress(OSError):
+            os.write(self._fd, b"\n")
 
     def write_event(self, event: FeedbackEvent) -> None:
         self.write(event_to_dict(event))
@@ -62,7 +84,7 @@ class AuditLog:
     def _on_event(self, event: FeedbackEvent) -> None:
         try:
             self.write_event(event)
-        except (OSError, InvalidInputError):
+        except (AuditLogError, InvalidInputError):
             logger.exception("could not append %s to the audit log %s", event.kind, self.path)
 
     def close(self) -> None:

@@ -10,6 +10,7 @@ can catch everything with a single ``except MemosFeedbackError``::
     │   ├── StoreBusyError     transient: database locked/busy, deadlock
     │   └── SchemaError        the database revision is unknown to this code
     ├── InvalidInputError      wrong type or value passed to a public call
+    ├── AuditLogError          the audit file could not be opened or appended to
     ├── LLMError               the language model could not give a usable reply
     │   ├── LLMTransientError  timeout, connection error, HTTP 429 / 5xx
     │   └── LLMReplyError      a reply that is not the JSON object asked for
@@ -23,6 +24,7 @@ them into ``StoreError`` (keeping the original as ``__cause__``).
 from __future__ import annotations
 
 __all__ = [
+    "AuditLogError",
     "ConfigError",
     "InvalidInputError",
     "LLMError",
@@ -73,6 +75,17 @@ class SchemaError(StoreError):
 
 class InvalidInputError(MemosFeedbackError):
     """A public call got an argument of the wrong type or value."""
+
+
+class AuditLogError(MemosFeedbackError):
+    """The audit file could not be opened or written (disk full, permissions).
+
+    The ``OSError`` is kept as ``__cause__``; ``path`` names the file.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        super().__init__(f"audit log {path}: {reason}")
 
 
 class LLMError(MemosFeedbackError):

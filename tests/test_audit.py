@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from memos_feedback.audit import AuditLog
-from memos_feedback.errors import InvalidInputError, MemosFeedbackError
+from memos_feedback.errors import AuditLogError, InvalidInputError, MemosFeedbackError
 from memos_feedback.events import (
     EVENT_KINDS,
     FeedbackBus,
@@ -227,4 +227,21 @@ def test_audit_failure_never_breaks_the_bus(bus: FeedbackBus, caplog: pytest.Log
     failures = [r for r in caplog.records if r.name == "memos_feedback.audit"]
     assert len(failures) == 1
     assert "repair.persisted" in failures[0].getMessage()
-    assert isinstance(failures[0].exc_info[1] if failures[0].exc_info else None, OSError)
+    error = failures[0].exc_info[1] if failures[0].exc_info else None
+    assert isinstance(error, AuditLogError) and isinstance(error.__cause__, OSError)
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (every write fails: ENOSPC)")
+def test_a_failed_write_is_a_library_error_for_a_direct_caller() -> None:
+    with AuditLog("/dev/full") as log, pytest.raises(AuditLogError, match="cannot append") as caught:
+        log.write({"n": 1})
+    assert caught.value.path == "/dev/full" and isinstance(caught.value.__cause__, OSError)
+
+
+def test_an_unopenable_path_is_a_library_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where a directory is expected")
+    with pytest.raises(AuditLogError, match="cannot open"):
+        AuditLog(blocker / "audit.jsonl")
+    with pytest.raises(MemosFeedbackError):
+        AuditLog(tmp_path)  # a directory, not a file
