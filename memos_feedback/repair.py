@@ -199,9 +199,7 @@ def _candidate_policies(store: Store, inp: RepairInput, evidence: RepairEvidence
         episodes.add(inp.episode_id)
     if not episodes:
         return ()
-    return tuple(
-        p.id for p in store.policies.list(status="active") if episodes.intersection(p.source_episode_ids)
-    )
+    return tuple(p.id for p in store.policies.with_source_episodes(episodes))
 
 
 def _keyword(inp: RepairInput, feedback: ClassifiedFeedback | None) -> str | None:

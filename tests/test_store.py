@@ -217,6 +217,28 @@ def test_policy_list_filters_by_status(store: Store) -> None:
     assert store.policies.list(status="draft") == []
 
 
+def test_policies_with_source_episodes_overlap_in_the_database(store: Store) -> None:
+    a = store.policies.add("a", source_episode_ids=["ep1", "ep2"], id="a")
+    b = store.policies.add("b", source_episode_ids=["ep2", "ep3"], id="b")
+    store.policies.add("c", source_episode_ids=["ep4"], id="c")
+    store.policies.add("empty", id="empty")
+    old = store.policies.add("old", source_episode_ids=["ep1"], status="archived", id="old")
+    assert store.policies.with_source_episodes(["ep1"]) == [a]
+    assert store.policies.with_source_episodes(("ep2", "ep9", "ep2")) == [a, b]
+    assert store.policies.with_source_episodes({"ep1"}, status=None) == [a, old]
+    assert store.policies.with_source_episodes(["ep1"], status="archived") == [old]
+    assert store.policies.with_source_episodes(["ep9"]) == []
+    assert store.policies.with_source_episodes([]) == []
+    # an id that looks like JSON or SQL is only ever a value
+    store.policies.add("q", source_episode_ids=['ep"x', "'; drop table policies; --"], id="q")
+    assert [p.id for p in store.policies.with_source_episodes(['ep"x'])] == ["q"]
+    assert [p.id for p in store.policies.with_source_episodes(["'; drop table policies; --"])] == ["q"]
+    with pytest.raises(InvalidInputError):
+        store.policies.with_source_episodes("ep1")
+    with pytest.raises(InvalidInputError):
+        store.policies.with_source_episodes([1])  # type: ignore[list-item]
+
+
 def test_policy_upsert_inserts_a_new_row(store: Store) -> None:
     row = PolicyRow(
         id="p-new", title="t", boundary="b", status="active", source_episode_ids=("e",), updated_at=0

@@ -18,6 +18,7 @@ __all__ = [
     "PolicyModel",
     "RepairJobModel",
     "TraceModel",
+    "exists_on",
 ]
 
 # Stable, predictable constraint names on every backend, so later
@@ -35,6 +36,24 @@ JsonType = JSON().with_variant(JSONB(), "postgresql")
 
 # Epoch milliseconds overflow a 32-bit INTEGER.
 Millis = BigInteger
+
+
+def _only_on(dialect: str, index: Index) -> Index:
+    """An index created on one dialect only (``ddl_if``), marked so schema
+    comparisons know not to expect it elsewhere (``exists_on``)."""
+    index.info["only_on"] = dialect
+    return index.ddl_if(dialect=dialect)
+
+
+def exists_on(obj: Any, dialect: str) -> bool:
+    """Whether a schema object of the models is created on ``dialect``.
+
+    Alembic's autogenerate does not read ``ddl_if``; pass this (through
+    ``include_object``) so a PostgreSQL-only index is not reported missing
+    on SQLite.
+    """
+    info = getattr(obj, "info", None) or {}
+    return bool(info.get("only_on", dialect) == dialect)
 
 
 class Base(DeclarativeBase):
@@ -66,6 +85,16 @@ class PolicyModel(Base):
     status: Mapped[str] = mapped_column(String(32), default="active", index=True)
     source_episode_ids: Mapped[list[str]] = mapped_column(JsonType, default=list)
     updated_at: Mapped[int] = mapped_column(Millis)
+
+    # Finding the policies a repair came from ("any of these episodes") is
+    # a ``?|`` on PostgreSQL, served by a GIN index; SQLite has no such index
+    # type and scans (fine at the policy counts one process has).
+    __table_args__ = (
+        _only_on(
+            "postgresql",
+            Index("ix_policies_source_episode_ids", "source_episode_ids", postgresql_using="gin"),
+        ),
+    )
 
 
 class DecisionRepairModel(Base):

@@ -7,11 +7,14 @@ repair and finishes its job in one commit).
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Row, bindparam, select
+from sqlalchemy import Row, Text, bindparam, exists, func, select, type_coerce
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 
 from ..errors import InvalidInputError, NotFoundError
@@ -241,6 +244,29 @@ class PolicyRepository(_Repository):
             stmt, params = _POLICIES_BY_STATUS, {"status": _str("status", status)}
         with self._store.session(action="listing policies") as s:
             return [policy_row(m) for m in s.execute(stmt, params)]
+
+    def with_source_episodes(
+        self, episode_ids: Iterable[str], status: str | None = "active"
+    ) -> builtins.list[PolicyRow]:  # ``list`` here is the method above
+        """Policies (of ``status``; any when None) learned from any of ``episode_ids``, by id.
+
+        The overlap is found by the database: ``?|`` over the JSONB array on
+        PostgreSQL (a GIN index serves it), ``json_each`` on SQLite.
+        """
+        ids = sorted(set(_str_tuple("episode_ids", episode_ids)))
+        if not ids:
+            return []
+        column = PolicyModel.source_episode_ids
+        if self._store.dialect == "postgresql":
+            overlap = type_coerce(column, JSONB).has_any(postgresql.array(ids, type_=Text))
+        else:
+            member = func.json_each(column).table_valued("value")
+            overlap = exists(select(1).select_from(member).where(member.c.value.in_(ids)))
+        stmt = _POLICIES_ALL.where(overlap)
+        if status is not None:
+            stmt = stmt.where(PolicyModel.status == _str("status", status))
+        with self._store.session(action="finding policies by episode") as s:
+            return [policy_row(m) for m in s.execute(stmt)]
 
     def upsert(self, row: PolicyRow) -> PolicyRow:
         """Insert the row, or overwrite every field of the policy with its id."""
