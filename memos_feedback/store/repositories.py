@@ -12,7 +12,19 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Row, Text, bindparam, exists, func, select, type_coerce
+from sqlalchemy import (
+    BindParameter,
+    Row,
+    Select,
+    String,
+    Text,
+    bindparam,
+    exists,
+    func,
+    or_,
+    select,
+    type_coerce,
+)
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
@@ -41,6 +53,24 @@ _TRACES_OF_SESSION = (
 )
 _POLICIES_ALL = select(*PolicyModel.__table__.columns).order_by(PolicyModel.id)
 _POLICIES_BY_STATUS = _POLICIES_ALL.where(PolicyModel.status == bindparam("status"))
+
+
+def _policies_with_episodes(postgresql_dialect: bool) -> Select[Any]:
+    """Policies sharing an episode id with ``:ids``, of ``:status`` (any when NULL)."""
+    column = PolicyModel.source_episode_ids
+    if postgresql_dialect:
+        # ``?|`` takes a text[]: one array parameter, served by the GIN index.
+        overlap = type_coerce(column, JSONB).has_any(bindparam("ids", type_=postgresql.ARRAY(Text)))
+    else:
+        member = func.json_each(column).table_valued("value")
+        ids: BindParameter[Any] = bindparam("ids", expanding=True)
+        overlap = exists(select(1).select_from(member).where(member.c.value.in_(ids)))
+    status = bindparam("status", type_=String)
+    return _POLICIES_ALL.where(overlap, or_(status.is_(None), PolicyModel.status == status))
+
+
+# Built once per dialect (index: is it PostgreSQL?), like the statements above.
+_POLICIES_WITH_EPISODES = (_policies_with_episodes(False), _policies_with_episodes(True))
 _NEWEST_REPAIR_OF_CONTEXT = (
     select(DecisionRepairModel)
     .where(DecisionRepairModel.context_hash == bindparam("context_hash"))
@@ -256,17 +286,10 @@ class PolicyRepository(_Repository):
         ids = sorted(set(_str_tuple("episode_ids", episode_ids)))
         if not ids:
             return []
-        column = PolicyModel.source_episode_ids
-        if self._store.dialect == "postgresql":
-            overlap = type_coerce(column, JSONB).has_any(postgresql.array(ids, type_=Text))
-        else:
-            member = func.json_each(column).table_valued("value")
-            overlap = exists(select(1).select_from(member).where(member.c.value.in_(ids)))
-        stmt = _POLICIES_ALL.where(overlap)
-        if status is not None:
-            stmt = stmt.where(PolicyModel.status == _str("status", status))
+        stmt = _POLICIES_WITH_EPISODES[self._store.dialect == "postgresql"]
+        params: dict[str, Any] = {"ids": ids, "status": None if status is None else _str("status", status)}
         with self._store.session(action="finding policies by episode") as s:
-            return [policy_row(m) for m in s.execute(stmt)]
+            return [policy_row(m) for m in s.execute(stmt, params)]
 
     def upsert(self, row: PolicyRow) -> PolicyRow:
         """Insert the row, or overwrite every field of the policy with its id."""
