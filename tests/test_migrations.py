@@ -392,6 +392,15 @@ def test_episode_index_is_gin_on_postgresql_only(db_url: str) -> None:
                     "SELECT am.amname FROM pg_class c JOIN pg_am am ON am.oid = c.relam "
                     "WHERE c.relname = 'ix_policies_source_episode_ids'"
                 ).scalar_one()
+                # The operator the lookup uses (``?|``) can be answered by it.
+                conn.exec_driver_sql("SET enable_seqscan = off")
+                plan = "\n".join(
+                    r[0]
+                    for r in conn.exec_driver_sql(
+                        "EXPLAIN SELECT id FROM policies WHERE source_episode_ids ?| ARRAY['ep1', 'ep2']"
+                    )
+                )
             assert method == "gin"
+            assert "ix_policies_source_episode_ids" in plan, plan
         else:
             assert "ix_policies_source_episode_ids" not in names
