@@ -314,7 +314,8 @@ def test_futures_of_jobs_finished_by_another_process_are_settled(
     with ChatServer() as server:
         server.script(Behaviour.hang())  # keeps this handle's only worker busy
         llm = OpenAIRepairLLM("m", base_url=server.base_url, api_key="k", timeout=30)
-        mine = attach_feedback_subscriber(seeded, llm=llm, config=FeedbackConfig(cooldown_ms=0), poll_interval=0.01)
+        cfg = FeedbackConfig(cooldown_ms=0)
+        mine = attach_feedback_subscriber(seeded, llm=llm, config=cfg, poll_interval=0.01)
         subs.append(mine)
         mine.run_once(manual("busy"))
         wait_for(lambda: len(server.requests) == 1)
