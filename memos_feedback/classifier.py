@@ -41,6 +41,7 @@ answer is the same as running every rule.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import enum
 import hashlib
 import importlib
@@ -70,6 +71,8 @@ TAIL_WINDOW = 2000
 
 # Evidence a shape needs before it can win.
 _THRESHOLD = 1.0
+# Words around a pasted error this short, that decide nothing, leave it a failure report.
+_SHORT_LEAD_IN = 30
 
 
 class Shape(enum.Enum):
@@ -571,7 +574,9 @@ class _Deriver:
             if key is None:
                 return None  # this literal implies nothing testable
             keys.add(key)
-        return sum(chance for chance, _ in keys) if keys else None
+        # Summed in a fixed order: a float sum over a set would depend on the hash seed, and
+        # so would the choice between two requirements of (nearly) equal cost.
+        return sum(sorted(chance for chance, _ in keys)) if keys else None
 
     def key_of(self, literal: str) -> tuple[float, _Key] | None:
         if literal not in self._keys:
@@ -918,6 +923,7 @@ _GATED_FRAMES: Final[tuple[regex.Pattern[str], ...]] = (
     rules.CONTRAST_AFTER,
     rules.AVOID_FORWARD,
     rules.AVOID_BACKWARD,
+    rules.AVOID_REPLACED,
     *rules.CORRECTION_FRAMES,
     rules.VALUE_BEFORE_NOT,
     rules.COPULA,
@@ -1096,6 +1102,7 @@ _WHOLE_TEXT_FRAMES: Final = (
     *rules.PREFER_BACKWARD,
     rules.AVOID_FORWARD,
     rules.AVOID_BACKWARD,
+    rules.AVOID_REPLACED,
     *rules.CORRECTION_FRAMES,
     rules.VALUE_BEFORE_NOT,
 )
@@ -1194,8 +1201,11 @@ def _score(prepared: _Prepared) -> tuple[str, _Keys, _Evidence]:
             best = m
     if best is not None:
         _add_cue(ev, current, best.end() + lead - 1)
-    if prepared.code_trouble and not stripped:
-        # Only a pasted error, no words around it: the last step failed.
+    if prepared.code_trouble and (
+        not stripped or (len(stripped) <= _SHORT_LEAD_IN and max(ev.scores.values()) < _THRESHOLD)
+    ):
+        # Only a pasted error, no words around it (or a short lead-in such as "ran it
+        # again:" that says nothing else): the last step failed.
         ev.add(Shape.NEGATIVE.value, _THRESHOLD, -1, "pasted-error-only")
     return masked, keys, ev
 
@@ -1284,6 +1294,13 @@ def _grab_forward(view: _View, start: int) -> tuple[str, int] | None:
     """
     prose = view.prose
     end = view.clause(start)[1]
+    # "that chain of str.replace calls": the quantity is not the tool.
+    article = False  # "the" / "teh" (or a quantity) skipped before the phrase
+    if "of" in view.masked[start : start + 40] and (
+        quantity := rules.QUANTITY_HEAD.match(view.masked, start + _leading_space(prose, start), end)
+    ):
+        start = quantity.end()
+        article = True
     words: list[str] = []
     ends: list[int] = []
     first = start
@@ -1296,6 +1313,11 @@ def _grab_forward(view: _View, start: int) -> tuple[str, int] | None:
             return t[1:-1].strip(), tok.end()
         if _is_cjk(t):
             if words:
+                # "shell 脚本", "for 迴圈": the noun makes a kind of the word before it.
+                kind = rules.CN_KIND_NOUN.match(t.translate(rules.TRAD_TO_SIMP))
+                if kind is not None and len(words) == 1:
+                    words.append(t)
+                    ends.append(tok.start() + kind.end())
                 break
             # Modifiers, and the verb of "prefer 用 Obsidian": the tool comes next.
             if _is_cn_modifier(t) or t in rules.CN_USE_VERBS:
@@ -1306,6 +1328,7 @@ def _grab_forward(view: _View, start: int) -> tuple[str, int] | None:
             break
         low = t.lower().rstrip(".:'")
         if not words and low in rules.DETERMINERS:
+            article = article or low in ("the", "teh")
             continue
         if not words and (low in rules.DEMONSTRATIVES or low in rules.SOFTENERS):
             return None
@@ -1320,12 +1343,23 @@ def _grab_forward(view: _View, start: int) -> tuple[str, int] | None:
     while words and words[-1].lower() in ("one", "ones", "thing", "stuff"):
         words.pop()
         ends.pop()
+    if article and len(words) > 1 and words[-1].lower() in rules.KIND_NOUNS:
+        words.pop()
+        ends.pop()
     if not words:
         return None
     # Cut from the text, not joined: the phrase is what the user wrote ("ＵＶ", not "Ｕ Ｖ").
     last_end = ends[-1]
     phrase = _clean(prose[first:last_end])
     return (phrase, last_end) if phrase else None
+
+
+def _leading_space(text: str, start: int) -> int:
+    """How many spaces follow ``start`` (at most a few)."""
+    n = 0
+    while n < 3 and start + n < len(text) and text[start + n] == " ":
+        n += 1
+    return n
 
 
 def _grab_backward(view: _View, pos: int) -> str | None:
@@ -1340,6 +1374,9 @@ def _grab_backward(view: _View, pos: int) -> str | None:
             continue
         if _is_cjk(t):
             if not words and not _is_cn_modifier(t):
+                # "pip 装依赖太慢": a tool named in ASCII right before the Chinese verb phrase.
+                if (ascii_tool := _ascii_before(view, start, tok.start())) is not None:
+                    return ascii_tool
                 return _clean(t[-8:])
             break
         stop = low in rules.DETERMINERS or low in rules.TOOL_STOP or low in rules.DEMONSTRATIVES
@@ -1352,6 +1389,24 @@ def _grab_backward(view: _View, pos: int) -> str | None:
         if len(words) == 3:
             break
     return _clean(view.prose[first:last]) if words else None
+
+
+def _ascii_before(view: _View, start: int, pos: int) -> str | None:
+    """The ASCII word that ends, after at most a space, right before ``pos`` at the start of its clause."""
+    prose = view.prose
+    end = pos
+    while end > start and prose[end - 1] == " ":
+        end -= 1
+    if end == pos:
+        return None
+    toks = list(_tokens(prose, start, end))
+    if len(toks) != 1:
+        return None
+    t = toks[0].group()
+    low = t.lower()
+    if not t[0].isalpha() or not t.isascii() or low in rules.TOOL_STOP or low in rules.DEMONSTRATIVES:
+        return None
+    return _clean(t)
 
 
 def _first_forward(
@@ -1369,15 +1424,34 @@ def _first_forward(
 
 
 def _extract_preference(view: _View) -> tuple[str | None, str | None]:
+    # "why are you using moment.js? date-fns is what we standardised on": the question names
+    # the tool to avoid, the rest the one to prefer.
+    if "?" in view.masked and "why" in view.keys.lower and (q := rules.WHY_QUESTION.search(view.masked)):
+        outside = dataclasses.replace(view, masked=_blank(view.masked, [q.span()]))
+        prefer, avoid = _extract_preference_in(outside)
+        if prefer is not None:
+            if avoid is None:
+                around = [(0, q.start()), (q.end(), len(view.masked))]
+                inside = dataclasses.replace(view, masked=_blank(view.masked, around))
+                got = _first_forward(inside, rules.PREFER_FORWARD, prefer)
+                avoid = got[0] if got else None
+            return prefer, avoid
+    return _extract_preference_in(view)
+
+
+def _extract_preference_in(view: _View) -> tuple[str | None, str | None]:
     prefer: str | None = None
     prefer_end = -1
     if got := _first_forward(view, rules.PREFER_FORWARD, None):
         prefer, prefer_end = got
     else:
-        # "plotly works better", "poetry please, not pip": the tool comes first.
-        for frame in rules.PREFER_BACKWARD:
-            m = frame.search(view.masked) if view.may_match(frame) else None
-            if m and (back := _grab_backward(view, m.start())):
+        # "plotly works better", "poetry please, not pip": the tool comes first. The
+        # earliest frame in the text speaks of it ("composition over inheritance here please").
+        found = [
+            m for frame in rules.PREFER_BACKWARD if view.may_match(frame) and (m := frame.search(view.masked))
+        ]
+        for m in sorted(found, key=lambda m: m.start()):  # stable: frame order on a tie
+            if back := _grab_backward(view, m.start()):
                 prefer, prefer_end = back, m.start()
                 break
     # Right after the preferred tool: "X instead of Y", "X, not Y", "X 而不是 Y".
@@ -1392,13 +1466,14 @@ def _extract_preference(view: _View) -> tuple[str | None, str | None]:
             return prefer, got[0]
     if got := _first_forward(view, (rules.AVOID_FORWARD,), prefer):
         return prefer, got[0]
-    # "Y is overkill", "Y 太丑": the complaint names the tool before it.
-    if not view.may_match(rules.AVOID_BACKWARD):
-        return prefer, None
-    for m in rules.AVOID_BACKWARD.finditer(view.masked):
-        cand = _grab_backward(view, m.start())
-        if cand and cand != prefer:
-            return prefer, cand
+    # "Y is overkill", "Y 太丑": the complaint names the tool before it; else "Y 换成 X".
+    for frame in (rules.AVOID_BACKWARD, rules.AVOID_REPLACED):
+        if not view.may_match(frame):
+            continue
+        for m in frame.finditer(view.masked):
+            cand = _grab_backward(view, m.start())
+            if cand and cand != prefer:
+                return prefer, cand
     return prefer, None
 
 
@@ -1410,13 +1485,34 @@ def _grab_value(view: _View, start: int, end: int) -> str | None:
     """
     words: list[str] = []
     first = last = start
+    article = call = False
     for tok in itertools.islice(_tokens(view.prose, start, end), 12):
         t = tok.group()
+        if tok.start() < last:  # inside the call read below
+            continue
+        if t[0] == "(" and words and tok.start() == last:
+            # "len(items) - 1": a call is part of the value, up to its closing parenthesis.
+            close = view.prose.find(")", tok.start(), min(end, tok.start() + 60))
+            if close < 0:
+                break
+            words[-1] += view.prose[tok.start() : close + 1]
+            last = close + 1
+            call = True
+            continue
         if _is_cjk(t):
             if words and any(ch.isdigit() for ch in words[-1]) and rules.CN_UNIT.fullmatch(t):
                 words.append(t)
                 last = tok.end()
                 continue
+            # "8 点开会": the unit stays with the figure, the event after it does not.
+            if (
+                words
+                and any(ch.isdigit() for ch in words[-1])
+                and (unit := rules.CN_UNIT.match(t))
+                and rules.CN_EVENT_VERB.fullmatch(t[unit.end() :])
+            ):
+                last = tok.start() + unit.end()
+                break
             if words:
                 break
             # "七点四十落地": the time, not the event.
@@ -1425,6 +1521,7 @@ def _grab_value(view: _View, start: int, end: int) -> str | None:
             return _clean(t) if not words else _clean(" ".join(words))
         low = t.lower()
         if not words and low in ("the", "a", "an"):
+            article = article or low == "the"
             continue
         if low in rules.VALUE_STOP or t in "—–-" or not (t[0].isalnum() or t[0] in "$¥€£~./+"):
             break
@@ -1434,7 +1531,15 @@ def _grab_value(view: _View, start: int, end: int) -> str | None:
         last = tok.end()
         if len(words) == 4:
             break
-    return _clean(view.prose[first:last]) if words else None
+    if not words:
+        return None
+    # "len(items) - 1" (a spaced minus also ends a clause, so the offset may lie past ``end``).
+    if call and (tail := rules.EXPRESSION_TAIL.match(view.prose, last)):
+        last = tail.end()
+    # "I meant the orders table": the name, not the kind of thing it names.
+    if article and len(words) > 1 and words[-1].lower() in rules.KIND_NOUNS:
+        last = view.prose.rfind(words[-2], first, last) + len(words[-2])
+    return _clean(view.prose[first:last])
 
 
 def _parallel_number(view: _View, start: int, end: int, old_start: int) -> str | None:
@@ -1446,6 +1551,10 @@ def _parallel_number(view: _View, start: int, end: int, old_start: int) -> str |
     new = list(_tokens(view.prose, start, end))
     for i, tok in enumerate(new):
         if tok.group()[0].isdigit():
+            # "Node 20, not 18": a figure that follows the name it belongs to at the clause start.
+            name = new[0].group()
+            if i == 1 and len(old) == 1 and name.isalpha() and name[:1].isupper() and name.isascii():
+                return _clean(view.prose[new[0].start() : tok.end()])
             # Keep a unit only when the old value carries one too.
             if len(old) > 1 and i + 1 < len(new):
                 return _clean(view.prose[tok.start() : new[i + 1].end()])
@@ -1453,7 +1562,7 @@ def _parallel_number(view: _View, start: int, end: int, old_start: int) -> str |
     return None
 
 
-_VALUE_PREPOSITIONS: Final = frozenset({"from", "by"})
+_VALUE_PREPOSITIONS: Final = frozenset({"from", "by", "in", "at", "on", "under"})
 
 
 def _value_before(view: _View, neg_start: int, old_start: int) -> str | None:
@@ -1501,6 +1610,14 @@ def _extract_correction(view: _View) -> str | None:
         copulas = _copulas(view, c_start, c_end)
         if copulas and (value := _grab_value(view, copulas[-1].end(), c_end)):
             return value
+    # "you wrote Monday but it's Tuesday": the value after "but" in the "you did X" clause.
+    for c_start, c_end in view.clauses():
+        in_you_clause = you and rules.YOU_CLAUSE.match(text, c_start) is not None
+        but = rules.BUT_STATED.search(text, c_start, c_end) if in_you_clause else None
+        if but is not None:
+            copulas = _copulas(view, but.end(), c_end)
+            if copulas and (value := _grab_value(view, copulas[-1].end(), c_end)):
+                return value
     # Last resort: the first figure stated outside a "you did X" clause.
     for c_start, c_end in stated:
         for tok in _tokens(view.prose, c_start, c_end):
@@ -1520,6 +1637,9 @@ def _extract_constraint(view: _View, anchor: int) -> str | None:
         return None
     text = view.masked
     c_start, c_end = view.clause(anchor)
+    # "also, log every retry": a lead-in alone in its clause; the requirement follows.
+    if view.prose[c_start:c_end].strip(rules.EDGE_PUNCT).lower() in rules.LEAD_INS and c_end < len(text):
+        c_start, c_end = view.clause(c_end + 1)
     start = c_start
     if conn := rules.CONNECTIVE.search(text, c_start, c_end):
         start = conn.end()

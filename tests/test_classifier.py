@@ -829,3 +829,200 @@ def test_extracted_fields_are_substrings_of_the_input(text: str) -> None:
         value = getattr(result, name)
         if value is not None:
             assert _norm(value) in whole, (name, value)
+
+
+# Families added against the fourth set (tests/data/feedback_fourth.jsonl, see ALGORITHMS.md):
+# each family with the project's own phrasings, none of them a line of that set.
+FOURTH_SET_FAMILIES: list[tuple[Shape, str]] = [
+    # preference: "X please, not Y" with a two-word tool, "let's do X, not Y", "try X for this",
+    # "X is our standard", "no, not Y — X" and "that's what prod runs", "switch <obj> over to X",
+    # "X instead please", "with X instead", "toml for the config, not yaml", "keep it in bash",
+    # "option 2 please", "don't bring in Y, we have X", a why-question then the replacement
+    (Shape.PREFERENCE, "pnpm workspaces please, not lerna"),
+    (Shape.PREFERENCE, "let's use a set here, not a list"),
+    (Shape.PREFERENCE, "we'll go with SQLite, not Postgres, for the prototype"),
+    (Shape.PREFERENCE, "try httpx for this, requests can't do async"),
+    (Shape.PREFERENCE, "try ripgrep here"),
+    (Shape.PREFERENCE, "ditch Jenkins, CircleCI is our standard"),
+    (Shape.PREFERENCE, "not npm — yarn, that's what the monorepo uses"),
+    (Shape.PREFERENCE, "zod, that's what the other services use"),
+    (Shape.PREFERENCE, "switch the HTTP client over to `httpx`"),
+    (Shape.PREFERENCE, "numpy instead please"),
+    (Shape.PREFERENCE, "could you do it with awk instead"),
+    (Shape.PREFERENCE, "toml for the config, not yaml"),
+    (Shape.PREFERENCE, "let's keep it in bash"),
+    (Shape.PREFERENCE, "option 2 please"),
+    (Shape.PREFERENCE, "don't bring in moment, we have dayjs"),
+    (Shape.PREFERENCE, "Why are you using Jest? Vitest is what we standardised on"),
+    (Shape.PREFERENCE, "这里用 dict 就好，不用自己写类"),
+    (Shape.PREFERENCE, "上 Kubernetes 吧"),
+    (Shape.PREFERENCE, "数据库选 PostgreSQL"),
+    (Shape.PREFERENCE, "优先用标准库"),
+    (Shape.PREFERENCE, "团队统一用语雀，不用石墨"),
+    # not preferences: the noun "move"/"switch", a place after "move it to", a limit after "use"
+    (Shape.UNKNOWN, "our move to GCP went smoothly last quarter"),
+    (Shape.CONFUSION, "why two queries instead of one?"),
+    (Shape.CONSTRAINT, "use at most 3 retries"),
+    (Shape.CONSTRAINT, "avoid Mondays"),
+    # correction: "you mean X", "is on 6380", "written by <Name>", "should stop at …", "<Name> N,
+    # not M", "the table is users, plural", "it's Tuesday not Wednesday", "lands at 7:40",
+    # "the year is wrong, it's 2023", "it returns a list, not a dict", a name or place in Chinese
+    (Shape.CORRECTION, "you mean `created_at`, the column was renamed"),
+    (Shape.CORRECTION, "postgres is on 5433 here"),
+    (Shape.CORRECTION, "you have the author wrong, it was written by Ursula Le Guin"),
+    (Shape.CORRECTION, "the slice should start at len(xs) - 3"),
+    (Shape.CORRECTION, "Python 3.12, not 3.11"),
+    (Shape.CORRECTION, "the owner's handle is @mira_k, not @mirak"),
+    (Shape.CORRECTION, "that's Tuesday not Wednesday"),
+    (Shape.CORRECTION, "the flight lands at 7:40"),
+    (Shape.CORRECTION, "the year is wrong, it's 2023"),
+    (Shape.CORRECTION, "it returns a list, not a dict"),
+    (Shape.CORRECTION, "the file lives in src/lib/utils.ts"),
+    (Shape.CORRECTION, "the deadline moved to the 21st"),
+    (Shape.CORRECTION, "是 localhost:3000"),
+    (Shape.CORRECTION, "她姓欧阳"),
+    # not corrections: a question, the user's own schedule, a defect with no right value
+    (Shape.CONFUSION, "you mean the old config?"),
+    (Shape.POSITIVE, "yes, that's what I meant"),
+    (Shape.UNKNOWN, "my dentist appointment got moved to 4"),
+    (Shape.NEGATIVE, "you booked the wrong room"),
+    (Shape.NEGATIVE, "你约错会议室了"),
+    # constraint: "<verb> … too" after a first sentence, ", but without …", "do it without …",
+    # "no meetings before 10am", "no jargon", "just the top 10", "be careful not to …"
+    (Shape.CONSTRAINT, "nice. add a docstring too, the linter wants one"),
+    (Shape.CONSTRAINT, "ok, but without touching the public API"),
+    (Shape.CONSTRAINT, "do it without any new imports"),
+    (Shape.CONSTRAINT, "no calls on Fridays"),
+    (Shape.CONSTRAINT, "no jargon, it's for execs"),
+    (Shape.CONSTRAINT, "just the top 10"),
+    (Shape.CONSTRAINT, "be careful not to overwrite existing files"),
+    (Shape.CONSTRAINT, "输出要按时间排序"),
+    (Shape.CONSTRAINT, "请用中文回答"),
+    (Shape.UNKNOWN, "nothing new on my side"),
+    # negative: "nope, not that", a status code as a verb, failure states and symptoms,
+    # defects described, "only works locally", 整个…都乱了, 又 panic 了, 数据丢了
+    (Shape.NEGATIVE, "no. not this one"),
+    (Shape.NEGATIVE, "the whole site 500s now"),
+    (Shape.NEGATIVE, "the pod is in CrashLoopBackOff again"),
+    (Shape.NEGATIVE, "accuracy dropped to 60%"),
+    (Shape.NEGATIVE, "the export is missing the header row"),
+    (Shape.NEGATIVE, "the cron job never ran"),
+    (Shape.NEGATIVE, "got a permission denied error"),
+    (Shape.NEGATIVE, "every row has the same timestamp"),
+    (Shape.NEGATIVE, "the fix only works locally"),
+    (Shape.NEGATIVE, "you forgot the header"),
+    (Shape.NEGATIVE, "the totals don't line up with the invoice"),
+    (Shape.NEGATIVE, "整个布局都乱了"),
+    (Shape.NEGATIVE, "又 segfault 了"),
+    (Shape.NEGATIVE, "数据丢了"),
+    (Shape.NEGATIVE, "ran it again:\n```\nSegmentation fault (core dumped)\n```"),
+    # positive: "that's exactly it", "this is really good", "couldn't spot anything off", "can't
+    # fault it", "the error's gone", "runs in 200ms now", "it's working now", 报错没了, 页面正常了
+    (Shape.POSITIVE, "that's precisely it, thanks"),
+    (Shape.POSITIVE, "I was doubtful but this is really good"),
+    (Shape.POSITIVE, "went over it line by line, couldn't spot anything off"),
+    (Shape.POSITIVE, "can't fault it"),
+    (Shape.POSITIVE, "Traceback is gone, runs clean now 👍"),
+    (Shape.POSITIVE, "the query runs in 200ms now"),
+    (Shape.POSITIVE, "deployed and everything is working"),
+    (Shape.POSITIVE, "报错没了"),
+    (Shape.POSITIVE, "页面正常了"),
+    (Shape.POSITIVE, "可以可以"),
+    (Shape.INSTRUCTION, "clean up the unused imports"),
+    (Shape.INSTRUCTION, "merge it when CI passes"),
+    # confusion: "which N were …?", "where did X come from?", bare "wat", "what's going on with
+    # …?", "does this handle …?", "did you test it?", "so …?", "any reason for …?", 这个 X 是
+    # what for？, 是…还是…？, 这样可以吗？, 需要重启吗？
+    (Shape.CONFUSION, "which 2 tests were skipped?"),
+    (Shape.CONFUSION, "where did that timeout value come from?"),
+    (Shape.CONFUSION, "wut"),
+    (Shape.CONFUSION, "what's going on with the second function?"),
+    (Shape.CONFUSION, "does this handle the retry case?"),
+    (Shape.CONFUSION, "have you run it?"),
+    (Shape.CONFUSION, "so the cache is per-user?"),
+    (Shape.CONFUSION, "any reason for the global variable?"),
+    (Shape.CONFUSION, "so do I still need to run the script?"),
+    (Shape.CONFUSION, "这个参数是 what for？"),
+    (Shape.CONFUSION, "等等，这个文件是你改的还是本来就这样？"),
+    (Shape.CONFUSION, "这样可以吗？"),
+    (Shape.CONFUSION, "需要重启吗？"),
+    # not confusion: questions about the agent itself or the world
+    (Shape.UNKNOWN, "do you like music?"),
+    (Shape.UNKNOWN, "which one is bigger, a lion or a tiger?"),
+    # instruction: operating verbs, "next，写个…", polite frames, "time to …", "on to …"
+    (Shape.INSTRUCTION, "now hook it up to the scheduler"),
+    (Shape.INSTRUCTION, "tail the nginx logs"),
+    (Shape.INSTRUCTION, "next，跑一下测试"),
+    (Shape.INSTRUCTION, "would you mind updating the README"),
+    (Shape.INSTRUCTION, "when you get a chance, bump the deps"),
+    (Shape.INSTRUCTION, "time to write the migration"),
+    (Shape.INSTRUCTION, "ok, on to the API layer"),
+    (Shape.INSTRUCTION, "same for the other two files"),
+    (Shape.INSTRUCTION, "给这个函数加个缓存"),
+    (Shape.INSTRUCTION, "新建一个分支叫 feature/login"),
+    # unknown: the user steps away, 不行 as an intensifier, a verdict on the world
+    (Shape.UNKNOWN, "稍等，先去开个会"),
+    (Shape.UNKNOWN, "累得不行，先休息"),
+    (Shape.UNKNOWN, "traffic was terrible today"),
+    (Shape.UNKNOWN, "the coffee here is awful"),
+    (Shape.UNKNOWN, "这家店的咖啡不错"),
+]
+
+
+@pytest.mark.parametrize(("expected", "text"), FOURTH_SET_FAMILIES)
+def test_fourth_set_families(expected: Shape, text: str) -> None:
+    assert classify_feedback(text).shape is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "value"),
+    [
+        # a complaint names the tool to avoid
+        ("switch to esbuild, webpack is painfully slow here", "avoid", "webpack"),
+        ("use duckdb, sqlite chokes on these joins", "avoid", "sqlite"),
+        ("go with nginx, caddy isn't available on those hosts", "avoid", "caddy"),
+        ("prefer dataclasses, dicts make the code harder to follow", "avoid", "dicts"),
+        ("stick with make, no need to pull in bazel", "avoid", "bazel"),
+        ("prefer composition to inheritance", "avoid", "inheritance"),
+        # backward frames: the earliest one in the text names the tool
+        ("Rust over Go for this service please", "prefer", "Rust"),
+        ("ditch Jenkins, CircleCI is our standard", "prefer", "CircleCI"),
+        ("not npm — yarn, that's what the monorepo uses", "prefer", "yarn"),
+        ("not npm — yarn, that's what the monorepo uses", "avoid", "npm"),
+        ("replace unittest with pytest", "prefer", "pytest"),
+        ("replace unittest with pytest", "avoid", "unittest"),
+        ("switch the HTTP client over to `httpx`", "prefer", "httpx"),
+        ("no more print debugging, use the debugger", "avoid", "print debugging"),
+        ("Why are you using Jest? Vitest is what we standardised on", "prefer", "Vitest"),
+        ("Why are you using Jest? Vitest is what we standardised on", "avoid", "Jest"),
+        # "the X module": the name, not its kind; a quantity is not the tool
+        ("don't install the yaml package, use json from the stdlib", "avoid", "yaml"),
+        ("I'd rather you used pathlib than that pile of os.path calls", "avoid", "os.path"),
+        ("别写一堆 bash 脚本，用 Makefile", "avoid", "bash 脚本"),
+        ("requests 换成 httpx 吧", "avoid", "requests"),
+        ("用 Redis 就行，不用上 Kafka", "avoid", "Kafka"),
+        ("就用 SQLite 吧，npm 装东西太慢了", "avoid", "npm"),
+        ("用正则就行，别自己写解析", "prefer", "正则"),
+        ("团队统一用语雀，不用石墨", "avoid", "石墨"),
+        # corrections
+        ("you mean `created_at`, the column was renamed", "correction", "created_at"),
+        ("you have the author wrong, it was written by Ursula Le Guin", "correction", "Ursula Le Guin"),
+        ("the slice should start at len(xs) - 3", "correction", "len(xs) - 3"),
+        ("Python 3.12, not 3.11", "correction", "Python 3.12"),
+        ("I meant the users table, not accounts", "correction", "users"),
+        ("the owner's handle is @mira_k, not @mirak", "correction", "@mira_k"),
+        ("it's in us-east-2, not us-east-1", "correction", "us-east-2"),
+        ("you wrote Monday but it's Tuesday", "correction", "Tuesday"),
+        ("the flight lands at 7:40", "correction", "7:40"),
+        ("应该是 8 点开会", "correction", "8 点"),
+        # constraints
+        ("do it without any new imports", "constraint", "without any new imports"),
+        ("it should retry on 503 because the upstream is flaky", "constraint", "retry on 503"),
+        ("also, log every retry", "constraint", "log every retry"),
+        ("ok, but without touching the public API", "constraint", "without touching the public API"),
+        ("nice. add a docstring too, the linter wants one", "constraint", "add a docstring"),
+        ("no meetings before 10am", "constraint", "no meetings before 10am"),
+    ],
+)
+def test_fourth_set_extraction(text: str, field: str, value: str) -> None:
+    assert getattr(classify_feedback(text), field) == value
