@@ -286,17 +286,17 @@ def test_heartbeat_keeps_a_long_job_leased_against_another_worker(
 ) -> None:
     """A model call that outlasts several leases is not taken over while its worker lives."""
     with ChatServer() as server:
-        server.script(Behaviour.delay(1500))
+        server.script(Behaviour.delay(3000))
         llm = OpenAIRepairLLM("m", base_url=server.base_url, api_key="k", timeout=10)
-        cfg = FeedbackConfig(cooldown_ms=0, lease_ms=300)
+        cfg = FeedbackConfig(cooldown_ms=0, lease_ms=1000)
         busy = attach_feedback_subscriber(seeded, llm=llm, config=cfg, poll_interval=0.01)
         subs.append(busy)
         future = busy.run_once(manual("long"))
         wait_for(lambda: len(server.requests) == 1)
-        # Another worker (its own owner) sweeps expired leases every 75 ms and
+        # Another worker (its own owner) sweeps expired leases every 250 ms and
         # would run the job from the template if the lease ever lapsed.
         rival = attach_feedback_subscriber(
-            seeded, config=FeedbackConfig(use_llm=False, cooldown_ms=0, lease_ms=300), poll_interval=0.01
+            seeded, config=FeedbackConfig(use_llm=False, cooldown_ms=0, lease_ms=1000), poll_interval=0.01
         )
         subs.append(rival)
         result = future.result(timeout=20)
