@@ -423,7 +423,7 @@ MASKS: Final[tuple[Mask, ...]] = (
         "cn-not-working",
         "negative",
         1.3,
-        r"还是\s{0,2}(?:不|没|一样|老样子|报|失败|有问题|连不上|打不开|崩|挂|超时|卡住|空白|空的|乱码|error|fail|crash|timeout|"
+        r"还是\s{0,2}(?:不(?!懂|明白|理解|太懂|太明白)|没(?!懂|明白|看懂|理解)|一样|老样子|报|失败|有问题|连不上|打不开|崩|挂|超时|卡住|空白|空的|乱码|error|fail|crash|timeout|"
         r"timed\s{1,3}out|times\s{1,3}out|broken|hangs?|empty|blank)"
         # "还是这个错", "还是 404", "照样报错", "仍然失败": the same failure again.
         r"|(?:还是|仍然|依然|依旧|照样|照旧|仲系)\s{0,2}(?:这个|那个|同样的|一样的|同一个)?\s{0,2}(?:错|问题|报错|error|bug|[45]\d\d\b)"
@@ -451,6 +451,11 @@ _WORLD_VERDICT = (
     r"horrible|dreadful|"
     r"brilliant|amazing|fantastic|wonderful|lovely|gorgeous|beautiful|rubbish|great|incredible|insane|wild|"
     r"bad)"
+)
+# "the weather's awful today", "the coffee is rubbish": things out in the world, judged.
+_WORLD_THING_VERDICT = (
+    r"|\b(?:weather|traffic|commute|food|coffee|tea|game|match|movie|film|concert|flight|wifi|rain|"
+    r"heat)(?:'s|\s{1,3}(?:is|was|are|were))\s{1,3}" + _WORLD_VERDICT + r"\b"
 )
 _WORLD_TIME = (
     r"(?:today|tonight|yesterday|last\s{1,3}(?:night|week|weekend|year)|this\s{1,3}(?:morning|afternoon|"
@@ -709,6 +714,14 @@ CUES: Final[tuple[Cue, ...]] = (
         r"(?:this|that|it)(?:'s|\s{1,3}is)\s{1,3}the\s{1,3}one(?!\s{1,3}(?:that|which|with|where|i|you|"
         r"we)\b))\b",
     ),
+    # "fine by me", "that's ok with me": consent, as the whole message.
+    _cue(
+        "fine-by-me",
+        "positive",
+        1.0,
+        r"^\W{0,3}(?:that's\s{1,3}|that\s{1,3}is\s{1,3}|all\s{1,3})?(?:fine|ok|okay|good|alright|cool)\s{1,3}"
+        r"(?:by|with)\s{1,3}me\W{0,4}$",
+    ),
     _cue(
         "it-works",
         "positive",
@@ -762,7 +775,12 @@ CUES: Final[tuple[Cue, ...]] = (
         r"啦|嘞)\W{0,4}$"
         r"|(?:清楚|清晰|快|顺|简洁|干净|稳定|好看|好读|易读|顺眼|舒服|流畅|整齐)(?:多了|了很多|了不少)"
         # "页面正常了", "数据对上了", "能登录了": the thing works again.
-        r"|(?:正常|对上|一致|通)了|恢复正常|(?:能|可以)(?:打开|登录|登入|访问|连上|看到|显示|运行|启动|编译)了|显示出来了",
+        r"|(?:正常|对上|一致|通)了|恢复正常|(?:能|可以)(?:打开|登录|登入|访问|连上|看到|显示|运行|启动|编译)了|显示出来了"
+        # "太香了", "一次就过", "报错终于消失了", "数字都对得上", "这版可以", "就按这个来": slang and
+        # plain approvals that name no praise word.
+        r"|太(?:香|神|顶|强)了|(?:一次|一遍|一下子)就(?:过|通过|跑通|成功|好)|终于(?:消失|没了|不见)|"
+        r"(?:都|全)(?:对得上|对上了)|^\W{0,3}(?:行|好|嗯)?\W{0,2}(?:这版|这个版本|这样|这稿)(?:就)?(?:可以|行)\W{0,4}$|"
+        r"就按(?:这个|这样|这版)(?:来|办|走|做)(?![吗嘛吧呢]?\s{0,2}[？?])|完全没错",
     ),
     # "merge when CI passes", "push once the build is green": a condition, not a report.
     _cue(
@@ -954,7 +972,7 @@ CUES: Final[tuple[Cue, ...]] = (
         1.2,
         r"^\W{0,3}(?:please\s{1,3}|just\s{1,3})?(?:undo|revert|roll\s{1,3}back)\s{1,3}(?:that|this|it|your|"
         r"the\s{1,3}"
-        r"(?:change|last|edit|commit))\b|撤销|回滚|改回去|恢复原样",
+        r"(?:change|last|edit|commit))\b|(?<!为什么|为什么要|为啥|为啥要|干嘛|怎么)(?:撤销|回滚|改回去|恢复原样)",
     ),
     _cue(
         "failure-word",
@@ -1188,14 +1206,24 @@ CUES: Final[tuple[Cue, ...]] = (
         "negative",
         -1.2,
         r"\b(?:was|were)\s{1,3}" + _WORLD_VERDICT + r"\b[^.!?\n]{0,20}\b" + _WORLD_TIME + r"\b"
-        r"|\b(?:here|" + _WORLD_PLACE + r")\s{1,3}(?:is|was|are|were)\s{1,3}" + _WORLD_VERDICT + r"\b",
+        r"|\b(?:here|" + _WORLD_PLACE + r")\s{1,3}(?:is|was|are|were)\s{1,3}" + _WORLD_VERDICT + r"\b"
+        + _WORLD_THING_VERDICT,
     ),
     _cue(
         "world-remark-positive",
         "positive",
         -1.0,
         r"\b(?:was|were)\s{1,3}" + _WORLD_VERDICT + r"\b[^.!?\n]{0,20}\b" + _WORLD_TIME + r"\b"
-        r"|\b(?:here|" + _WORLD_PLACE + r")\s{1,3}(?:is|was|are|were)\s{1,3}" + _WORLD_VERDICT + r"\b",
+        r"|\b(?:here|" + _WORLD_PLACE + r")\s{1,3}(?:is|was|are|were)\s{1,3}" + _WORLD_VERDICT + r"\b"
+        + _WORLD_THING_VERDICT,
+    ),
+    # "这本书写得太烂了", "外卖太难吃了": a verdict on something out in the world.
+    _cue(
+        "cn-world-remark",
+        "negative",
+        -1.2,
+        r"(?:天气|咖啡|饭菜|外卖|比赛|电影|电视剧|这本书|那本书|交通|地铁|奶茶|食堂|酒店)[^，。？！,.?!]{0,6}?"
+        r"(?:太|好|真|很|有点|也太)?(?:烂|难吃|难喝|难看|差|苦|冷|热|堵|挤|无聊)",
     ),
     # A message that is only an angry emoji.
     _cue("bare-angry-emoji", "negative", 1.2, r"^\W{0,3}(?:😡|🤬|👎|😤|😠|💩)\W{0,4}$"),
@@ -1225,10 +1253,10 @@ CUES: Final[tuple[Cue, ...]] = (
         "negative",
         1.2,
         r"不对|不行|不好使|不管用|不起作用|错了|答非所问|文不对题|牛头不对马嘴|改了个寂寞|白改了|白忙|胡说|瞎编|"
-        r"编的|乱写|瞎写|乱改|瞎改|不是我(?:要|想要|说)的|完全不是|离谱|更(?:慢|糟|差|乱|卡)了|一模一样|"
+        r"编的|乱写|瞎写|乱改|瞎改|不是我(?:要|想要|说)的|唔(?:系|係)我(?:要|想要|讲)|完全不是|离谱|更(?:慢|糟|差|乱|卡)了|一模一样|"
         r"跟(?:上次|之前|刚才|原来)(?:的)?(?:一样|一模一样|相同)|一样的(?:错|问题|结果|报错|error)|越改越|越来越(?:慢|乱|差|糟)|"
         r"空白|白屏|黑屏|闪退|卡死|卡住了|结果不对|根本(?:不|没)|同样的(?:错|问题|报错|error)|"
-        r"(?:写|做|改|弄|说|搞)得(?:太|有点|不太|过于)|一点(?:用|效果|作用|变化)?都没|都没用"
+        r"(?:写|做|改|弄|说|搞)得(?:也)?(?:太|有点|不太|过于)|一点(?:用|效果|作用|变化)?都没|都没用"
         # Internet slang, Taiwan and Cantonese rejections ("有夠爛", "唔得", "唔啱").
         r"|(?<![不没])(?:也)?太(?:慢|卡|乱|丑|难看|啰嗦|复杂|差|烂)了|一直(?:在)?\s{0,2}(?:转圈|加载|报错|失败|卡住|崩|超时|重启|loading|"
         r"spinning)"
@@ -1260,6 +1288,17 @@ CUES: Final[tuple[Cue, ...]] = (
         1.2,
         r"^\W{0,3}(?:好|太|很|超|真)(?:慢|卡|乱|丑|难看|难用|烂)(?:了|啊|呀|吧)?\W{0,4}$",
     ),
+    # "接口全 500 了", "画面跑版了", "方向都歪掉了", "跟我要的不一样", "bug 照样复现", "更严重了":
+    # the result described as broken, off target, or unchanged.
+    _cue(
+        "cn-broken-result",
+        "negative",
+        1.2,
+        r"(?:全|都|全部|全都)\s{0,2}(?:[45]\d\d|报错|挂|崩|红|失败|error|fail|crash)\s{0,2}了"
+        r"|(?:跑版|歪掉|跑偏|走样|错位|变形|乱码|blank|空白|白屏)\s{0,2}了|一个字都没(?:变|改|动)|两码事|两回事|"
+        r"跟我(?:要|想|说)的[^，。？！,.?!]{0,12}?不(?:一样|同)|(?:照样|依然|仍然|还是|又)\s{0,2}(?:能)?复现|"
+        r"更(?:严重|频繁|多错)了|(?:还|都|一直|半天)没(?:出结果|反应|动静|跑完|返回)",
+    ),
     # "把日志删掉，没用了": after a command, an evaluation is about its object.
     _cue("cn-ba-command", "negative", -0.6, r"^\W{0,3}(?:请|帮我|麻烦)?\s{0,2}把"),
     _cue("cn-failure-word", "negative", 0.5, r"失败|报错|出错|异常|超时"),
@@ -1269,6 +1308,8 @@ CUES: Final[tuple[Cue, ...]] = (
         "correction",
         1.2,
         r"\bshould\s{1,3}(?:be|have\s{1,3}been|say|read|equal)\b|\b(?:is|it's|its|was)\s{1,3}actually\b"
+        # "the total should come out to 1,240", "should add up to 100%": the right figure.
+        r"|\bshould\s{1,3}(?:come\s{1,3}out\s{1,3}to|add\s{1,3}up\s{1,3}to|total|sum\s{1,3}to)\s{1,3}[$€£¥]?\d"
         r"|\bcorrect\s{1,3}(?:one|value|answer|number|name|date|figure)\s{1,3}is\b"
         # "the cron should run at 02:30", "it should return 404": the right time or result.
         r"|\bshould\s{1,3}(?:run|fire|start|end|go\s{1,3}off|trigger|happen|begin|finish|expire|land|arrive|"
@@ -1597,6 +1638,23 @@ CUES: Final[tuple[Cue, ...]] = (
         r"[\s,!.]{1,6}(?:no\W{1,3})?"
         r"(?!.{0,60}\b(?:still|again|same|errors?|fail\w{0,4}|crash\w{0,4})\b)[^\d\n]{0,40}\d",
     ),
+    # "deadline 搞错了 it's due on Friday": the Chinese rejection, then the right value in English.
+    _cue(
+        "cn-wrong-then-stated",
+        "correction",
+        1.2,
+        r"(?:搞错了|弄错了|写错了|记错了|错了|不对)\W{0,3}(?:it's|it\s{1,3}is|it\s{1,3}should\s{1,3}be|"
+        r"should\s{1,3}be)\s",
+    ),
+    # "it's Nakamura with a u", "Katz with a z": a name's spelling fixed.
+    _cue(
+        "spelled-with",
+        "correction",
+        1.2,
+        r"\b(?:[Ii]t's|[Ii]t\s{1,3}is|[Ii]ts|[Tt]hat's|[Ii]t\s{1,3}should\s{1,3}be)\s{1,3}[A-Z][\w'-]{1,30}\s{1,3}with\s{1,3}"
+        r"(?:an?|one|two|double|a\s{1,3}capital)\s{1,3}[A-Za-z]\b",
+        keep_case=True,
+    ),
     _cue(
         "rejection-start",
         "correction",
@@ -1616,7 +1674,12 @@ CUES: Final[tuple[Cue, ...]] = (
         1.2,
         r"不是.{1,20}?[，,]\s{0,2}(?:而)?是|(?:不对|错了|不是这样|搞错了)[，,。\s]{1,3}[^，。？！,.?!]{0,8}?(?:应该)?(?:是|叫|在)"
         r"(?!不是)|(?:不对|错了)[，,。\s]{1,3}[^，。？！,.?!]{0,6}?姓|才对|"
-        r"我(?:说|指|要)的是|(?:名字|文件名|名称|分支|表|库|函数|变量|字段|项目|仓库|目录|路径)(?:名)?(?:叫|是)\s{0,2}[A-Za-z0-9\u4e00-\u9fff]",
+        r"我(?:说|指|要)的是|(?:名字|文件名|名称|分支|表|库|函数|变量|字段|项目|仓库|目录|路径)(?:名)?(?:叫|是)\s{0,2}[A-Za-z0-9\u4e00-\u9fff]"
+        # "错了，Q2 revenue 是 3.6M", "不是 Node 16，我们线上是 Node 18", "branch name 是 hotfix/x":
+        # the right value stated after the rejection, or an English attribute given in Chinese.
+        r"|(?:(?:不对|错了)[，,。\s]{1,3}|不是[^，。？！,?!]{1,20}?[，,])\s{0,2}[^，。？！,.?!]{0,20}?是\s{0,2}(?=[$¥€£]?\d|[A-Za-z])"
+        r"|\b(?:name|branch|port|host|path|version|id|key|url|email|table|column|field|title|revenue|total|"
+        r"deadline|date)\s{0,2}(?:是|叫|应该是)\s{0,2}(?=[A-Za-z0-9`./])",
     ),
     _cue(
         "cn-value-contrast",
@@ -1905,8 +1968,10 @@ CUES: Final[tuple[Cue, ...]] = (
         "cn-dont-touch",
         "constraint",
         1.0,
-        r"(?:不要|别|不能|不许|不准|勿)\s{0,2}(?:动|改|碰|删|提交|推送|推|修改|改动|影响|排|超过|加|包含|出现|覆盖|安排|约|放|引入|"
-        r"push|commit|touch|delete|merge|change)"
+        # Not "要不要加" (a question whether to).
+        r"(?:(?<!要)不要|别|不能|不许|不准|勿)\s{0,2}(?:直接|随便|擅自|乱|再)?\s{0,2}(?:动|改|碰|删|提交|推送|推|修改|改动|影响|排|超过|加|包含|出现|覆盖|安排|约|放|"
+        r"引入|push|commit|touch|delete|merge|change|hardcode|hard-code|log|print|expose|skip|bypass|override|"
+        r"drop|rename|force)"
         # "不要用英文", "中文回复", "请用中文回答": the language or wording of the answer.
         r"|(?:不要|别|不能|不许)\s{0,2}(?:用|使用|出现|带|加)\s{0,2}"
         + _CN_WORDING
@@ -1919,6 +1984,26 @@ CUES: Final[tuple[Cue, ...]] = (
         1.0,
         r"避开|避免|排除|保留|保持|沿用|除了|除外|不包括|尽量|兼容|支持(?!一下)",
     ),
+    # "别把老接口删了", "不能连上三个夜班", "keep 原来的 API signature 不变": what must not happen, or
+    # what must stay as it is.
+    _cue(
+        "cn-must-not-happen",
+        "constraint",
+        1.0,
+        r"(?:别|不要|不能|不许|不准)\s{0,2}把[^，。？！,.?!]{1,12}?(?:删|改|动|覆盖|去掉|弄丢|清掉|关掉)"
+        r"|不能\s{0,2}(?:连续|连上|同时|多于|少于|早于|晚于)|(?:\bkeep|保持|保留)\s{0,2}[^，。？！,.?!]{1,30}?不变",
+    ),
+    # "just rows from 2022 onwards", "only orders over $50": the subset to keep.
+    _cue(
+        "subset-only",
+        "constraint",
+        1.0,
+        r"^\W{0,3}(?:just|only)\s{1,3}(?:the\s{1,3})?(?:rows|records|entries|files|items|lines|orders|users|"
+        r"customers|emails|tickets|commits|results|transactions|invoices|events|logs|accounts)\s{1,3}"
+        r"(?:from|since|after|before|with|where|that|older|newer|over|under|created|updated|in\s{1,3}the)\b",
+    ),
+    # "能不能别每次都重新编译": a request not to, phrased as a question.
+    _cue("cn-could-you-not", "constraint", 1.0, r"(?:能不能|可不可以|能否|可否)\s{0,2}(?:别|不要)"),
     _cue("cn-ack-but", "constraint", 0.4, r"(?:但是|不过|可是|但)"),
     # Scope limits stated without a modal: "subject line under 60 chars", "only between 9 and 5",
     # "with no external dependencies", "exclude weekends", "preserve the original timestamps".
@@ -2321,6 +2406,38 @@ CUES: Final[tuple[Cue, ...]] = (
         r"(?:that's|that\s{1,3}is|it's|it\s{1,3}is|thats)\s{1,3}what\s{1,3}" + _WHAT_WE_RUN,
     ),
     # "這裡用正規表示式就好": the tool, and "that is enough"; "不需要自己寫解析器": no hand-rolled one.
+    # "shell 脚本就够了，没必要上 Python", "Docker Compose 就行，no need for k8s", "axios 没必要":
+    # one tool is enough, the other unneeded; each half alone is weak.
+    _cue(
+        "cn-tool-enough",
+        "preference",
+        0.6,
+        r"[A-Za-z`][\w.+#`-]{0,30}\s{0,2}(?:脚本\s{0,2})?(?:就够了|就够用了|就足够了|就行|就可以了|足够了)",
+    ),
+    _cue(
+        "cn-tool-unneeded",
+        "preference",
+        0.6,
+        r"没必要\s{0,2}(?:上|用|引入|装|搞)?\s{0,2}[A-Za-z`]|[A-Za-z`][\w.+#`-]{0,30}\s{0,2}没必要"
+        r"|\bno\s{1,3}need\s{1,3}for\s{1,3}[A-Za-z`]",
+    ),
+    # "直接上 Playwright", "switch 到 Postgres", "交给 DeepL 吧", "一律转成 WebP": the tool to go to.
+    _cue(
+        "cn-go-to-tool",
+        "preference",
+        1.2,
+        r"(?:直接|干脆)上\s{0,2}[A-Za-z`]|(?:\bswitch\s{0,2}|换|迁移?)到\s{0,2}[A-Za-z`]|"
+        r"(?:交给|丢给|扔给|交由)\s{0,2}[A-Za-z`][\w.+#`-]{0,30}\s{0,2}(?:吧|去|来|处理|做|跑|搞)|"
+        r"(?:一律|统一|都)(?:转成|转为|存成|导出成|换成)\s{0,2}[A-Za-z`]",
+    ),
+    # "send the reminders through Slack, not email": the channel, and the one it replaces.
+    _cue(
+        "via-not",
+        "preference",
+        1.2,
+        r"\b(?:via|through)\s{1,3}(?:the\s{1,3})?[A-Za-z`][\w.+#-]{0,30}\s{0,3}[,，]\s{0,3}not\s{1,3}"
+        r"(?:via\s{1,3}|through\s{1,3})?[A-Za-z`]",
+    ),
     _cue(
         "cn-use-enough",
         "preference",
@@ -2469,6 +2586,22 @@ CUES: Final[tuple[Cue, ...]] = (
         r"^\W{0,3}(?:直接|还是|干脆)?上\s{0,2}[A-Za-z`][\w.+#`-]{0,30}\s{0,2}(?:吧|呗|啊|好了)"
         r"|(?:推荐|建议|倾向于?|首选|选用?|改选)\s{0,2}(?:用\s{0,2})?[A-Za-z`]"
         r"|还是\s{0,2}[A-Za-z`][\w.+#`-]{0,30}\s{0,2}(?:更)?(?:稳|好|靠谱|方便|合适|香|快|省事)",
+    ),
+    # "为啥要用 Redux，context 不就够了": the why-question names what to avoid, the rest the
+    # replacement (rule 1 of the spec, as "why X? Y is what we use").
+    _cue(
+        "cn-why-then-enough",
+        "preference",
+        3.5,
+        r"为(?:什么|啥)(?:要)?(?:用|上|引入)\s{0,2}[^？?。]{1,30}?[A-Za-z`][\w.+#`-]{0,30}\s{0,2}不就(?:够了|行了|可以了|好了)",
+    ),
+    # "我平时用 Mac", "同事都用 Vim": someone's own habit, told in passing.
+    _cue(
+        "cn-personal-habit",
+        "preference",
+        -1.5,
+        r"我(?!们)(?:平时|平常|自己|家里|个人)(?:都|也|一直)?(?:用|使用)|"
+        r"(?:同事|朋友|他们|她们|大家|别人|家里)(?:都|也|平时|一般|一直)(?:在)?(?:用|使用)",
     ),
     # "我们用钉钉，不用飞书": the house habit.
     _cue(
@@ -2799,7 +2932,20 @@ CUES: Final[tuple[Cue, ...]] = (
         r"|你(?:是说|是指|指的是)|(?:要紧|要不要紧|正常|对吗|有影响|安全|必要)吗|是正常的吗|你确定|确定吗|哪里(?:改|动|变)了|改了哪里|动了哪里"
         r"|(?:为什么|为啥|干嘛|点解|怎么会)\s{0,2}(?:报错|出错|失败|挂了|崩|多了|少了|没了|不行|不对)|(?:这|那)(?:段|个|行|里|些|"
         r"块)?[\u4e00-\u9fff]{0,6}?在(?:干嘛|做什么|干什么)"
-        r"|怎么(?:突然|又|会)?(?:多了|少了|没了|变了|不见了|变成)[^？?\n]{0,20}[？?]",
+        r"|怎么(?:突然|又|会)?(?:多了|少了|没了|变了|不见了|变成)[^？?\n]{0,20}[？?]"
+        # "怎么突然多了个目录", "到底做了什么", "downgrade 的 reason 是啥", "necessary 吗", "啥？": the
+        # agent's change questioned, without a question mark or half in English.
+        r"|(?:怎么|咋)突然|到底[^，。？！,.?!]{0,12}?(?:什么|啥)|"
+        r"(?:reason|原因|目的|用意|理由|依据|区别)\s{0,2}(?:是|在)?\s{0,2}(?:啥|什么|哪)|"
+        r"^\W{0,3}(?:啥|什么|蛤|嗯)\s{0,2}[？?]|\b(?:necessary|needed|required)\s{0,2}吗|没太\s{0,2}get|有关系?吗",
+    ),
+    # "查一下订单为什么少了": a request to find out why, not a question to the agent.
+    _cue(
+        "cn-find-out-why",
+        "confusion",
+        -3.0,
+        r"^\W{0,3}(?:帮我|麻烦你?|请你?)?\s{0,2}(?:查|看|排查|分析|研究|调查|找|定位)(?:一下|下|看|查|一查|清楚)"
+        r"[^，。？！,.?!]{0,20}?(?:为什么|为啥|怎么回事)",
     ),
     _cue("cn-why", "confusion", 0.5, r"为什么|为啥|干嘛|怎么会|何必|咋回事|怎么回事|点解"),
     _cue(
@@ -2817,10 +2963,20 @@ CUES: Final[tuple[Cue, ...]] = (
         1.0,
         r"到底.{0,15}?(?:了没有|没有|吗|没|呢)|到底.{0,10}?(?:要不要|是不是|有没有|能不能|对不对|行不行|该不该|会不会|用不用)|(?:这|那|"
         r"它)[^，。？！,.?!]{0,12}?(?:是|要).{1,20}?还是.{1,20}?[？?]|啥区别|什么区别|有什么不同|有啥不同|"
-        r"哪个文件|哪一个|改了哪|是哪(?:个|一个|些|里|儿)|指哪|你说的",
+        r"哪个文件|哪一个|改了哪|是哪(?:个|一个|些|里|儿)|指哪|(?<![按照像如依])你说的",
     ),
     _cue("cn-question-deixis", "confusion", 0.4, r"(?:这|那|这里|那里|这个|那个|它).{0,20}?[？?]$"),
     # ===== instruction =========================================================
+    # "ship this build to QA", "lowercase the column names": release and formatting verbs (kept
+    # out of the shared verb list, whose gate keys would grow past what the gate derives).
+    _cue(
+        "release-format-verb",
+        "instruction",
+        1.2,
+        r"^\W{0,3}(?:please\s{1,3}|now\s{1,3}|ok\s{1,3}|then\s{1,3})?(?:ship|promote|stage|lowercase|uppercase|"
+        r"capitali[sz]e|truncate|trim|strip|pad|bold|highlight|indent|uncomment)\s{1,3}(?:the|this|that|"
+        r"these|those|it|them|all|every|our|my|each)\b",
+    ),
     _cue(
         "imperative-start",
         "instruction",
@@ -2926,11 +3082,19 @@ CUES: Final[tuple[Cue, ...]] = (
         r"\b(?:ignore|disregard)\s{1,3}(?:that|this|me|my\s{1,3}last|the\s{1,3}last|it)\b|忽略|无视|不用管",
     ),
     _cue("leading-command", "instruction", 0.6, r"^\W{0,3}`[^`\n]{1,80}`"),
+    # "这个报表能不能按月份分组": a next step asked politely.
+    _cue(
+        "cn-could-you",
+        "instruction",
+        1.2,
+        r"(?:能不能|可不可以|能否|可否)\s{0,2}(?:帮我|帮忙|再)?\s{0,2}(?:把|按|给|加|改|做|写|生成|导出|整理|发|查|算|画|"
+        r"分|排|翻译|补|列|汇总|统计|转)",
+    ),
     _cue(
         "cn-request",
         "instruction",
         1.2,
-        r"帮我|帮忙|麻烦(?:你)?|请(?:你)?(?!问|用|使用|假|客|教)|给我|^\W{0,3}(?:把|将)\s{0,2}\S|一下|接下来|然后|"
+        r"帮我|帮忙|麻烦(?:你)?|请(?:你)?(?!问|用|使用|假|客|教|吃|喝)|给我|^\W{0,3}(?:把|将)\s{0,2}\S|(?<!了)一下(?![午子])|接下来|然后|"
         r"^\W{0,3}(?:给|跟|和|向)[^，。？！,.?!]{1,8}?(?:发|打|说|回|写|约|订|加|添加|补|配|设|建)|"
         r"^\W{0,3}(?:now\s{1,3}|现在|接着|再|先|去)?\s{0,2}"
         + _CN_INSTRUCTION_VERBS
@@ -2938,7 +3102,11 @@ CUES: Final[tuple[Cue, ...]] = (
         + r"|^\W{0,3}(?:next|then)\s{0,3}[,，:：]?\s{0,3}"
         + _CN_INSTRUCTION_VERBS
         # "在日历上加一个提醒": where, then what to add there.
-        + r"|^\W{0,3}在[^，。？！,.?!]{1,12}?(?:加|添加|建|创建|新建|设|设置|写|放|开|记)",
+        + r"|^\W{0,3}在[^，。？！,.?!]{1,12}?(?:加|添加|建|创建|新建|设|设置|写|放|开|记|做个|做一个|"
+        r"画个|画一个)"
+        # "今晚十点把这版上到正式机": when, then what to do with what.
+        r"|^\W{0,3}(?:今晚|今天|明天|明早|今早|晚上|下午|上午|中午|等下|待会儿?|稍后|周[一二三四五六日末])"
+        r"[^，。？！,.?!]{0,6}?(?:把|将)\s{0,2}\S",
     ),
     _cue(
         "mixed-request",
@@ -2968,6 +3136,7 @@ CORRECTION_FRAMES: Final[tuple[regex.Pattern[str], ...]] = (
     compile_pattern(
         r"\bshould\s{1,3}(?:be|have\s{1,3}been|say|read|equal)\s{1,3}|\b(?:is|it's|its|"
         r"was)\s{1,3}actually\s{1,3}"
+        r"|\bshould\s{1,3}(?:come\s{1,3}out\s{1,3}to|add\s{1,3}up\s{1,3}to|total|sum\s{1,3}to)\s{1,3}(?=[$€£¥]?\d)"
         r"|\bcorrect\s{1,3}(?:one|value|answer|number|name|date|figure)\s{1,3}is\s{1,3}"
         r"|应该是|应是|应为|应该为|应该叫|应该在|其实是|实际上是|正确的是|正确答案是"
     ),
@@ -3071,6 +3240,7 @@ CN_MODIFIERS: Final = _words(
 
 CN_CUT: Final = compile_pattern(
     r"吧|了|呢|啊|吗|嘛|太|的|来|去|做|处理|实现|写|算|画|跑|替代|代替|而|启动|运行|就(?:好|行|够|可以)|即可|发|记|存|部署|打包"
+    r"|约|订|装|传|聊|通知|沟通|开会"
 )
 
 VALUE_STOP: Final = _words(
@@ -3081,21 +3251,35 @@ VALUE_STOP: Final = _words(
 
 # A Chinese unit or date part that stays with the figure before it ("60 秒", "5 月").
 CN_UNIT: Final = compile_pattern(
-    r"(?:分钟|小时|公里|年|月|日|号|点|分|秒|天|周|元|块|个|次|岁|核|倍|人|行|条|页|字|米|克|层|楼)"
+    r"(?:万|亿|千|百)(?:元|块|人|个|次|行|条)?"
+    r"|(?:分钟|小时|公里|年|月|日|号|点|分|秒|天|周|元|块|个|次|岁|核|倍|人|行|条|页|字|米|克|层|楼)"
+)
+
+# "18 号啦": a sentence particle after a figure's unit is not part of the value.
+CN_PARTICLES: Final = frozenset("啦了吧呢哦呀嘛哈的")
+
+# "你把李总写成王总了": the right value is the one the agent replaced.
+WROTE_AS: Final = compile_pattern(
+    r"你\s{0,2}(?:把|将)\s{0,2}([^，。？！,.?!\s]{1,20}|[A-Za-z0-9][\w.@/-]{0,30})\s{0,2}"
+    r"(?:写|打|拼|记|算|填|标|说|翻译|译|改|弄)成"
 )
 
 # The verb before a tool name ("prefer 用 Obsidian"): skipped by the phrase grabber.
 CN_USE_VERBS: Final = frozenset({"用", "使用", "改用", "换用"})
 
-CN_EVENT_VERB: Final = compile_pattern(r"(?:落地|起飞|出发|到达|到|开始|结束|截止|见面|开会|举行|上线|发布)$")
+CN_EVENT_VERB: Final = compile_pattern(
+    r"(?:落地|起飞|出发|到达|到|开始|结束|截止|见面|开会|举行|上线|发布|要|值班|上班|交|到期)$"
+)
 
 PREFER_FORWARD: Final = (
     compile_pattern(
         r"(?<![不别])(?:改用|换成|换用|统一用|统一放|统一存|统一走|一律用|一律放|都用|还是用|就用|改成用|最好用|建议用|推荐用|请用|请使用|应该用|要用|得用|"
-        r"以后用|以后都用|直接用|换(?!过去|回)|直接(?=\s{0,2}[A-Za-z`]))\s{0,2}"
+        r"以后用|以后都用|直接用|换(?!过去|回|掉)|直接(?=\s{0,2}[A-Za-z`]))\s{0,2}"
         # "上 Kubernetes 吧", "推荐 Poetry", "数据库选 PostgreSQL", "还是 MySQL 稳".
         r"|^\W{0,3}(?:直接|还是|干脆)?上\s{0,2}(?=[A-Za-z`])|(?:推荐|建议|倾向于|倾向|选用|改选|选)(?:用)?\s{0,2}(?=[A-Za-z`])"
         r"|还是\s{0,2}(?=[A-Za-z`])|(?:我们|咱们|团队|公司)(?:这边|一直|都|习惯|一般|统一)?(?:都)?用\s{0,2}"
+        r"|(?:直接|干脆)上\s{0,2}(?=[A-Za-z`])|(?:\bswitch\s{0,2}|换|迁移?)到\s{0,2}(?=[A-Za-z`])"
+        r"|(?:交给|丢给|扔给|交由)\s{0,2}(?=[A-Za-z`])|(?:一律|统一|都)(?:转成|转为|存成|导出成)\s{0,2}(?=[A-Za-z`])"
     ),
     compile_pattern(
         r"\b(?:switch|switching|migrate|migrating|move|moving|port|porting)\s{1,3}(?:it\s{1,3}|this\s{1,3}|"
@@ -3130,7 +3314,7 @@ PREFER_FORWARD: Final = (
     # "swap the bash script for a Makefile target".
     compile_pattern(r"\bswap\s{1,3}(?:out\s{1,3})?[^,.;!?\n]{1,40}?\s(?:for|with)\s{1,3}"),
     # Not after 要: "不要用 for 迴圈" avoids, it does not prefer.
-    compile_pattern(r"(?<![没有不可能费作应调引备通专常信使试采享所我他她们在还再就好别要])用\s{0,2}"),
+    compile_pattern(r"(?<![没有不可能费作应调引备通专常信使试采享所我他她们在还再就好别要够])用\s{0,2}"),
     compile_pattern(r"(?<!\bno\s{1,3})\bmore\s{1,3}|走(?!了|吧|啦|过|开)\s{0,2}"),
     # Habits: "reach for X", "default to X", "keep using X", "we do X, no Y", "统一放 X",
     # "from now on, `X` for …".
@@ -3166,11 +3350,15 @@ PREFER_BACKWARD: Final = (
     compile_pattern(
         r"\s(?:over|rather\s{1,3}than)\s{1,3}(?=[\w`])|\s{0,2}比\s{0,2}(?=[A-Za-z`])|\sinstead\b(?!\s{1,3}of)"
     ),
+    # "shell 脚本就够了", "Docker Compose 就行", "fetch 就够用了".
+    compile_pattern(r"(?<=[\w`脚本]\s{0,2})不?(?:就够了|就够用了|就足够了|就行|就可以了|足够了)"),
     # "GitHub Actions is our standard", "mariadb, that's what prod runs".
     compile_pattern(
         r"\s(?:is|are)\s{1,3}(?:our|the\s{1,3}(?:team's|house|company))\s{1,3}(?:standard|default|go-to|"
         r"convention|norm)\b"
         r"|\s(?:is|are)\s{1,3}(?:the\s{1,3})?(?:standard|default)\s{1,3}(?:here|in\s{1,3}this)\b"
+        # "BeautifulSoup is made for this".
+        r"|\s(?:is|are)\s{1,3}(?:made|built|designed|meant)\s{1,3}for\s{1,3}(?:this|that|exactly\s{1,3}this)\b"
         r"|\s{0,2}[,，]\s{0,3}(?:that's|that\s{1,3}is|it's|it\s{1,3}is|thats)\s{1,3}what\s{1,3}"
     ),
 )
@@ -3196,7 +3384,7 @@ AVOID_FORWARD: Final = compile_pattern(
     r"|(?:别再?|不要再?|停止|不再|勿)\s{0,2}(?:用|使用|写)?\s{0,2}|而不是\s{0,2}(?:用)?|而非|(?<!为什么|为啥|何不)不用\s{0,2}(?=[A-Za-z`])"
     r"|(?<=[，,]\s{0,2})不用\s{0,2}(?=[\u4e00-\u9fff])(?!写|搞|弄|手写|起|装|开|跑|搭|引入|上|加|换|自己|手动)"
     r"|\b(?:don't|do\s{1,3}not|dont)\b.{0,40}?\b(?:with|using|via)\s{1,3}|\bless\s{1,3}|不用(?:写|搞|弄|手写|起|装|开|"
-    r"跑|搭|引入)\s{0,2}"
+    r"跑|搭|引入)\s{0,2}|没必要\s{0,2}(?:上|用|引入|装|搞)\s{0,2}"
     r"|[,，;]\s{0,3}no\s{1,3}(?!need\b|more\b|longer\b)|\b(?:off|away\s{1,3}from)\s{1,3}(?=[A-Za-z`])"
     r"|\bswap\s{1,3}(?:out\s{1,3})?|\bbetter\s{1,3}than\s{1,3}|不用(?:上|加|换)\s{0,2}|\b(?:stop|"
     r"quit)\s{1,3}(?:reaching\s{1,3}for|pulling\s{1,3}in|"
@@ -3221,13 +3409,23 @@ AVOID_BACKWARD: Final = compile_pattern(
     r"|\s(?:make|makes|made)\s{1,3}(?:the\s{1,3}|it\s{1,3}|everything\s{1,3}|this\s{1,3}|"
     r"our\s{1,3})?(?:[\w-]{1,20}\s{1,3}){0,2}"
     r"(?:messy|messier|harder|painful|slower|complicated|brittle|fragile|ugly|uglier|unreadable|flaky)\b"
-    r"|\s{0,3}太(?:丑|慢|重|麻烦|难用|老|复杂|啰嗦|笨|卡)|\s{0,3}(?:不支持|不兼容|"
+    # "webpack 配置太折腾了", "Teams 老是 lag", "SQLite 扛不住", "Python 性能不够", "axios 没必要",
+    # "Selenium too flaky".
+    r"|\s{0,3}(?:配置|没类型|性能|速度)?\s{0,2}太(?:折腾|坑|费)|\s{0,3}(?:老是|总是|经常)\s{0,2}(?:lag|卡|崩|挂|掉线|断|出错|报错|"
+    r"crash)|\s{0,3}太难(?:维护|懂|读|调试|改|配)|\s{0,3}(?:扛不住|撑不住|顶不住|没必要)|\s{0,3}(?:性能|速度)不够|\s{1,3}too\s{1,3}(?:flaky|slow|heavy|buggy|"
+    r"clunky)\b"
+    r"|\s{0,3}太(?:丑|慢|重|麻烦|难用|老|复杂|啰嗦|笨|卡|乱|散)|\s{0,3}(?:不支持|不兼容|"
     r"不稳定|有\s{0,2}bug)"
 )
 
 # "logging 换成 structlog": what is replaced comes before 换成 (tried after the complaints above:
 # "换成 uv 吧，pip 装依赖太慢了" avoids pip).
 AVOID_REPLACED: Final = compile_pattern(r"\s{0,2}(?:换成|改成|替换成|换为|改为)\s{0,2}(?=[A-Za-z`])")
+
+# "为啥要用 Redux，context 不就够了": the tool asked about is avoided, the one after it preferred.
+CN_WHY_THEN_ENOUGH: Final = compile_pattern(
+    r"为(?:什么|啥)(?:要)?(?:用|上|引入)(?P<tool>\s{0,2}[^？?。]{1,30}?)(?P<enough>\s{0,2}不就(?:够了|行了|可以了|好了))"
+)
 
 # A why-question: in "why are you using X? Y is what we use", X is the one to avoid.
 WHY_QUESTION: Final = compile_pattern(r"\bwhy\b[^?\n]{0,80}\?")
@@ -3244,8 +3442,8 @@ COPULA: Final = compile_pattern(
     r"\b(?:lives|located|stored|sits|is)\s{1,3}(?:in|at|under)\s{1,3}"
     # "the flight lands at 7:40": the value is when.
     r"|\b(?:lands|arrives|departs|leaves|starts|begins|ends|opens|closes|fires|kicks\s{1,3}off|is\s{1,3}due|"
-    r"takes\s{1,3}off)\s{1,3}"
-    r"(?:at|on|by)\s{1,3}(?=\d)"
+    r"takes\s{1,3}off|'s\s{1,3}due|due)\s{1,3}"
+    r"(?:at|on|by)\s{1,3}(?=\d|(?:mon|tues|wednes|thurs|fri|satur|sun)day\b)"
     # "it was written by Ines Duarte": the value is who.
     r"|\b(?:was|were|is|are)\s{1,3}(?:actually\s{1,3})?(?:written|authored|created|made|built|designed|"
     r"painted|composed|directed|"
@@ -3255,7 +3453,7 @@ COPULA: Final = compile_pattern(
     r"(?:port\s{1,3})?"
     # "prod runs Python 3.11": a version stated with its runtime.
     r"|\b(?:runs|targets)\s{1,3}(?=(?:[A-Za-z][\w+-]{0,20}\s{1,3})?v?\d)"
-    r"|(?<![这那还就但不总可要于若倒凡算像也都])(?:是|叫|在|为|姓)\s{0,2}"
+    r"|(?<![这那还就但不总可要于若倒凡像也都])(?<!(?<![预打计])算)(?:是|叫|在|为|姓)\s{0,2}"
 )
 
 YOU_CLAUSE: Final = compile_pattern(r"\W{0,3}(?:you\b|你)")
@@ -3271,6 +3469,10 @@ CONNECTIVE: Final = compile_pattern(
     r"|\G\W{0,3}(?:just\s{1,3}|please\s{1,3})?(?:do|redo|make|write|build|rewrite|run)\s{1,3}(?:it|this|that|"
     r"them)\s{1,3}"
     r"(?=without\b|with\s{1,3}(?:no|zero|only)\b)"
+    # "改的时候别把老接口删了", "继续吧 只处理华东区": the occasion or the go-ahead before the requirement.
+    r"|\G\W{0,3}[^，。？！,.?!\s]{1,8}?(?:的时候|之前|之后)\s{0,2}"
+    r"|\G\W{0,3}(?:继续|好|行|可以|嗯|ok)(?:吧|的)?\W{1,3}(?=只|仅|别|不要|不能)"
+    r"|\G\W{0,3}(?:下次|以后|今后)\s{0,2}(?=记得|要|别|不要|先)"
 )
 
 EN_MODAL: Final = compile_pattern(
@@ -3281,6 +3483,7 @@ EN_MODAL: Final = compile_pattern(
 
 CN_MODAL: Final = compile_pattern(
     r"\s{0,2}(?:也|还|都)?\s{0,2}(?:要|得|需要|必须|务必|记得|一定要|确保|请|make\s{1,3}sure(?:\s{1,3}(?:that|to))?)\s{0,2}"
+    r"|\s{0,2}(?:这次|这回|本次|这里)\s{0,2}(?=只|仅)|\s{0,2}(?:能不能|可不可以|能否|可否)\s{0,2}(?=别|不要)"
 )
 
 # "preserve the timestamps when you copy them": the occasion is not part of the requirement.

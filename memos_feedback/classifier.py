@@ -1319,8 +1319,11 @@ def _grab_forward(view: _View, start: int) -> tuple[str, int] | None:
                     words.append(t)
                     ends.append(tok.start() + kind.end())
                 break
-            # Modifiers, and the verb of "prefer 用 Obsidian": the tool comes next.
+            # Modifiers, and the verb of "prefer 用 Obsidian": the tool comes next; so does
+            # a one-character verb or preposition ("别再发 Excel 了", "别往 MySQL 里塞").
             if _is_cn_modifier(t) or t in rules.CN_USE_VERBS:
+                continue
+            if len(t) == 1 and _ascii_next(prose, tok.end(), end):
                 continue
             cut = _cut_cjk(t)
             return cut, tok.start() + len(cut)
@@ -1354,6 +1357,12 @@ def _grab_forward(view: _View, start: int) -> tuple[str, int] | None:
     return (phrase, last_end) if phrase else None
 
 
+def _ascii_next(text: str, pos: int, end: int) -> bool:
+    """True when an ASCII word starts at ``pos``, after at most a space, before ``end``."""
+    pos += text.startswith(" ", pos)
+    return pos < end and text[pos].isascii() and text[pos].isalpha()
+
+
 def _leading_space(text: str, start: int) -> int:
     """How many spaces follow ``start`` (at most a few)."""
     n = 0
@@ -1367,7 +1376,9 @@ def _grab_backward(view: _View, pos: int) -> str | None:
     start = max(view.clause(max(pos - 1, 0))[0], pos - _LOOKBACK)
     words: list[str] = []
     first = last = pos
-    for tok in reversed(list(_tokens(view.prose, start, pos))):
+    toks = list(_tokens(view.prose, start, pos))
+    for i in range(len(toks) - 1, -1, -1):
+        tok = toks[i]
         t = tok.group()
         low = t.lower()
         if not words and (low in rules.SOFTENERS or low in ("one", "ones")):
@@ -1377,6 +1388,12 @@ def _grab_backward(view: _View, pos: int) -> str | None:
                 # "pip 装依赖太慢": a tool named in ASCII right before the Chinese verb phrase.
                 if (ascii_tool := _ascii_before(view, start, tok.start())) is not None:
                     return ascii_tool
+                # "shell 脚本就够了": the noun makes a kind of the ASCII word before it.
+                if i > 0 and rules.CN_KIND_NOUN.fullmatch(t.translate(rules.TRAD_TO_SIMP)):
+                    before = toks[i - 1]
+                    word = before.group()
+                    if word[0].isalpha() and word.isascii():
+                        return _clean(view.prose[before.start() : tok.end()])
                 return _clean(t[-8:])
             break
         stop = low in rules.DETERMINERS or low in rules.TOOL_STOP or low in rules.DEMONSTRATIVES
@@ -1436,6 +1453,12 @@ def _extract_preference(view: _View) -> tuple[str | None, str | None]:
                 got = _first_forward(inside, rules.PREFER_FORWARD, prefer)
                 avoid = got[0] if got else None
             return prefer, avoid
+    # "为啥要用 Redux，context 不就够了": the same, in Chinese.
+    if "不就" in view.masked and (cn := rules.CN_WHY_THEN_ENOUGH.search(view.masked)):
+        prefer = _grab_backward(view, cn.start("enough"))
+        if prefer is not None:
+            got = _grab_forward(view, cn.start("tool"))
+            return prefer, got[0] if got and got[0] != prefer else None
     return _extract_preference_in(view)
 
 
@@ -1509,14 +1532,15 @@ def _grab_value(view: _View, start: int, end: int) -> str | None:
                 words
                 and any(ch.isdigit() for ch in words[-1])
                 and (unit := rules.CN_UNIT.match(t))
-                and rules.CN_EVENT_VERB.fullmatch(t[unit.end() :])
+                and (rules.CN_EVENT_VERB.fullmatch(t[unit.end() :]) or t[unit.end() :] in rules.CN_PARTICLES)
             ):
                 last = tok.start() + unit.end()
                 break
             if words:
                 break
-            # "七点四十落地": the time, not the event.
-            return _clean(rules.CN_EVENT_VERB.sub("", t) or t)
+            # "七点四十落地", "下午兩點半開始": the time, not the event (matched on the folded text).
+            event = rules.CN_EVENT_VERB.search(t.translate(rules.TRAD_TO_SIMP))
+            return _clean(t[: event.start()] if event and event.start() > 0 else t)
         if t[0] in rules.QUOTES and len(t) > 2:
             return _clean(t) if not words else _clean(" ".join(words))
         low = t.lower()
@@ -1576,7 +1600,7 @@ def _value_before(view: _View, neg_start: int, old_start: int) -> str | None:
             # "it's 'affect' in that sentence, not 'effect'": the quoted word is the value.
             value = _grab_value(view, after, neg_start)
         elif copulas:
-            value = _clean(view.prose[copulas[-1].end() : neg_start])
+            value = _clean(_trim_cn_tail(view.prose[copulas[-1].end() : neg_start]))
             # "the quote's from Knuth, not Dijkstra": the value, not its preposition.
             if value and (head := value.split(" ", 1))[0].lower() in _VALUE_PREPOSITIONS and len(head) == 2:
                 value = _clean(head[1])
@@ -1584,6 +1608,18 @@ def _value_before(view: _View, neg_start: int, old_start: int) -> str | None:
             toks = list(_tokens(view.prose, c_start, neg_start))
             value = _clean(toks[-1].group()) if toks else None
     return value if value and len(value) <= 60 else None
+
+
+def _trim_cn_tail(value: str) -> str:
+    """"下週一要" -> "下週一", ".env.local 里" -> ".env.local": the event or place word after a value."""
+    value = value.rstrip()
+    if value[-1:] in ("里", "裡", "中", "内", "內") and value[-2:-1] == " ":
+        return value[:-1]
+    if value and _is_cjk(value[-1]):
+        event = rules.CN_EVENT_VERB.search(value.translate(rules.TRAD_TO_SIMP))
+        if event and event.start() > 0 and _is_cjk(value[event.start() - 1]):
+            return value[: event.start()]
+    return value
 
 
 def _copulas(view: _View, start: int, end: int) -> list[regex.Match[str]]:
@@ -1599,6 +1635,9 @@ def _extract_correction(view: _View) -> str | None:
         m = frame.search(text) if view.may_match(frame) else None
         if m and (value := _grab_value(view, m.end(), view.clause(m.end())[1])):
             return value
+    # "你把李总写成王总了": the value the agent overwrote is the right one.
+    if "成" in text and (wrote := rules.WROTE_AS.search(text)):
+        return _clean(view.prose[wrote.start(1) : wrote.end(1)])
     # "<new>, not <old>": the value sits right before the negation.
     for m in rules.VALUE_BEFORE_NOT.finditer(text) if view.may_match(rules.VALUE_BEFORE_NOT) else ():
         if m.start() > 0 and (value := _value_before(view, m.start(), m.end())):

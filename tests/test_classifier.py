@@ -1026,3 +1026,152 @@ def test_fourth_set_families(expected: Shape, text: str) -> None:
 )
 def test_fourth_set_extraction(text: str, field: str, value: str) -> None:
     assert getattr(classify_feedback(text), field) == value
+
+
+# Families added against tests/data/feedback_sixth.jsonl (Chinese and mixed phrasing); the
+# sentences are the project's own, not lines of the set.
+SIXTH_SET_FAMILIES: list[tuple[Shape, str]] = [
+    # approval without a praise word: slang, "一次就过", the error gone, "这版可以", "就按这个来"
+    (Shape.POSITIVE, "太香了，省了我半天"),
+    (Shape.POSITIVE, "一遍就跑通，太神了"),
+    (Shape.POSITIVE, "那个警告终于消失了"),
+    (Shape.POSITIVE, "嗯 这个版本可以"),
+    (Shape.POSITIVE, "好，就按这样办"),
+    (Shape.POSITIVE, "完全没错，金额都对得上"),
+    # not requests: "断了一下", "一下午"; "按你说的" is not asking what was meant
+    (Shape.UNKNOWN, "刚才电脑卡了一下，抱歉"),
+    (Shape.UNKNOWN, "我在会议室坐了一下午"),
+    # a broken, off-target or unchanged result
+    (Shape.NEGATIVE, "照你说的部署完，页面全 502 了"),
+    (Shape.NEGATIVE, "改完以后表格整个错位了"),
+    (Shape.NEGATIVE, "日志一个字都没变"),
+    (Shape.NEGATIVE, "这跟我要的结果完全不一样"),
+    (Shape.NEGATIVE, "这和需求是两码事"),
+    (Shape.NEGATIVE, "升级之后 crash 照样复现"),
+    (Shape.NEGATIVE, "卡顿更严重了"),
+    (Shape.NEGATIVE, "首页 blank 了"),
+    # questions about the agent's change, with or without a question mark
+    (Shape.CONFUSION, "看了两遍还是不明白"),
+    (Shape.CONFUSION, "你为啥要回滚那个提交"),
+    (Shape.CONFUSION, "怎么突然冒出来一个 tmp 文件夹"),
+    (Shape.CONFUSION, "你那个脚本到底改了啥"),
+    (Shape.CONFUSION, "加这个 flag 的原因是什么"),
+    (Shape.CONFUSION, "这个 retry necessary 吗"),
+    (Shape.CONFUSION, "这跟你改的缓存有关系吗"),
+    (Shape.CONFUSION, "啥？"),
+    # a request to find out why is an instruction; an own habit told in passing is not a preference
+    (Shape.INSTRUCTION, "排查一下登录为什么这么慢"),
+    (Shape.UNKNOWN, "我平时用 Linux，公司电脑是 Mac"),
+    (Shape.UNKNOWN, "同事都用 Emacs，我用不惯"),
+    # preferences: one tool enough and the other unneeded, "直接上 X", "switch 到 X", "交给 X 吧",
+    # "一律转成 X", "via X, not Y"
+    (Shape.PREFERENCE, "用 SQLite 就够了，没必要上 Postgres"),
+    (Shape.PREFERENCE, "cron 就行，no need for Airflow"),
+    (Shape.PREFERENCE, "直接上 Vitest，Jest 太折腾"),
+    (Shape.PREFERENCE, "switch 到 uv 吧"),
+    (Shape.PREFERENCE, "定时任务交给 systemd 去跑"),
+    (Shape.PREFERENCE, "日志一律转成 JSON，不要纯文本"),
+    (Shape.PREFERENCE, "share the report via Notion, not Slack"),
+    # corrections: the value after a rejection, an English attribute stated in Chinese
+    (Shape.CORRECTION, "错了，budget 是 1.2M"),
+    (Shape.CORRECTION, "不是 Python 3.9，服务器上是 Python 3.11"),
+    (Shape.CORRECTION, "port 是 5433 啦"),
+    # a Chinese rejection, then the value in English; a name's spelling fixed
+    (Shape.CORRECTION, "版本号弄错了 it should be 2.4.1"),
+    (Shape.CORRECTION, "日期记错了 it's due on Monday"),
+    (Shape.CORRECTION, "it's Schmitt with two t's"),
+    (Shape.CORRECTION, "That's Katz with a z"),
+    # English: only a subset of the records
+    (Shape.CONSTRAINT, "only invoices from last quarter"),
+    (Shape.CONSTRAINT, "just the tickets that are still open"),
+    # constraints: what must not happen, what must stay as it is
+    (Shape.CONSTRAINT, "迁移的时候别把旧表删了"),
+    (Shape.CONSTRAINT, "一个人不能连续值两个周末"),
+    (Shape.CONSTRAINT, "保持现在的目录结构不变"),
+    (Shape.CONSTRAINT, "别随便改公共接口"),
+    (Shape.CONSTRAINT, "不要擅自删数据"),
+    (Shape.CONSTRAINT, "keep 原来的 config 格式不变"),
+    # 别 + an English verb is a requirement; 要不要加 asks whether to; a why-question, then the
+    # replacement, is a preference (rule 1)
+    (Shape.CONSTRAINT, "别 hardcode 数据库密码"),
+    (Shape.CONSTRAINT, "不要 force push 到 main"),
+    (Shape.UNKNOWN, "我还在想要不要加一个缓存层"),
+    (Shape.PREFERENCE, "为什么要用 moment，dayjs 不就够了"),
+    (Shape.PREFERENCE, "为啥上 Kafka 啊 Redis Stream 不就行了"),
+    # English: the figure a result should come to, formatting verbs, consent
+    (Shape.CORRECTION, "the subtotal should add up to 980"),
+    (Shape.CORRECTION, "it should come out to $42.50"),
+    (Shape.INSTRUCTION, "uppercase the country codes"),
+    (Shape.INSTRUCTION, "truncate the titles to 40 chars"),
+    (Shape.POSITIVE, "fine by me"),
+    (Shape.POSITIVE, "that's ok with me!"),
+    # Cantonese: not what I wanted
+    (Shape.NEGATIVE, "咁樣唔係我要嘅效果"),
+    # a verdict on something out in the world is small talk
+    (Shape.UNKNOWN, "the traffic's terrible"),
+    (Shape.UNKNOWN, "the wifi is awful"),
+    (Shape.UNKNOWN, "食堂的饭菜也太难吃了"),
+    (Shape.UNKNOWN, "那部电影真无聊"),
+    # a polite "could you" is a next step; "could you not" a requirement; 请吃饭 is no request
+    (Shape.INSTRUCTION, "能不能帮我把这些发票汇总一下"),
+    (Shape.INSTRUCTION, "可不可以按客户排个序"),
+    (Shape.CONSTRAINT, "能不能别每次都弹窗"),
+    (Shape.UNKNOWN, "周五公司请喝奶茶"),
+    # a verdict on the work with 也; a result that never came
+    (Shape.NEGATIVE, "你这写得也太啰嗦了"),
+    (Shape.NEGATIVE, "导出跑了一小时还没反应"),
+    # instructions: "在 X 里做个 Y", a time then 把
+    (Shape.INSTRUCTION, "在 Figma 里画个登录页"),
+    (Shape.INSTRUCTION, "明天上午把周报发给老板"),
+    (Shape.INSTRUCTION, "ship the hotfix to staging"),
+]
+
+
+@pytest.mark.parametrize(("expected", "text"), SIXTH_SET_FAMILIES)
+def test_sixth_set_families(expected: Shape, text: str) -> None:
+    assert classify_feedback(text).shape is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "value"),
+    [
+        # the tool after a one-character verb; a complaint after the tool; "X 脚本就够了"
+        ("用 pnpm 吧，别再装 yarn 了", "avoid", "yarn"),
+        ("改用 S3 存，别往 NFS 里放了", "avoid", "NFS"),
+        ("换 Caddy 吧，nginx 配置太折腾了", "avoid", "nginx"),
+        ("开会用飞书吧 Zoom 老是卡", "avoid", "Zoom"),
+        ("用 Go 写，Ruby 性能不够", "avoid", "Ruby"),
+        ("写个 bash 脚本就够了，没必要上 Ansible", "prefer", "bash 脚本"),
+        ("写个 bash 脚本就够了，没必要上 Ansible", "avoid", "Ansible"),
+        ("moment 没必要 dayjs 就够用了", "prefer", "dayjs"),
+        ("moment 没必要 dayjs 就够用了", "avoid", "moment"),
+        ("Vite 比 webpack 快多了，换掉换掉", "prefer", "Vite"),
+        ("stop reaching for strptime, dateutil is made for this", "prefer", "dateutil"),
+        ("用钉钉通知大家，别用短信通知了", "avoid", "短信"),
+        ("日期记错了 it's due on Monday", "correction", "Monday"),
+        ("it's Schmitt with two t's", "correction", "Schmitt"),
+        # corrections: the overwritten value, a figure with its unit, the time without its event
+        ("你把张经理写成王经理了", "correction", "张经理"),
+        ("你把 Bob 写成 Rob 了", "correction", "Bob"),
+        ("预算是 120 万，你写成 210 万了", "correction", "120 万"),
+        ("截止日期是 25 号啦", "correction", "25 号"),
+        ("时间搞错了，讲座是明早九点开始", "correction", "明早九点"),
+        ("是周五交不是周四", "correction", "周五"),
+        ("错了，budget 是 1.2M", "correction", "1.2M"),
+        ("證書放在 certs 里 not ssl", "correction", "certs"),
+        # constraints without the occasion or the go-ahead before them
+        ("迁移的时候别把旧表删了", "constraint", "别把旧表删了"),
+        ("继续 只导出上个月的", "constraint", "只导出上个月的"),
+        ("行 but 这次只改前端", "constraint", "只改前端"),
+        ("能不能别每次都弹窗", "constraint", "别每次都弹窗"),
+        ("以后记得先跑测试", "constraint", "先跑测试"),
+        ("下次別直接推 main", "constraint", "別直接推 main"),
+        ("换 Go 吧，Perl 太难维护了", "avoid", "Perl"),
+        ("建议用 pydantic，dict 太散了", "avoid", "dict"),
+        ("the subtotal should add up to 980", "correction", "980"),
+        ("为什么要用 moment，dayjs 不就够了", "prefer", "dayjs"),
+        ("为什么要用 moment，dayjs 不就够了", "avoid", "moment"),
+    ],
+)
+def test_sixth_set_extraction(text: str, field: str, value: str) -> None:
+    assert getattr(classify_feedback(text), field) == value
