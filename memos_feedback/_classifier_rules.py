@@ -371,10 +371,14 @@ MASKS: Final[tuple[Mask, ...]] = (
         "not-right",
         "negative",
         1.2,
-        r"\b(?:not|isn't|wasn't|ain't)\s{1,3}(?:right|correct|good|great|helpful|useful|it|ok|okay|"
+        # "isn't it 8080?" asks whether a value is right: left for the question-form correction.
+        r"\b(?:not|isn't|wasn't|ain't)\s{1,3}(?:right|correct|good|great|helpful|useful|it(?!\s{1,3}[#$]?\d)|ok|okay|"
         r"(?:(?:quite|really|exactly|at\s{1,3}all)\s{1,3})?what\s{1,3}i\s{1,3}(?:asked|wanted|meant|need|"
         r"needed|said|"
-        r"was\s{1,3}after|was\s{1,3}looking\s{1,3}for|had\s{1,3}in\s{1,3}mind|expected|was\s{1,3}expecting)|"
+        r"was\s{1,3}after|was\s{1,3}looking\s{1,3}for|had\s{1,3}in\s{1,3}mind|expected|was\s{1,3}expecting|"
+        # "not quite what I pictured", "not at all what I had asked you for".
+        r"(?:had\s{1,3})?(?:pictured|imagined|envisioned|envisaged|hoped)|had\s{1,3}asked|asked\s{1,3}you|"
+        r"was\s{1,3}hoping|requested)|"
         # "this isn't what the ticket asks for".
         r"(?:(?:quite|really|exactly)\s{1,3})?what\s{1,3}(?:the\s{1,3}\w{1,20}|we|they|he|she|"
         r"my\s{1,3}\w{1,20})\s{1,3}(?:asked|asks|wanted|wants|"
@@ -401,9 +405,15 @@ MASKS: Final[tuple[Mask, ...]] = (
         "understand-why",
         "confusion",
         1.5,
-        r"\b(?:help\s{1,3}me\s{1,3}understand|i'd\s{1,3}like\s{1,3}to\s{1,3}understand|"
+        r"\b(?:(?:help\s{1,3}me\s{1,3}understand|i'd\s{1,3}like\s{1,3}to\s{1,3}understand|"
         r"i\s{1,3}want\s{1,3}to\s{1,3}understand|"
-        r"(?:can|could)\s{1,3}you\s{1,3}explain)\s{1,3}(?:why|how|what)\b[^,.;!?\n]{0,80}",
+        r"(?:can|could|would)\s{1,3}you\s{1,3}(?:please\s{1,3}|kindly\s{1,3})?explain)\s{1,3}(?:why|how|what)\b"
+        # "I don't get why you deleted …", "how come you skipped row 14?", "what was the thinking
+        # behind the dark theme?": the agent's step questioned, not rejected.
+        r"|i\s{1,3}(?:don't|dont|do\s{1,3}not|can't|cannot)\s{1,3}(?:get|understand)\s{1,3}why\s{1,3}(?:you|u)\b"
+        r"|how\s{1,3}come\s{1,3}(?:you|u)\b"
+        r"|what\s{1,3}(?:was|is|'s)\s{1,3}the\s{1,3}(?:thinking|reasoning|rationale|logic|idea|motivation)"
+        r"\s{1,3}(?:behind|for)\b)[^,.;!?\n]{0,80}",
     ),
     # "I don't think this is correct", "can't be right", "that's not how the API works":
     # the approval word is doubted.
@@ -417,6 +427,9 @@ MASKS: Final[tuple[Mask, ...]] = (
         r"|\b(?:can't|cannot|couldn't|doesn't|don't|does\s{1,3}not|"
         r"do\s{1,3}not)\s{1,3}(?:possibly\s{1,3})?(?:be|look|seem|sound)"
         r"\s{1,3}(?:right|correct|accurate)\b"
+        # "I'm not sure that's right", "not convinced this is correct".
+        r"|\b(?:not\s{1,3}(?:so\s{1,3})?(?:sure|convinced)|unsure|doubt)\s{1,3}(?:if\s{1,3}|whether\s{1,3}|that\s{1,3})?"
+        r"(?:that's|that\s{1,3}is|this\s{1,3}is|it's|it\s{1,3}is|this's|thats)\s{1,3}(?:right|correct|accurate)\b"
         r"|\b(?:that's|that\s{1,3}is|this\s{1,3}is|it's|thats)\s{1,3}not\s{1,3}how\b[^.,;!?\n]{0,40}",
     ),
     _mask(
@@ -607,13 +620,13 @@ _ATTRIBUTES = (
     "maintainer license var variable setting flag option param parameter argument arg constant function "
     "method class command script header token role label index max min maximum minimum threshold timeout ttl "
     "interval ratio percentage "
-    "answer result surname lastname"
+    "answer result surname lastname colour color font sprint semester term quarter contract lease trial"
 )
 
 _ATTRIBUTE_IS = (
     _by_first_letter(_ATTRIBUTES) + r"s?"
     r"(?:\s{1,3}(?:is|are|was|were|starts|begins|ends|opens|closes|expires|falls)|'s)\s{1,3}(?!not\b|wrong\b|"
-    r"missing\b|"
+    r"missing\b|all\b|"
     r"still\b|broken\b|empty\b|blank\b|gone\b|fine\b|ok\b|okay\b|correct\b|right\b|good\b|great\b|perfect\b|"
     r"off\b|too\b|"
     # "the office is freezing again": a state, not a value.
@@ -1308,6 +1321,8 @@ CUES: Final[tuple[Cue, ...]] = (
         "correction",
         1.2,
         r"\bshould\s{1,3}(?:be|have\s{1,3}been|say|read|equal)\b|\b(?:is|it's|its|was)\s{1,3}actually\b"
+        # "it was supposed to be sorted by date".
+        r"|\b(?:was|were|is|are)\s{1,3}supposed\s{1,3}to\s{1,3}(?:be|say|read|show)\b"
         # "the total should come out to 1,240", "should add up to 100%": the right figure.
         r"|\bshould\s{1,3}(?:come\s{1,3}out\s{1,3}to|add\s{1,3}up\s{1,3}to|total|sum\s{1,3}to)\s{1,3}[$€£¥]?\d"
         r"|\bcorrect\s{1,3}(?:one|value|answer|number|name|date|figure)\s{1,3}is\b"
@@ -1437,6 +1452,19 @@ CUES: Final[tuple[Cue, ...]] = (
         r"|\b(?:goes|go|belongs?|lives|sits|runs|starts|ends|comes|happens|points|maps|connects)\s{1,3}(?:in|"
         r"on|at|to|under|into|"
         r"from|before|after|with)\s{1,3}[^,，\n]{1,40}[,，]\s{0,3}not\s{1,3}\w"
+        # "the API key goes in the X-Api-Key header": where a thing belongs.
+        r"|\b(?:goes|go|belongs?)\s{1,3}(?:in|into|under)\s{1,3}the\s{1,3}[^,，\n]{1,30}?\s(?:header|field|"
+        r"column|folder|section|tab|body|footer|table|file|directory|config|sheet|cell)\b"
+        # "the sprint ends on Friday the 9th": when a named thing ends or starts.
+        r"|\bthe\s{1,3}(?:sprint|deadline|trial|contract|lease|offer|promo|event|conference|course|semester|term|"
+        r"quarter|meeting|call|workshop|webinar|survey|campaign|release|freeze|window|project|phase|beta|"
+        r"subscription|license|licence|booking|registration|submission|application|enrollment|enrolment|"
+        r"migration|rollout|cutover|offsite|onboarding|review|audit|exam)\s{1,3}(?:ends|starts|begins|closes|opens|"
+        r"is\s{1,3}due|expires|finishes)"
+        r"\s{1,3}on\s{1,3}(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|the\s{1,3}\d{1,2}(?:st|nd|rd|th)\b|\d)"
+        # "it's Postgres 15 on that box, not 14": a stated figure against the one given.
+        r"|^\W{0,3}(?:(?:no|nope|sorry|um|actually|well)\W{1,3})?(?:it's|it\s{1,3}is|that's|thats|"
+        r"they're)\s{1,3}[^,.;!?\n]{0,30}\d[^,.;!?\n]{0,20},\s{0,3}not\s{1,3}(?:v|version\s{1,3})?\d"
         # "it returns a list, not a dict": what it gives or takes, against what was said.
         r"|\b(?:returns|takes|expects|accepts|outputs|yields|raises|throws|emits|prints|"
         r"produces)\s{1,3}[^,，\n]{1,40}[,，]\s{0,3}not\s{1,3}\w",
@@ -2656,6 +2684,8 @@ CUES: Final[tuple[Cue, ...]] = (
         -3.0,
         r"\b(?:why\s{1,3}(?:did|do|would|are|were)\s{1,3}you|why'd\s{1,3}you|what\s{1,3}made\s{1,3}you|"
         r"how\s{1,3}come\s{1,3}you|why\s{1,3}(?:are|were|do|did|would)\s{1,3}we)\b|为(?:什么|啥)(?:要)?用|"
+        # "why 要用 left join？": the English question word before a Chinese verb.
+        r"\bwhy\s{0,3}(?:要|你要|你|还要|非要)\s{0,2}用|"
         r"\bwhy\s{1,3}(?:[\w'-]{1,20}\s{1,3}){1,3}(?:instead\s{1,3}of|rather\s{1,3}than)\b[^?\n]{0,40}\?|"
         r"\bwhy\s{1,3}(?:the|a|an|this|that)\s[^?\n.!]{1,40}\?",
     ),
@@ -2843,7 +2873,7 @@ CUES: Final[tuple[Cue, ...]] = (
         "confusion",
         1.5,
         r"\bi\s{1,3}(?:not|no)\s{1,3}(?:understand|get\s{1,3}it|follow)\b|"
-        r"\b(?:i\s{1,3})?(?:don't|do\s{1,3}not|dont|didn't|can't|"
+        r"\b(?:i\s{1,3})?(?:don't|do\s{1,3}not|dont|didn't|did\s{1,3}not|didnt|couldn't|could\s{1,3}not|can't|"
         r"cannot)\s{1,3}(?:really\s{1,3})?(?:understand|get\s{1,3}it|"
         r"get\s{1,3}(?:this|that|what|why|how)|follow|see\s{1,3}(?:why|how|what)|"
         # "I don't get the second chart": a part of the answer.
@@ -2966,6 +2996,289 @@ CUES: Final[tuple[Cue, ...]] = (
         r"哪个文件|哪一个|改了哪|是哪(?:个|一个|些|里|儿)|指哪|(?<![按照像如依])你说的",
     ),
     _cue("cn-question-deixis", "confusion", 0.4, r"(?:这|那|这里|那里|这个|那个|它).{0,20}?[？?]$"),
+    # ===== seventh set: English phrasing variety =================================
+    # "not even in the right ballpark", "miles off the mark": an idiom for a miss.
+    _cue(
+        "off-target-idiom",
+        "negative",
+        1.2,
+        r"\b(?:not|isn't|aren't|wasn't)\s{1,3}(?:even\s{1,3})?(?:in\s{1,3})?(?:the\s{1,3})?(?:right\s{1,3}|"
+        r"same\s{1,3})?ballpark\b"
+        r"|\bnot\s{1,3}even\s{1,3}close\b|\b(?:way|miles|totally|completely|a\s{1,3}mile)\s{1,3}off\s{1,3}"
+        r"(?:the\s{1,3}mark|base|target)\b|\b(?:missed|misses|missing)\s{1,3}the\s{1,3}(?:mark|point)\b",
+    ),
+    # "this won't fly with our customers", "that doesn't cut it", "it'll never fly".
+    _cue(
+        "wont-fly",
+        "negative",
+        1.2,
+        r"\b(?:won't|wont|will\s{1,3}not|wouldn't|doesn't|does\s{1,3}not|didn't|not\s{1,3}gonna|"
+        r"isn't\s{1,3}going\s{1,3}to|ain't\s{1,3}gonna|(?:it|this|that)'ll\s{1,3}never|never\s{1,3}gonna)"
+        r"\s{1,3}(?:really\s{1,3})?(?:fly|cut\s{1,3}it|pass\s{1,3}(?:review|muster|the\s{1,3}sniff\s{1,3}test)|"
+        r"wash)\b",
+    ),
+    # "the migration just hung forever", "it froze again", "the upload stalls for ages".
+    _cue(
+        "hangs",
+        "negative",
+        1.2,
+        r"\b(?:hung|hangs|froze|freezes|stalled|stalls|spun|spins|timed\s{1,3}out|times\s{1,3}out)"
+        r"\s{1,3}(?:there\s{1,3})?(?:forever|indefinitely|endlessly|again|for\s{1,3}(?:ever|ages|hours|"
+        r"an\s{1,3}hour|minutes|\d{1,3}\s{1,3}(?:min|mins|minutes|hours)))\b"
+        r"|\b(?:it|this|that|everything|the\s{1,3}[a-z]{2,20})\s{1,3}(?:just\s{1,3}|still\s{1,3}|now\s{1,3})?"
+        r"(?:hangs|hung|froze|freezes)\b",
+    ),
+    # Sarcasm: "wow, you managed to delete my whole calendar. fantastic."
+    _cue(
+        "managed-to-break",
+        "negative",
+        1.5,
+        r"\b(?:you|u)\s{1,3}(?:somehow\s{1,3}|actually\s{1,3}|really\s{1,3}|even\s{1,3})?managed\s{1,3}to\s{1,3}"
+        r"(?:\w{1,12}\s{1,3})?(?:delete|break|lose|wipe|crash|overwrite|erase|remove|mess|corrupt|drop|kill|"
+        r"nuke|ruin|trash|destroy|cancel|double[\s-]{0,1}book|undo|revert|leak|brick|mangle|scramble)",
+    ),
+    # "great, yet another outage", "oh perfect, another typo".
+    _cue(
+        "sarcasm-another",
+        "negative",
+        1.2,
+        r"^\W{0,3}(?:oh\s{1,3}|wow\W{1,3})?(?:great|perfect|wonderful|fantastic|brilliant|awesome|lovely|"
+        r"splendid|just\s{1,3}great|super|good|nice|cool)\W{1,3}(?:yet\s{1,3})?(?:another|more)\s{1,3}"
+        r"(?:\w{1,15}\s{1,3})?(?:outages?|typos?|mistakes?|hallucinations?|duplicates?|conflicts?|incidents?|broken|"
+        r"blank|red|failed|failing|404s?|500s?|errors|bugs|crashes|failures|timeouts|exceptions|"
+        r"stack\s{1,3}traces?|tracebacks?|warnings?|glitch|glitches|meltdown|disaster)\b"
+        # "thanks a bunch for wiping my notes".
+        r"|\bthanks?\s{1,3}(?:a\s{1,3}(?:lot|bunch|ton)\s{1,3}|so\s{1,3}much\s{1,3})?for\s{1,3}(?:wiping|deleting|"
+        r"breaking|losing|erasing|overwriting|nuking|ruining|crashing|trashing|corrupting|destroying|"
+        r"messing\s{1,3}up)\b",
+    ),
+    # "nothing to add", "couldn't ask for more", "Danke!", "the invite went out fine".
+    _cue(
+        "approval-idioms",
+        "positive",
+        1.0,
+        r"\bnothing\s{1,3}to\s{1,3}add\b|\b(?:couldn't|could\s{1,3}not|can't)\s{1,3}ask\s{1,3}for\s{1,3}(?:more|"
+        r"better|anything\s{1,3}more)\b|\b(?:danke|merci|gracias|obrigad[oa]|grazie|shukriya|dhanyavaad|"
+        r"arigato)\b|\bbang\s{1,3}on\b|\b(?:went|got|goes)\s{1,3}(?:out|through)\s{1,3}(?:fine|ok|okay|smoothly|cleanly|"
+        r"without\s{1,3}a\s{1,3}hitch)\b",
+    ),
+    # "这个 email 太 cold 了，不喜欢": a bare dislike at the end of a clause.
+    _cue("cn-dislike", "negative", 1.2, r"(?:^|[，,。！!\s])\s{0,2}(?:我)?不(?:太|怎么|是很)?喜欢\W{0,3}$"),
+    # "same query, restricted to last 30 days": a scope given as a limit.
+    _cue(
+        "restricted-to",
+        "constraint",
+        1.2,
+        r"\b(?:restricted|limited|filtered|narrowed|scoped|capped)\s{1,3}(?:down\s{1,3})?(?:to|at)\s{1,3}"
+        r"(?:the\s{1,3})?(?:last|first|past|only|top|\d|one|two|three|five|ten|our|active|current)\b",
+    ),
+    # Non-native: "the code is not giving correct output", "not showing the expected result".
+    _cue(
+        "not-giving-correct",
+        "negative",
+        1.2,
+        r"\b(?:not|isn't|doesn't|didn't|does\s{1,3}not|did\s{1,3}not)\s{1,3}(?:giving|give|showing|show|returning|"
+        r"return|producing|produce|coming)\s{1,3}(?:the\s{1,3})?(?:correct|right|proper|expected|desired|exact)\b",
+    ),
+    # Hedged: "maybe try Poetry?", "what about using a queue?", "have you considered Terraform?".
+    _cue(
+        "hedged-suggestion",
+        "preference",
+        1.2,
+        r"^\W{0,3}(?:(?:hmm|um|so|ok|okay)\W{1,3})?(?:maybe|perhaps|possibly|how\s{1,3}about|what\s{1,3}about)"
+        r"\s{1,3}(?:we\s{1,3})?(?:just\s{1,3})?(?:try|trying|use|using|go\s{1,3}with|going\s{1,3}with|"
+        r"switch\s{1,3}to|switching\s{1,3}to)\s{1,3}(?![a-z]{2,20}ing\b)(?!" + _DEMONSTRATIVE + r")[\w`'\"]"
+        r"|\b(?:have|did)\s{1,3}you\s{1,3}(?:considered|thought\s{1,3}about|tried)\s{1,3}(?:using\s{1,3})?"
+        r"(?![a-z]{2,20}ing\b)(?!" + _DEMONSTRATIVE + r")[\w`'\"]",
+    ),
+    # "I think Redis might be a better fit", "Figma is the better choice here".
+    _cue(
+        "better-fit",
+        "preference",
+        1.2,
+        r"\b(?:might|may|would|could)\s{1,3}be\s{1,3}(?:a\s{1,3})?(?:better|more\s{1,3}suitable)\s{1,3}(?:fit|choice|"
+        r"option|bet|tool|pick)\b|\bis\s{1,3}(?:a|the)\s{1,3}better\s{1,3}(?:fit|choice|option|bet|pick)\b",
+    ),
+    # "it is giving error", "keeps throwing exceptions", "you have done mistake in the total" (non-native
+    # and plain), "it does not reflect what we discussed".
+    _cue(
+        "giving-error",
+        "negative",
+        1.2,
+        r"\b(?:is|are|was|were|it's|still|keeps?)\s{1,3}(?:giving|throwing|showing|returning)\s{1,3}(?:an?\s{1,3}|"
+        r"the\s{1,3}same\s{1,3}|some\s{1,3}|many\s{1,3})?(?:errors?|exceptions?|issues?|problems?|warnings?)\b"
+        r"|\b(?:you|u)\s{1,3}(?:have\s{1,3}|has\s{1,3}|'ve\s{1,3})?(?:done|made|did)\s{1,3}(?:a\s{1,3}|some\s{1,3}|"
+        r"many\s{1,3}|few\s{1,3}|one\s{1,3}|big\s{1,3}|serious\s{1,3})?(?:mistakes?|errors?|blunders?)\b"
+        r"|\b(?:doesn't|does\s{1,3}not|didn't|did\s{1,3}not|don't|do\s{1,3}not)\s{1,3}(?:really\s{1,3}|quite\s{1,3})?"
+        r"(?:reflect|capture|follow|cover)\s{1,3}(?:what|the\s{1,3}(?:brief|spec|requirements?|discussion|notes|"
+        r"ticket|template|guidelines|agreement))\b",
+    ),
+    # "no no no": a rejection said over, as the whole message; "why tho".
+    _cue("no-no", "negative", 1.2, r"^\W{0,3}no(?:\W{1,3}no){1,4}\W{0,4}$"),
+    _cue("why-tho", "confusion", 1.2, r"^\W{0,3}(?:but\s{1,3})?why\s{1,3}(?:tho|though|so)\W{0,4}$"),
+    # "the old version was better", "I preferred the first draft", "can we go back to the previous
+    # layout?": the new answer is rejected in favour of what came before.
+    _cue(
+        "old-was-better",
+        "negative",
+        1.2,
+        r"\b(?:old|older|previous|original|first|earlier|last)\s{1,3}(?:version|draft|one|layout|design|wording|"
+        r"copy|logo|attempt|try)\s{1,3}(?:was|is|looked|looks|read|reads|sounded)\s{1,3}(?:way\s{1,3}|much\s{1,3}|"
+        r"a\s{1,3}lot\s{1,3}|far\s{1,3})?better\b"
+        r"|\bi\s{1,3}(?:preferred|liked)\s{1,3}(?:the\s{1,3}|your\s{1,3})?(?:old|older|previous|original|first|"
+        r"earlier|last)\s{1,3}(?:version|draft|one|layout|design|wording|copy|logo|attempt|try)\b"
+        r"|\b(?:go|going|roll|switch)\s{1,3}back\s{1,3}to\s{1,3}(?:the\s{1,3})?(?:old|previous|original|earlier|"
+        r"last|first)\s{1,3}(?:version|draft|one|layout|design|wording)\b",
+    ),
+    # Hedged corrections: "pretty sure it's 8443", "if I remember correctly, the office is on
+    # floor 5", "afaik Lisbon is UTC+0" (each with a stated value).
+    _cue(
+        "hedged-fact",
+        "correction",
+        0.6,
+        r"\b(?:(?:pretty|fairly|quite|100%|almost|i'm|im)\s{1,3}(?:sure|certain)|if\s{1,3}i\s{1,3}(?:remember|"
+        r"recall)\s{1,3}(?:correctly|right)|iirc|last\s{1,3}(?:i|we)\s{1,3}checked|as\s{1,3}far\s{1,3}as\s{1,3}"
+        r"i\s{1,3}know|afaik)\b",
+    ),
+    # Adjustments asked for by degree: "a bit shorter please", "slightly more formal", "tone it down";
+    # "it would be nice if it also handled nulls"; "ideally …".
+    _cue(
+        "adjust-degree",
+        "constraint",
+        1.2,
+        r"^\W{0,3}(?:(?:maybe|just|ok|okay|hmm|but|and)\W{1,3})?(?:make\s{1,3}it\s{1,3})?(?:a\s{1,3}(?:bit|little|"
+        r"touch|tad)\s{1,3}|slightly\s{1,3}|much\s{1,3}|way\s{1,3})(?:shorter|longer|simpler|more\s{1,3}[a-z]{3,15}|"
+        r"less\s{1,3}[a-z]{3,15}|friendlier|warmer|punchier|tighter|bigger|smaller|darker|lighter|brighter|"
+        r"crisper|snappier|plainer|briefer)\b"
+        r"|\btone\s{1,3}(?:it|this|that|the\s{1,3}[a-z]{2,15})\s{1,3}down\b"
+        r"|\bbe\s{1,3}(?:nice|great|good|ideal|helpful|better)\s{1,3}if\s{1,3}[^.;!?\n]{0,40}?\b(?:also|too|as\s{1,3}well)\b",
+    ),
+    _cue("ideally", "constraint", 0.6, r"^\W{0,3}ideally\b"),
+    # Exasperation and giving up: "close but no cigar", "that's not the one", "you're
+    # overcomplicating this", "way too verbose", "I can't use this", "forget it", "I give up",
+    # "seriously?", "are you kidding me", "did you even read my message?".
+    _cue(
+        "exasperation",
+        "negative",
+        1.2,
+        r"\bclose\W{1,3}but\s{1,3}no\s{1,3}cigar\b|^\W{0,3}(?:almost|close|nearly)\W{1,3}but\s{1,3}not\s{1,3}quite\b"
+        r"|\b(?:that's|that\s{1,3}is|thats|this\s{1,3}is|this's|it's)\s{1,3}not\s{1,3}the\s{1,3}(?:one|right\s{1,3}one)\W{0,4}$"
+        r"|\b(?:you're|you\s{1,3}are|ur)\s{1,3}(?:over-?complicating|over-?engineering|overthinking|overdoing)\b"
+        r"|^\W{0,3}(?:way|far|much|waaay|wayyy)\s{1,3}too\s{1,3}[a-z]{3,15}\W{0,4}$|\btoo\s{1,3}long\W{1,3}"
+        r"(?:didn't|did\s{1,3}not|didnt)\s{1,3}read\b|^\W{0,3}tl\W{0,1}dr\W{0,4}$"
+        r"|\bi\s{1,3}(?:can't|cannot|can\s{1,3}not|couldn't)\s{1,3}(?:use|work\s{1,3}with|ship|send)\s{1,3}(?:this|that|"
+        r"it)\W{0,4}$|\b(?:this|that|it)\s{1,3}(?:isn't|is\s{1,3}not|is\s{1,3}un)\s{0,3}usable\b"
+        r"|^\W{0,3}(?:(?:ok|okay|ugh|sigh|meh)\W{1,3})?(?:forget\s{1,3}it|i\s{1,3}give\s{1,3}up|never\s{1,3}mind\W{1,3}"
+        r"i'll\s{1,3}do\s{1,3}it\s{1,3}myself|nvm\W{1,3}i'll\s{1,3}do\s{1,3}it\s{1,3}myself)\b"
+        r"|^\W{0,3}(?:seriously|are\s{1,3}you\s{1,3}(?:kidding|serious|joking)(?:\s{1,3}me)?|come\s{1,3}on|"
+        r"you\s{1,3}can't\s{1,3}be\s{1,3}serious)\W{0,5}$"
+        r"|\bdid\s{1,3}you\s{1,3}even\s{1,3}(?:read|look\s{1,3}at|open|test|run|try)\b",
+    ),
+    # "it's the other way around": the relation reversed (with "the other" already weak evidence).
+    _cue("other-way-round", "correction", 0.6, r"\bthe\s{1,3}other\s{1,3}way\s{1,3}a?round\b"),
+    # "good enough", "that'll do", "fine." as the whole message: consent.
+    _cue(
+        "consent-plain",
+        "positive",
+        1.0,
+        r"^\W{0,3}(?:(?:ok(?:ay)?|yeah|yep|sure)\W{1,3})?(?:good\s{1,3}enough|that'll\s{1,3}do|that\s{1,3}will\s{1,3}do|"
+        r"fine|works\s{1,3}for\s{1,3}me)\W{0,4}$",
+    ),
+    # Corrections asked as a question: "isn't the port 8080?", "shouldn't it be 3 decimal places?",
+    # "wasn't the deadline Friday?".
+    _cue(
+        "question-correction",
+        "correction",
+        1.2,
+        r"\b(?:isn't|wasn't|aren't|weren't|shouldn't|doesn't)\s{1,3}(?:it|that|this|they|the\s{1,3}[a-z]{2,20}"
+        r"(?:\s{1,3}[a-z]{2,20})?)\s{1,3}(?:be\s{1,3}|supposed\s{1,3}to\s{1,3}be\s{1,3}|actually\s{1,3}|"
+        r"start\s{1,3}at\s{1,3}|end\s{1,3}at\s{1,3}|on\s{1,3}|at\s{1,3}|in\s{1,3}|due\s{1,3}on\s{1,3}|"
+        r"called\s{1,3})?(?:port\s{1,3}|version\s{1,3}|v|the\s{1,3})?(?:[#$\u20ac\u00a3]?\d[^?\n]{0,30}|"
+        r"(?:mon|tues|wednes|thurs|fri|satur|sun)day\b[^?\n]{0,20})\?",
+    ),
+    # A value and the wrong one after a verb that states a fact: "the room holds 12 people,
+    # not 20", "the train departs from Paddington, not Euston", "should divide by B2, not C2".
+    _cue(
+        "fact-verb-contrast",
+        "correction",
+        1.2,
+        r"\b(?:departs?|leaves|arrives?|lands|starts|ends|finishes|opens|closes|holds|seats|fits|costs|weighs|"
+        r"lasts|begins|meets|sleeps|divides?|multipl(?:y|ies)|subtracts?|sums|counts|"
+        r"should\s{1,3}(?:divide|multiply|subtract|sum|count|add|round|start|end|depart|leave|arrive|point|"
+        r"reference|go|read|say|link|open|close|return))\b[^,.;!?\n]{1,40}?,\s{0,3}not\s{1,3}"
+        # "my flight leaves at 9, not sure when I land": "not" starting another remark.
+        r"(?!(?:sure|bad|too|really|yet|so|that|quite|much|great|ideal|entirely|exactly|always|all|to|even|only|"
+        r"just|necessarily|ok|okay|good|certain|a|an)\b)[\w#$]",
+    ),
+    # "fun fact: the office dog is called Biscuit": trivia, not a fix.
+    _cue(
+        "trivia",
+        "correction",
+        -1.5,
+        r"\b(?:fun|random|useless)\s{1,3}fact\b|\bdid\s{1,3}you\s{1,3}know\s{1,3}(?:that\s{1,3})?",
+    ),
+    # Passive preferences: "Pandas should be used here, not Excel macros".
+    _cue(
+        "passive-use",
+        "preference",
+        1.5,
+        r"\b(?:should|must|has\s{1,3}to|needs\s{1,3}to|ought\s{1,3}to)\s{1,3}be\s{1,3}(?:used|done\s{1,3}(?:in|with|via)|"
+        r"written\s{1,3}in|handled\s{1,3}(?:by|with|in)|built\s{1,3}(?:with|in)|managed\s{1,3}(?:with|by)|"
+        r"preferred)\b",
+    ),
+    # Hedged: "I'd have gone with Postgres", "I would've used rsync", "we'd have picked R".
+    _cue(
+        "would-have-used",
+        "preference",
+        1.2,
+        r"\b(?:i|we)(?:'d|\s{1,3}would)(?:\s{1,3}have|'ve|\s{1,3}'ve)\s{1,3}(?:just\s{1,3}|probably\s{1,3})?"
+        r"(?:gone\s{1,3}(?:with|for)|used|picked|chosen|opted\s{1,3}for|reached\s{1,3}for|stuck\s{1,3}with)\b"
+        r"|\b(?:i|we)\s{1,3}would've\s{1,3}(?:just\s{1,3}|probably\s{1,3})?(?:gone\s{1,3}(?:with|for)|used|"
+        r"picked|chosen|opted\s{1,3}for)\b",
+    ),
+    # "wouldn't rsync be simpler?", "wouldn't it be easier to use a pivot table?".
+    _cue(
+        "wouldnt-x-be-simpler",
+        "preference",
+        1.2,
+        r"\b(?:wouldn't|would\s{1,3}not|won't|couldn't)\s{1,3}(?!(?:it|that|this|they|you|we|he|she)\b)"
+        r"(?:(?:a|an|the)\s{1,3})?[\w.+#`'-]{1,30}(?:\s{1,3}[\w.+#`'-]{1,30})?\s{1,3}be\s{1,3}(?:a\s{1,3}(?:lot|bit)\s{1,3}|much\s{1,3}|"
+        r"way\s{1,3}|far\s{1,3})?(?:simpler|easier|better|faster|cleaner|safer|quicker|more\s{1,3}(?:robust|"
+        r"reliable|natural|standard))\b"
+        r"|\bwouldn't\s{1,3}it\s{1,3}be\s{1,3}(?:simpler|easier|better|faster|cleaner)\s{1,3}to\s{1,3}"
+        r"(?:just\s{1,3})?(?:use|go\s{1,3}with|switch\s{1,3}to)\b",
+    ),
+    # "R would be my pick for this, not SPSS", "my vote is Figma", "I vote for Notion".
+    _cue(
+        "my-pick",
+        "preference",
+        1.2,
+        r"\b(?:would\s{1,3}be|is|'d\s{1,3}be)\s{1,3}my\s{1,3}(?:pick|choice|preference|go-to|vote|"
+        r"first\s{1,3}choice|recommendation)\b"
+        r"|\bmy\s{1,3}(?:pick|choice|vote|preference|recommendation)\s{1,3}(?:would\s{1,3}be|is|goes\s{1,3}to)\b"
+        r"|\bi\s{1,3}vote\s{1,3}(?:for\s{1,3})?(?!(?:yes|no|we|to|that|you|i|us|they|against)\b)[\w`'-]",
+    ),
+    # "Better take Docker Compose here, not Kubernetes", "best to go with Postgres".
+    _cue(
+        "better-take",
+        "preference",
+        1.2,
+        r"^\W{0,3}(?:(?:i\s{1,3}think|honestly|so)\W{1,3})?(?:better|best)\s{1,3}(?:to\s{1,3})?(?:take|use|go\s{1,3}with|"
+        r"pick|stick\s{1,3}with|choose)\b",
+    ),
+    # "Kindly use Outlook for the invites only, not Zoom scheduler": use X …, not Y.
+    _cue(
+        "use-x-not-y",
+        "preference",
+        0.6,
+        r"\buse\s{1,3}" + _TOOLISH + r"[^.;!?\n]{0,40}?,\s{0,3}not\s{1,3}[\w`'\"]"
+        # "plz use tabs not spaces": the two tools side by side, no comma.
+        r"|\buse\s{1,3}(?!" + _DEMONSTRATIVE + r")" + _TOOLISH
+        + r"(?:\s{1,3}[\w.+#-]{1,20})?\s{1,3}not\s{1,3}"
+        r"(?!(?:a|an|the|to|be|if|only|just|too|so|all|yet|now|for|in|on|at|always|every|sure)\b)[\w`'\"]",
+    ),
+    # "能不能用 Figma instead?": 用 X in Chinese with "instead".
+    _cue("cn-use-instead", "preference", 1.2, r"用\s{0,2}[A-Za-z`][^，。？！,.?!]{0,30}?\binstead\b"),
     # ===== instruction =========================================================
     # "ship this build to QA", "lowercase the column names": release and formatting verbs (kept
     # out of the shared verb list, whose gate keys would grow past what the gate derives).
@@ -3134,7 +3447,8 @@ CUES: Final[tuple[Cue, ...]] = (
 # ---------------------------------------------------------------------------
 CORRECTION_FRAMES: Final[tuple[regex.Pattern[str], ...]] = (
     compile_pattern(
-        r"\bshould\s{1,3}(?:be|have\s{1,3}been|say|read|equal)\s{1,3}|\b(?:is|it's|its|"
+        r"\bshould\s{1,3}(?:be|have\s{1,3}been|say|read|equal)\s{1,3}|\b(?:was|were|is|are)\s{1,3}supposed\s{1,3}to"
+        r"\s{1,3}(?:be|say|read|show)\s{1,3}|\b(?:is|it's|its|"
         r"was)\s{1,3}actually\s{1,3}"
         r"|\bshould\s{1,3}(?:come\s{1,3}out\s{1,3}to|add\s{1,3}up\s{1,3}to|total|sum\s{1,3}to)\s{1,3}(?=[$€£¥]?\d)"
         r"|\bcorrect\s{1,3}(?:one|value|answer|number|name|date|figure)\s{1,3}is\s{1,3}"
@@ -3157,6 +3471,9 @@ CORRECTION_FRAMES: Final[tuple[regex.Pattern[str], ...]] = (
         r"|\b(?:came\s{1,3}out|first\s{1,3}(?:appeared|shipped)|(?:was|were)\s{1,3}(?:released|published|"
         r"founded|launched|"
         r"introduced))\s{1,3}(?:in|on)\s{1,3}(?=\d)"
+        # "the API key goes in the X-Api-Key header".
+        r"|\b(?:goes|go|belongs?)\s{1,3}(?:in|into|under)\s{1,3}the\s{1,3}(?=[^,，\n]{1,30}?\s(?:header|field|"
+        r"column|folder|section|tab|body|footer|table|file|directory|config|sheet|cell)\b)"
     ),
 )
 
@@ -3227,7 +3544,8 @@ TOOL_STOP: Final = _words(
     "instead rather over not for to in on at with from and or but because since so as is are was were "
     "be works work worked takes took here there this that it them please pls plz thanks thank next "
     "now always anymore again though then when if which where than by of like too also way whenever "
-    "already lol tbh we i you they he she us"
+    "already lol tbh we i you they he she us wouldn't wouldnt won't couldn't would could should going "
+    "think guess reckon"
 )
 
 # Words that trail or stand in for a tool name but never are one.
@@ -3246,7 +3564,7 @@ CN_CUT: Final = compile_pattern(
 VALUE_STOP: Final = _words(
     "not you on in at for but and so because since instead rather than which with from by when if "
     "this that here there your i we behind via through btw though ago after before until inclusive exclusive "
-    "now"
+    "now only"
 )
 
 # A Chinese unit or date part that stays with the figure before it ("60 秒", "5 月").
@@ -3284,9 +3602,16 @@ PREFER_FORWARD: Final = (
     compile_pattern(
         r"\b(?:switch|switching|migrate|migrating|move|moving|port|porting)\s{1,3}(?:it\s{1,3}|this\s{1,3}|"
         r"that\s{1,3}|everything\s{1,3}|back\s{1,3}|over\s{1,3})?to\s{1,3}|\bstick\s{1,3}(?:with|to)\s{1,3}"
-        r"|\bgo\s{1,3}(?:with|for)\s{1,3}|\bprefer(?:s|red)?\s{1,3}|\bopt\s{1,3}for\s{1,3}"
+        r"|\b(?:go|gone|went)\s{1,3}(?:with|for)\s{1,3}|\bprefer(?:s|red)?\s{1,3}(?:(?:it\s{1,3})?if\s{1,3}(?:you|we)"
+        r"\s{1,3}(?:used|use|went\s{1,3}with|switched\s{1,3}to)\s{1,3})?|\bopt(?:ed)?\s{1,3}for\s{1,3}"
+        # "I'd have picked R", "my vote is Notion", "I vote for Figma", "better take Compose".
+        r"|\b(?:i|we)(?:'d|\s{1,3}would)(?:\s{1,3}have|'ve)\s{1,3}(?:just\s{1,3}|probably\s{1,3})?(?:picked|chosen|"
+        r"reached\s{1,3}for)\s{1,3}|\b(?:i|we)\s{1,3}would've\s{1,3}(?:just\s{1,3}|probably\s{1,3})?(?:picked|"
+        r"chosen)\s{1,3}|\bmy\s{1,3}(?:pick|choice|vote|preference|recommendation)\s{1,3}(?:would\s{1,3}be|is|"
+        r"goes\s{1,3}to)\s{1,3}|\bi\s{1,3}vote\s{1,3}(?:for\s{1,3})?|^\W{0,3}(?:better|best)\s{1,3}(?:to\s{1,3})?"
+        r"(?:take|pick|choose)\s{1,3}"
         r"|\brather\s{1,3}(?:you\s{1,3})?(?:use|used|go\s{1,3}with|went\s{1,3}with)\s{1,3}"
-        r"|\bwhy\s{1,3}not\s{1,3}(?:use\s{1,3}|just\s{1,3})?"
+        r"|\bwhy\s{1,3}not\s{1,3}(?:just\s{1,3})?(?:use\s{1,3}|try\s{1,3})?"
         # "switch the retry logic over to `tenacity`", "replace moment with date-fns".
         r"|\b(?:switch|migrate)\s{1,3}(?:the\s{1,3}|our\s{1,3}|all\s{1,3}|"
         r"my\s{1,3})?(?:[\w.-]{1,20}\s{1,3}){1,3}(?:over\s{1,3})?to\s{1,3}"
@@ -3345,6 +3670,13 @@ PREFER_BACKWARD: Final = (
         r"\s(?:please|pls|plz)\b|\s(?:is|are)\s{1,3}(?:fine|good\s{1,3}enough)\b|\s(?:would|will|might|"
         r"could)\s{1,3}(?:read|look|work|be|fit)\s{1,3}"
         r"(?:way\s{1,3}|much\s{1,3}|a\s{1,3}lot\s{1,3})?better\b|\s(?:shop|house)\b"
+        # "R would be my pick", "Pandas should be used here", "wouldn't rsync be simpler?".
+        r"|\s(?:might|may|would|could)\s{1,3}be\s{1,3}(?:a\s{1,3})?(?:better|more\s{1,3}suitable)\s{1,3}(?:fit|"
+        r"choice|option|bet|tool|pick)\b|\sis\s{1,3}(?:a|the)\s{1,3}better\s{1,3}(?:fit|choice|option|bet|pick)\b"
+        r"|\s(?:would\s{1,3}be|is|'d\s{1,3}be)\s{1,3}my\s{1,3}(?:pick|choice|preference|go-to|vote|"
+        r"first\s{1,3}choice|recommendation)\b|\s(?:should|must|has\s{1,3}to|needs\s{1,3}to|ought\s{1,3}to)"
+        r"\s{1,3}be\s{1,3}(?:used|preferred)\b|\sbe\s{1,3}(?:a\s{1,3}(?:lot|bit)\s{1,3}|much\s{1,3}|way\s{1,3}|"
+        r"far\s{1,3})?(?:simpler|easier|better|faster|cleaner|safer|quicker)\b"
     ),
     # "Postgres over MySQL", "DOIs rather than URLs", "PostgreSQL 比 MySQL 好用".
     compile_pattern(
@@ -3374,6 +3706,7 @@ AVOID_FORWARD: Final = compile_pattern(
     r"get)\b)"
     r"|(?:不需要|不用|没必要|无需|不必|别再?|不要再?)\s{0,2}(?:自己|手动)\s{0,2}(?:写|搞|弄|造|实现|撸|拼|用)?\s{0,2}"
     r"|^\W{0,3}(?:(?:no|nope|nah)\W{1,3})?not\s{1,3}(?=[A-Za-z`][\w.`+#/-]{0,30}\s{0,3}(?:[,;—–]|\s-{1,2}\s))"
+    r"|\b(?:let's|lets|let\s{1,3}us)\s{1,3}not\s{1,3}(?:use|go\s{1,3}with|add|pull\s{1,3}in|bring\s{1,3}in)\s{1,3}"
     r"|\b(?:stop|quit)\s{1,3}using\s{1,3}|\b(?:don't|do\s{1,3}not|dont|never)\s{1,3}use\s{1,3}"
     r"|\bavoid(?:ing)?\s{1,3}(?:using\s{1,3})?|\bno\s{1,3}more\s{1,3}|\bditch(?:ing)?\s{1,3}|\bdrop\s{1,3}"
     r"|\bskip\s{1,3}|\bget\s{1,3}rid\s{1,3}of\s{1,3}|\bno\s{1,3}need\s{1,3}for\s{1,3}"
@@ -3464,7 +3797,12 @@ CONNECTIVE: Final = compile_pattern(
     r"(?:and|also|plus)\s{1,3})(?:(?:please|also|then|now)\s{1,3}){0,2}"
     r"|(?:但是|不过|可是|但|只是)\s{0,2}|\G\W{0,3}(?:另外|此外|同时|而且|并且|还有|顺便)\s{0,2}"
     # "fine, just keep …", "great. please also add …": softeners before the requirement.
-    r"|\G\W{0,3}(?:just|please)\s{1,3}(?:also\s{1,3})?"
+    # "it would be nice if it also handled nulls": the wish frames the requirement.
+    r"|\G\W{0,3}(?:it\s{1,3}would|it'd|would)\s{1,3}be\s{1,3}(?:nice|great|good|ideal|helpful|better)\s{1,3}if\s{1,3}"
+    r"(?:it|you|we)\s{1,3}(?:could\s{1,3})?(?:also\s{1,3})?"
+    # "could you also make it work offline?", "kindly also include …", "ideally under 100 words".
+    r"|\G\W{0,3}(?:just|please|kindly|ideally|preferably|(?:could|can|would|will)\s{1,3}(?:you|u)"
+    r"(?:\s{1,3}(?:please|kindly))?)\s{1,3}(?:also\s{1,3})?(?![^,.;!?\n]{0,60}\b(?:but|without)\b)"
     # "do it without adding new dependencies": the requirement is the "without" part.
     r"|\G\W{0,3}(?:just\s{1,3}|please\s{1,3})?(?:do|redo|make|write|build|rewrite|run)\s{1,3}(?:it|this|that|"
     r"them)\s{1,3}"

@@ -1175,3 +1175,145 @@ def test_sixth_set_families(expected: Shape, text: str) -> None:
 )
 def test_sixth_set_extraction(text: str, field: str, value: str) -> None:
     assert getattr(classify_feedback(text), field) == value
+
+
+SEVENTH_SET_FAMILIES: list[tuple[Shape, str]] = [
+    # off target, said indirectly: "not what I pictured", "not in the ballpark", "won't fly"
+    (Shape.NEGATIVE, "honestly this is not what I pictured at all"),
+    (Shape.NEGATIVE, "not really what I imagined for the landing page"),
+    (Shape.NEGATIVE, "this isn't even in the ballpark"),
+    (Shape.NEGATIVE, "miles off the mark, sorry"),
+    (Shape.NEGATIVE, "that just won't fly with legal"),
+    (Shape.NEGATIVE, "nope, doesn't cut it"),
+    # it hangs; sarcasm about damage done
+    (Shape.NEGATIVE, "the export hangs forever"),
+    (Shape.NEGATIVE, "the build froze again"),
+    (Shape.NEGATIVE, "oh great, you managed to wipe the shared drive"),
+    (Shape.NEGATIVE, "perfect, yet another typo in the subject line"),
+    # corrections asked as questions; a fact verb with the wrong value after ", not"
+    (Shape.CORRECTION, "wasn't the deadline Friday?"),
+    (Shape.CORRECTION, "isn't the limit 25 MB?"),
+    (Shape.CORRECTION, "shouldn't the total be 1,240?"),
+    (Shape.CORRECTION, "the venue seats 80 guests, not 120"),
+    (Shape.CORRECTION, "the link should point to the v2 docs, not v1"),
+    # trivia is no fix
+    (Shape.UNKNOWN, "did you know the cafe opens at 7?"),
+    # hedged, passive and voting preferences
+    (Shape.PREFERENCE, "tests should be written in pytest, not unittest"),
+    (Shape.PREFERENCE, "I'd have gone with Redis for that"),
+    (Shape.PREFERENCE, "we would've picked Tableau"),
+    (Shape.PREFERENCE, "wouldn't a pivot table be easier?"),
+    (Shape.PREFERENCE, "wouldn't it be simpler to use rsync?"),
+    (Shape.PREFERENCE, "Figma would be my pick, not Sketch"),
+    (Shape.PREFERENCE, "I vote for Linear"),
+    (Shape.PREFERENCE, "best to go with Terraform here"),
+    (Shape.PREFERENCE, "please use Slack for this, not email"),
+    (Shape.PREFERENCE, "能不能用 pnpm instead?"),
+    # the agent's step questioned, not rejected
+    (Shape.CONFUSION, "i dont understand why u removed the header"),
+    (Shape.CONFUSION, "how come you moved the meeting to Monday?"),
+    (Shape.CONFUSION, "what was the reasoning behind splitting the table?"),
+    (Shape.CONFUSION, "could you kindly explain why you dropped the outliers?"),
+    # hedged suggestions naming a tool; "might be a better fit"
+    (Shape.PREFERENCE, "maybe try Poetry?"),
+    (Shape.PREFERENCE, "what about using a queue?"),
+    (Shape.PREFERENCE, "have you considered using Terraform?"),
+    (Shape.PREFERENCE, "I think Redis might be a better fit"),
+    (Shape.UNKNOWN, "maybe try restarting it?"),
+    # non-native "not giving correct output"; "was supposed to be"; "isn't it <value>?"
+    (Shape.NEGATIVE, "the code is not giving correct output"),
+    (Shape.NEGATIVE, "not quite what I had pictured, tbh"),
+    (Shape.CORRECTION, "it was supposed to be sorted by date"),
+    (Shape.CORRECTION, "isn't it 8080?"),
+    # stated facts: where a thing goes, when it ends, a figure against the one given
+    (Shape.CORRECTION, "the logo goes in the footer section"),
+    (Shape.CORRECTION, "the semester ends on the 14th"),
+    (Shape.CORRECTION, "no, it's Node 20 on the runners, not 18"),
+    # a scope given as a limit
+    (Shape.CONSTRAINT, "same chart, limited to the top 10 customers"),
+    # approval idioms and thanks in other languages
+    (Shape.POSITIVE, "couldn't ask for better, thank you"),
+    (Shape.POSITIVE, "bang on"),
+    (Shape.POSITIVE, "merci, the invoice went out fine"),
+    # mixed: a bare dislike; "why 要用 X" asks, it does not prefer
+    (Shape.NEGATIVE, "这个 logo 太 busy 了，不喜欢"),
+    (Shape.CONFUSION, "why 要用 Redux？"),
+    # non-native and polite-email rejections: "giving error", "done mistake", "does not reflect"
+    (Shape.NEGATIVE, "it is giving error"),
+    (Shape.NEGATIVE, "the script keeps throwing exceptions"),
+    (Shape.NEGATIVE, "you have done mistake in the total"),
+    (Shape.NEGATIVE, "Thank you for the draft. Unfortunately it does not reflect what we discussed."),
+    (Shape.NEGATIVE, "no no no"),
+    (Shape.CONFUSION, "why tho"),
+    (Shape.CONFUSION, "I did not understand the logic"),
+    (Shape.PREFERENCE, "plz use tabs not spaces"),
+    # sarcasm with "more" / "thanks for wiping"; doubt about rightness
+    (Shape.NEGATIVE, "oh good, more errors"),
+    (Shape.NEGATIVE, "thanks a bunch for wiping my notes"),
+    (Shape.NEGATIVE, "I'm not sure that's right"),
+    # the earlier version preferred
+    (Shape.NEGATIVE, "the old version was better"),
+    (Shape.NEGATIVE, "I preferred the first draft"),
+    (Shape.NEGATIVE, "can we go back to the previous version?"),
+    # hedged corrections with a stated value
+    (Shape.CORRECTION, "pretty sure it's 8443"),
+    (Shape.CORRECTION, "if I remember correctly, the office is on floor 5"),
+    (Shape.CORRECTION, "fairly certain Lisbon is UTC+0"),
+    (Shape.POSITIVE, "pretty sure you're right"),
+    # adjustments by degree, wishes with "also", "ideally"
+    (Shape.CONSTRAINT, "a bit shorter please"),
+    (Shape.CONSTRAINT, "tone it down a little"),
+    (Shape.CONSTRAINT, "slightly more formal, please"),
+    (Shape.CONSTRAINT, "it would be nice if it also handled nulls"),
+    (Shape.CONSTRAINT, "ideally it should run in under a second"),
+    # traps: remarks about the world that look like the frames above
+    (Shape.UNKNOWN, "my flight leaves at 9, not sure when I land"),
+    (Shape.UNKNOWN, "the concert ends on the 5th"),
+    (Shape.UNKNOWN, "I vote we take a break"),
+    # exasperation and giving up
+    (Shape.NEGATIVE, "close but no cigar"),
+    (Shape.NEGATIVE, "that's not the one"),
+    (Shape.NEGATIVE, "you're overcomplicating this"),
+    (Shape.NEGATIVE, "far too wordy"),
+    (Shape.NEGATIVE, "I can't use this"),
+    (Shape.NEGATIVE, "ugh, forget it"),
+    (Shape.NEGATIVE, "are you serious?"),
+    (Shape.NEGATIVE, "did you even test it?"),
+    (Shape.PREFERENCE, "forget it, use Poetry"),
+    (Shape.INSTRUCTION, "come on, let's go"),
+    # plain consent; a relation reversed
+    (Shape.POSITIVE, "good enough"),
+    (Shape.POSITIVE, "ok, that'll do"),
+    (Shape.CORRECTION, "it's the other way around"),
+]
+
+
+@pytest.mark.parametrize(("expected", "text"), SEVENTH_SET_FAMILIES)
+def test_seventh_set_families(expected: Shape, text: str) -> None:
+    assert classify_feedback(text).shape is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "value"),
+    [
+        ("wouldn't rsync be simpler?", "prefer", "rsync"),
+        ("R would be my pick for this analysis, not SPSS", "prefer", "R"),
+        ("R would be my pick for this analysis, not SPSS", "avoid", "SPSS"),
+        ("Pandas should be used here, not Excel macros", "prefer", "Pandas"),
+        ("I'd have gone with Postgres", "prefer", "Postgres"),
+        ("my vote is Notion", "prefer", "Notion"),
+        ("the venue seats 80 guests, not 120", "correction", "80"),
+        ("shouldn't the total be 1,240?", "correction", "1,240"),
+        ("I think Redis might be a better fit", "prefer", "Redis"),
+        ("the API key goes in the X-Api-Key header", "correction", "X-Api-Key header"),
+        ("could you also make it work offline?", "constraint", "make it work offline"),
+        ("why not just use a pivot table?", "prefer", "pivot table"),
+        ("let's not use regex for this, a proper parser please", "avoid", "regex"),
+        ("please use Google Sheets rather than Excel going forward", "avoid", "Excel"),
+        ("I would prefer if you used bullet points.", "prefer", "bullet points"),
+        ("plz use tabs not spaces", "avoid", "spaces"),
+        ("it would be nice if it also handled nulls", "constraint", "handled nulls"),
+    ],
+)
+def test_seventh_set_extraction(text: str, field: str, value: str) -> None:
+    assert getattr(classify_feedback(text), field) == value

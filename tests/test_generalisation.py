@@ -1,11 +1,12 @@
 """Floors on the independently written labelled sets in tests/data/.
 
-``feedback_extra``, ``feedback_third``, ``feedback_fourth`` and ``feedback_sixth`` were used to tune
-the rules, so their floors guard against regressions. ``feedback_holdout`` and
+``feedback_extra``, ``feedback_third``, ``feedback_fourth``, ``feedback_sixth`` and
+``feedback_seventh`` were used to tune the rules, so their floors guard against regressions.
+``feedback_holdout`` and
 ``feedback_fifth`` were never used for tuning (only their aggregate figures were
 looked at): their floors are set below the measured figures and are the closest
 thing here to the hidden set. See tests/data/README.md, HOLDOUT.md, THIRD.md,
-FOURTH.md, FIFTH.md and SIXTH.md.
+FOURTH.md, FIFTH.md, SIXTH.md and SEVENTH.md.
 """
 
 from __future__ import annotations
@@ -26,9 +27,11 @@ DATA = Path(__file__).resolve().parent / "data"
         ("feedback_third.jsonl", 0.97, 0.95, 0.85),
         ("feedback_fourth.jsonl", 0.98, 0.97, 0.95),  # tuned on; measured 1.000 / 1.000 / 0.992
         ("feedback_sixth.jsonl", 0.98, 0.97, 0.90),  # tuned on; measured 0.997 / 0.997 / 0.933
+        # tuned on (fifth round); measured 0.993 / 0.979 / 0.824, untuned it scored 0.896 / 0.866 / 0.620
+        ("feedback_seventh.jsonl", 0.98, 0.96, 0.80),
         ("feedback_holdout.jsonl", 0.91, 0.86, 0.68),  # hold-out; measured 0.927 / 0.882 / 0.708
         # hold-out, never tuned on (only its aggregate figures were read)
-        ("feedback_fifth.jsonl", 0.91, 0.87, 0.73),  # measured 0.931 / 0.897 / 0.758
+        ("feedback_fifth.jsonl", 0.91, 0.87, 0.74),  # measured 0.931 / 0.897 / 0.767
     ],
 )
 def test_independent_sets_stay_above_their_floors(
