@@ -147,13 +147,12 @@ def test_a_killed_worker_process_job_is_reclaimed(tmp_path: Path) -> None:
         # the lease only has to outlast a starved live worker's heartbeat.
         lease = ("--lease-ms", "8000")
         with ExitStack() as stack:
-            procs = [spawn(url, 0, total, "--llm-url", hanging.base_url, *lease)]
-            procs += [spawn(url, i, total, "--llm-url", slow.base_url, *lease) for i in range(1, processes)]
-            for p in procs:
-                stack.callback(p.kill)
-            for p in procs:
-                expect_line(p, "SUBMITTED", timeout=120)
-            victim = procs[0]
+            # The victim starts alone, so the first job it claims is one that
+            # calls the model (started together, it might only ever draw jobs
+            # the cooldown skips without a model call).
+            victim = spawn(url, 0, total, "--llm-url", hanging.base_url, *lease)
+            stack.callback(victim.kill)
+            expect_line(victim, "SUBMITTED", timeout=120)
             queue = RepairQueue(store)
             deadline = time.monotonic() + 60
             mine: list[JobRow] = []
@@ -162,9 +161,14 @@ def test_a_killed_worker_process_job_is_reclaimed(tmp_path: Path) -> None:
                 mine = [j for j in queue.list(status="running") if f":{victim.pid}:" in (j.lease_owner or "")]
                 time.sleep(0.005)
             assert mine and len(hanging.requests) >= 1, "the victim never held a job"
+            procs = [spawn(url, i, total, "--llm-url", slow.base_url, *lease) for i in range(1, processes)]
+            for p in procs:
+                stack.callback(p.kill)
+            for p in procs:
+                expect_line(p, "SUBMITTED", timeout=120)
             os.kill(victim.pid, signal.SIGKILL)
             victim.wait(timeout=10)
-            for p in procs[1:]:
+            for p in procs:
                 expect_line(p, "DONE", timeout=300)
                 assert p.wait(timeout=30) == 0
         orphan = queue.get(mine[0].id)
