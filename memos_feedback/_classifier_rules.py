@@ -40,8 +40,10 @@ __all__ = [
     "TRAD_TO_SIMP",
     "Cue",
     "Mask",
+    "class_end",
     "compile_pattern",
     "pattern_source",
+    "top_level_alternatives",
 ]
 
 FLAGS: Final = regex.ASCII | regex.IGNORECASE | regex.V0
@@ -495,6 +497,43 @@ _LIMIT_WORDS = (
 _CN_DEMONSTRATIVE = r"(?:这|那|此|它|本|上面|刚才|原来|之前|现在|什么|哪)"
 
 
+def top_level_alternatives(source: str) -> list[str]:
+    """The top-level alternatives of a pattern's source (itself when it has none).
+
+    Shared with ``classifier`` (cutting cues for the gate).
+    """
+    parts: list[str] = []
+    depth = start = i = 0
+    while i < len(source):
+        ch = source[i]
+        if ch == "\\":
+            i += 1  # the escaped character is skipped below
+        elif ch == "[":
+            i = class_end(source, i)
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            parts.append(source[start:i])
+            start = i + 1
+        i += 1
+    parts.append(source[start:])
+    return parts
+
+
+def class_end(source: str, start: int) -> int:
+    """Offset of the ``]`` that closes the character class opened at ``start``."""
+    i = start + 1
+    if source.startswith("^", i):
+        i += 1
+    if source.startswith("]", i):  # a leading "]" is a member
+        i += 1
+    while i < len(source) and source[i] != "]":
+        i += 2 if source[i] == "\\" else 1
+    return i
+
+
 def _grouped_by_first_char(group: str) -> str:
     """``(?:a|b|…)`` with its alternatives grouped by first character, order kept within a group.
 
@@ -503,24 +542,7 @@ def _grouped_by_first_char(group: str) -> str:
     (the verb list of the instruction cues has ~250).
     """
     assert group.startswith("(?:") and group.endswith(")")
-    parts: list[str] = []
-    depth = start = i = 0
-    body = group[3:-1]
-    while i < len(body):
-        ch = body[i]
-        if ch == "\\":
-            i += 1
-        elif ch == "[":
-            i = body.index("]", i + 1)
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "|" and depth == 0:
-            parts.append(body[start:i])
-            start = i + 1
-        i += 1
-    parts.append(body[start:])
+    parts = top_level_alternatives(group[3:-1])
     groups: dict[str, list[str]] = {}
     for part in parts:
         groups.setdefault(part[0], []).append(part[1:])

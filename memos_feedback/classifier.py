@@ -782,40 +782,6 @@ class _Gate:
         return out
 
 
-def _alternatives(source: str) -> list[str]:
-    """The top-level alternatives of a pattern's source (itself when it has none)."""
-    parts: list[str] = []
-    depth = start = i = 0
-    while i < len(source):
-        ch = source[i]
-        if ch == "\\":
-            i += 1  # the escaped character is skipped below
-        elif ch == "[":
-            i = _class_end(source, i)
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "|" and depth == 0:
-            parts.append(source[start:i])
-            start = i + 1
-        i += 1
-    parts.append(source[start:])
-    return parts
-
-
-def _class_end(source: str, start: int) -> int:
-    """Offset of the ``]`` that closes the character class opened at ``start``."""
-    i = start + 1
-    if source.startswith("^", i):
-        i += 1
-    if source.startswith("]", i):  # a leading "]" is a member
-        i += 1
-    while i < len(source) and source[i] != "]":
-        i += 2 if source[i] == "\\" else 1
-    return i
-
-
 class _CuePart(NamedTuple):
     cue: int  # index in rules.CUES
     source: str
@@ -835,7 +801,7 @@ def _cue_parts(cues: Sequence[rules.Cue], deriver: _Deriver) -> tuple[_CuePart, 
     parts: list[_CuePart] = []
     for index, cue in enumerate(cues):
         runs: list[tuple[_Required, list[str]]] = []
-        for alt in (inner for top in _alternatives(cue.source) for inner in _distributed(top)):
+        for alt in (inner for top in rules.top_level_alternatives(cue.source) for inner in _distributed(top)):
             required = deriver.gate_keys(alt)
             if runs and runs[-1][0] == required:
                 runs[-1][1].append(alt)
@@ -861,7 +827,7 @@ def _distributed(alt: str) -> list[str]:
     suffix = alt[close + 1 :]
     if close < 0 or suffix not in ("", r"\b"):
         return [alt]
-    inner = _alternatives(alt[len(prefix) + 3 : close])
+    inner = rules.top_level_alternatives(alt[len(prefix) + 3 : close])
     return [f"{prefix}(?:{body}){suffix}" for body in inner] if len(inner) > 1 else [alt]
 
 
@@ -874,7 +840,7 @@ def _group_end(source: str, start: int) -> int:
         if ch == "\\":
             i += 1
         elif ch == "[":
-            i = _class_end(source, i)
+            i = rules.class_end(source, i)
         elif ch == "(":
             depth += 1
         elif ch == ")":
