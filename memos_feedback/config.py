@@ -48,6 +48,9 @@ class FeedbackConfig:
     lease_ms: int = 120_000
     stale_after_ms: int = 7 * 24 * 3_600_000
     buffer_flush_ms: int = 50
+    # How long close() (and leaving a ``with`` block) keeps trying to store
+    # buffered triggers and waits for jobs in flight, when given no timeout.
+    close_timeout_ms: int = 30_000
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -178,6 +181,7 @@ def _validate(cfg: FeedbackConfig) -> None:
     at_least("lease_ms", 1)
     at_least("stale_after_ms", 1)
     at_least("buffer_flush_ms", 1)
+    at_least("close_timeout_ms", 0)
     if not 0 <= cfg.retry_jitter < 1:
         raise ConfigError("retry_jitter", cfg.retry_jitter, "must be in [0, 1)")
     if cfg.retry_max_ms < cfg.retry_initial_ms:

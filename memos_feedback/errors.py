@@ -15,7 +15,8 @@ can catch everything with a single ``except MemosFeedbackError``::
     │   ├── LLMTransientError  timeout, connection error, HTTP 429 / 5xx
     │   └── LLMReplyError      a reply that is not the JSON object asked for
     ├── RepairJobDeadError     a queued repair ended in the dead-letter state
-    └── SubscriberClosedError  a call on a subscriber after ``close()``
+    ├── SubscriberClosedError  a call on a subscriber after ``close()``
+    └── TriggersNotPersistedError  ``close()`` gave up with triggers still only in memory
 
 SQLAlchemy and driver exceptions never reach callers raw: the store wraps
 them into ``StoreError`` (keeping the original as ``__cause__``).
@@ -37,6 +38,7 @@ __all__ = [
     "StoreBusyError",
     "StoreError",
     "SubscriberClosedError",
+    "TriggersNotPersistedError",
 ]
 
 
@@ -116,3 +118,17 @@ class RepairJobDeadError(MemosFeedbackError):
 
 class SubscriberClosedError(MemosFeedbackError):
     """The subscriber was closed; it accepts no more work."""
+
+
+class TriggersNotPersistedError(MemosFeedbackError):
+    """``close()`` ran out of time with triggers it could not store.
+
+    The database stayed unwritable until the deadline. ``count`` says how
+    many triggers were not persisted; ``inputs`` holds them (``RepairInput``
+    objects), so the host can keep them elsewhere or queue them again.
+    """
+
+    def __init__(self, inputs: tuple[object, ...], reason: str) -> None:
+        self.inputs = inputs
+        self.count = len(inputs)
+        super().__init__(f"{self.count} trigger(s) were not persisted: {reason}")

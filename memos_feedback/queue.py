@@ -11,11 +11,23 @@ repair per job, even across a crash). Life cycle::
     dead ──queue retry──▶ pending        pending older than stale_after ──▶ discarded (deleted)
 
 Job ids are content addresses of the trigger, so re-triggering the same
-situation while its job is waiting returns the existing job.
+situation while its job is waiting returns the existing job. When the same
+situation comes back after its job finished, the finished row is archived
+under ``<id>~<seq>`` (its history stays) and a new round takes the id.
+
+Failure bursts are coalesced: a burst for a context that already has a
+pending failure-burst job, or whose newest repair is still in cooldown,
+adds no job (the pending job, or the repair, already covers it).
+
+Every string of a trigger is cleaned before it is stored
+(``limits.clean_text``: capped, NUL and lone surrogates replaced), and a
+row whose payload cannot be read comes back with ``payload_error`` set
+instead of raising, so the worker dead-letters it and goes on.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -29,26 +41,37 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, cast
 
-from sqlalchemy import Row, Table, and_, bindparam, delete, exists, func, or_, select, update
+from sqlalchemy import Row, Table, Text, and_, bindparam, delete, exists, func, or_, select, update
+from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, aliased
 
 from .config import FeedbackConfig
 from .errors import InvalidInputError, NotFoundError, StoreError
+from .limits import (
+    CONTEXT_CHAR_CAP,
+    ID_CHAR_CAP,
+    REASON_CHAR_CAP,
+    USER_TEXT_CHAR_CAP,
+    clean_optional,
+    clean_text,
+)
 from .repair import RepairInput, context_lock_key
 from .signals import FailureRecord
 from .store import Store
-from .store.models import RepairJobModel
+from .store.models import DecisionRepairModel, RepairJobModel
 from .store.rows import now_ms
 
 __all__ = [
+    "CLOCK_SLACK_MS",
     "JOB_STATUSES",
     "EnqueueResult",
     "JobRow",
     "LeaseLostError",
     "RepairQueue",
     "backoff_ms",
+    "clean_input",
     "input_from_payload",
     "job_id_for",
     "payload_of",
@@ -57,6 +80,13 @@ __all__ = [
 logger = logging.getLogger("memos_feedback.queue")
 
 JOB_STATUSES = ("pending", "running", "done", "dead")
+MAX_LIMIT = 10_000
+# A due time or lease end further ahead than anything this code writes,
+# by more than this, means the wall clock went back (or a host's clock is
+# far off): such a job is treated as due / its lease as expired, so a
+# clock set back a day cannot park a job for a day. An hour is far beyond
+# the clock skew of hosts that share a database.
+CLOCK_SLACK_MS = 3_600_000
 
 
 class LeaseLostError(StoreError):
@@ -80,22 +110,46 @@ class JobRow:
     repair_id: str | None
     created_at: int
     updated_at: int
+    # Why ``payload`` could not be read (it is ``{}`` then), else None.
+    payload_error: str | None = None
 
 
-_JOB_FIELDS = tuple(f.name for f in fields(JobRow))
+_JOB_FIELDS = tuple(f.name for f in fields(JobRow) if f.name not in ("payload", "payload_error"))
 
 
 @dataclass(frozen=True, slots=True)
 class EnqueueResult:
+    """``job_id`` is the job that covers the trigger.
+
+    ``deduped``: no new row was written. ``coalesced`` says why, for a
+    failure burst absorbed by a pending job of its context (``"pending"``)
+    or by a repair still in cooldown (``"cooldown"``; ``job_id`` is then
+    empty: no job will run for it).
+    """
+
     job_id: str
     deduped: bool
+    coalesced: str | None = None
 
 
-def _job_row(source: RepairJobModel | Row[Any]) -> JobRow:
-    """A ``JobRow`` from an ORM object or a Core row with every column (same attribute names)."""
-    row = JobRow(**{name: getattr(source, name) for name in _JOB_FIELDS})
-    object.__setattr__(row, "payload", dict(row.payload))  # a copy the caller may keep
-    return row
+def _read_payload(raw: object) -> tuple[dict[str, Any], str | None]:
+    """The payload as a dict, or ``({}, reason)`` when it is not a JSON object."""
+    if isinstance(raw, (str, bytes)):
+        try:
+            raw = json.loads(raw)
+        except ValueError as exc:
+            return {}, f"payload is not JSON: {exc}"
+    if not isinstance(raw, dict):
+        return {}, f"payload is a JSON {type(raw).__name__}, not an object"
+    return raw, None
+
+
+def _job_row(source: Row[Any]) -> JobRow:
+    """A ``JobRow`` from a Core row of ``_JOB_COLUMNS`` (payload as JSON text)."""
+    payload, error = _read_payload(source.payload)
+    return JobRow(
+        payload=payload, payload_error=error, **{name: getattr(source, name) for name in _JOB_FIELDS}
+    )
 
 
 # -- payloads and ids -------------------------------------------------------
@@ -114,9 +168,49 @@ def payload_of(inp: RepairInput) -> dict[str, Any]:
 
 
 def input_from_payload(payload: dict[str, Any]) -> RepairInput:
+    """The ``RepairInput`` a payload describes; ``InvalidInputError`` when it describes none."""
+    if not isinstance(payload, dict):
+        raise InvalidInputError(f"payload must be a JSON object, got {type(payload).__name__}")
     data = dict(payload)
-    failures = tuple(FailureRecord(**f) for f in data.pop("failures", ()) or ())
-    return RepairInput(failures=failures, **data)
+    try:
+        failures = tuple(FailureRecord(**f) for f in data.pop("failures", ()) or ())
+        return RepairInput(failures=failures, **data)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"payload does not describe a repair: {exc}") from None
+
+
+def _clean_record(f: FailureRecord) -> FailureRecord:
+    return FailureRecord(
+        clean_text(f.tool_id, ID_CHAR_CAP) or "?",
+        # Every record of a burst shares the burst's context; the input keeps
+        # it once, so each record keeps only a short excerpt.
+        clean_text(f.context, 256),
+        f.step,
+        clean_text(f.reason, REASON_CHAR_CAP),
+        f.ts,
+        clean_optional(f.session_id, ID_CHAR_CAP),
+        clean_optional(f.episode_id, ID_CHAR_CAP),
+        clean_optional(f.trace_id, ID_CHAR_CAP),
+    )
+
+
+def clean_input(inp: RepairInput) -> RepairInput:
+    """``inp`` with every string storable: capped, NUL and lone surrogates replaced.
+
+    Raises ``InvalidInputError`` for a context hash no job can carry.
+    """
+    if len(inp.context_hash) > 64:
+        raise InvalidInputError(f"context_hash must be at most 64 characters, got {len(inp.context_hash)}")
+    return dataclasses.replace(
+        inp,
+        context_hash=clean_text(inp.context_hash, 64),
+        tool_id=clean_optional(inp.tool_id, ID_CHAR_CAP),
+        user_text=clean_optional(inp.user_text, USER_TEXT_CHAR_CAP),
+        session_id=clean_optional(inp.session_id, ID_CHAR_CAP),
+        episode_id=clean_optional(inp.episode_id, ID_CHAR_CAP),
+        failures=tuple(_clean_record(f) for f in inp.failures),
+        context=clean_optional(inp.context, CONTEXT_CHAR_CAP),
+    )
 
 
 def _normalise(text: str | None) -> str:
@@ -133,7 +227,17 @@ def job_id_for(inp: RepairInput) -> str:
         ensure_ascii=False,
         separators=(",", ":"),
     )
-    return "job_" + hashlib.sha1(key.encode("utf-8")).hexdigest()[:32]
+    # surrogatepass: an input that was not cleaned still gets an id.
+    return "job_" + hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _check_id(job_id: object) -> None:
+    if not isinstance(job_id, str):
+        raise InvalidInputError(f"job id must be a str, got {type(job_id).__name__}")
+    try:
+        job_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError("job id must be valid text (it holds a lone surrogate)") from None
 
 
 def backoff_ms(attempt: int, config: FeedbackConfig, rng: random.Random) -> int:
@@ -178,7 +282,18 @@ _BUSY_CONTEXT = exists().where(_other.context_hash == _j.context_hash, _other.st
 _OLDER_WAITING = exists().where(
     _other.context_hash == _j.context_hash, _other.status == "pending", _other.seq < _j.seq
 )
-_DUE = (_j.status == "pending", _j.next_attempt_at <= bindparam("now"))
+_DUE = (
+    _j.status == "pending",
+    or_(_j.next_attempt_at <= bindparam("now"), _j.next_attempt_at > bindparam("horizon")),
+)
+_JOBS = cast(Table, RepairJobModel.__table__)
+# Every column, the payload as JSON text: decoding it is ours to do, so a
+# row that is not valid JSON is reported, not raised while fetching.
+_JOB_COLUMNS = (
+    *[c for c in _JOBS.columns if c.name != "payload"],
+    sql_cast(_JOBS.c.payload, Text).label("payload"),
+)
+_SELECT_JOBS = select(*_JOB_COLUMNS)
 
 # SQLite: the claim runs under BEGIN IMMEDIATE (one writer at a time), so a
 # single statement can pick the job and nobody can race it.
@@ -190,7 +305,7 @@ _CLAIM = (
     select(_j.seq)
     .where(
         _j.status == "pending",
-        _j.next_attempt_at + 0 <= bindparam("now"),
+        or_(_j.next_attempt_at + 0 <= bindparam("now"), _j.next_attempt_at + 0 > bindparam("horizon")),
         ~_BUSY_CONTEXT,
         ~_OLDER_WAITING,
     )
@@ -207,7 +322,7 @@ _TAKE_SQLITE = (
         lease_until=bindparam("lease_until"),
         updated_at=bindparam("now"),
     )
-    .returning(*[c for c in _j.__table__.columns])
+    .returning(*_JOB_COLUMNS)
 )
 
 # PostgreSQL: many claimers at once. Candidates are read without locks; for
@@ -225,6 +340,18 @@ _CONTEXT_BLOCKED_PG = select(
 )
 _LOCK_ROW_PG = (
     select(_j.seq).where(_j.seq == bindparam("seq"), _j.status == "pending").with_for_update(skip_locked=True)
+)
+_TAKE_PG = (
+    update(_JOBS)
+    .where(_JOBS.c.seq == bindparam("job_seq"))
+    .values(
+        status="running",
+        attempts=_JOBS.c.attempts + 1,
+        lease_owner=bindparam("owner"),
+        lease_until=bindparam("lease_until"),
+        updated_at=bindparam("now"),
+    )
+    .returning(*_JOB_COLUMNS)
 )
 _TRY_CONTEXT_LOCK_PG = select(func.pg_try_advisory_xact_lock(bindparam("key")))
 _CLAIM_CANDIDATES = 32
@@ -259,9 +386,6 @@ def _claim_lock_key(context_hash: str) -> int:
     # A key space apart from run_repair's per-context write lock, so a
     # claimer never skips a context just because its repair is committing.
     return context_lock_key(context_hash) ^ 0x5A5A5A5A5A5A5A5A
-
-
-_JOBS = cast(Table, RepairJobModel.__table__)
 
 
 def _new_job_row(inp: RepairInput, job_id: str, now: int) -> dict[str, Any]:
@@ -344,31 +468,50 @@ class RepairQueue:
         return request.result
 
     def enqueue_many(self, inputs: Sequence[RepairInput]) -> list[EnqueueResult]:
-        """Insert jobs in order, in one transaction; waiting duplicates are no-ops."""
+        """Insert jobs in order, in one transaction; waiting duplicates are no-ops.
+
+        Every input is cleaned first (``clean_input``). Failure bursts are
+        coalesced into a pending failure-burst job of their context, or
+        dropped while the context's newest repair is in cooldown.
+        """
         for inp in inputs:
             if not isinstance(inp, RepairInput):
                 raise InvalidInputError(f"enqueue takes RepairInput, got {type(inp).__name__}")
         if not inputs:
             return []
-        ids = [job_id_for(inp) for inp in inputs]
+        cleaned = [clean_input(inp) for inp in inputs]
+        ids = [job_id_for(inp) for inp in cleaned]
         now = now_ms()
         table = _JOBS
         with self.store.session(write=True, action="enqueueing repair jobs") as s:
-            existing = select(table.c.id, table.c.status).where(table.c.id.in_(set(ids))).with_for_update()
-            known: dict[str, str] = {row[0]: row[1] for row in s.execute(existing)}
+            existing = (
+                select(table.c.id, table.c.status, table.c.seq)
+                .where(table.c.id.in_(set(ids)))
+                .with_for_update()
+            )
+            known = {row[0]: (row[1], row[2]) for row in s.execute(existing)}
             # The same situation again after its job finished: a new round on
-            # the same id. The old row's history goes; its repair (if any) stays.
-            finished = [job_id for job_id, status in known.items() if status in ("done", "dead")]
-            if finished:
-                s.execute(delete(table).where(table.c.id.in_(finished)))
-            waiting = {job_id for job_id, status in known.items() if status in ("pending", "running")}
+            # the same id. The finished row is archived under "<id>~<seq>",
+            # so its history (and the repair it names) stays readable.
+            for job_id, (status, seq) in known.items():
+                if status in ("done", "dead"):
+                    s.execute(update(table).where(table.c.seq == seq).values(id=f"{job_id}~{seq}"))
+            waiting = {job_id for job_id, (status, _) in known.items() if status in ("pending", "running")}
+            absorbed = self._coalesce(s, cleaned, now)
             results: list[EnqueueResult] = []
             rows: list[dict[str, Any]] = []
-            for inp, job_id in zip(inputs, ids, strict=True):
+            for inp, job_id in zip(cleaned, ids, strict=True):
                 if job_id in waiting:
                     results.append(EnqueueResult(job_id, deduped=True))
                     continue
+                cover = absorbed.get(inp.context_hash) if inp.trigger == "failure-burst" else None
+                if cover is not None:
+                    reason, cover_id = cover
+                    results.append(EnqueueResult(cover_id, deduped=True, coalesced=reason))
+                    continue
                 waiting.add(job_id)  # a repeat inside this batch dedupes too
+                if inp.trigger == "failure-burst":
+                    absorbed[inp.context_hash] = ("pending", job_id)
                 results.append(EnqueueResult(job_id, deduped=False))
                 rows.append(_new_job_row(inp, job_id, now))
             if rows:
@@ -387,6 +530,31 @@ class RepairQueue:
                     ]
         return results
 
+    def _coalesce(self, s: Session, inputs: Sequence[RepairInput], now: int) -> dict[str, tuple[str, str]]:
+        """Contexts whose failure bursts need no new job: hash -> (reason, covering job id)."""
+        contexts = sorted({inp.context_hash for inp in inputs if inp.trigger == "failure-burst"})
+        if not contexts:
+            return {}
+        out: dict[str, tuple[str, str]] = {}
+        cooldown = self.config.cooldown_ms
+        if cooldown > 0:
+            newest = select(DecisionRepairModel.context_hash, func.max(DecisionRepairModel.ts)).where(
+                DecisionRepairModel.context_hash.in_(contexts)
+            )
+            for context_hash, ts in s.execute(newest.group_by(DecisionRepairModel.context_hash)):
+                # abs(): a repair "from the future" (the clock went back) does
+                # not hold its context in cooldown for longer than cooldown_ms.
+                if ts is not None and abs(now - int(ts)) < cooldown:
+                    out[context_hash] = ("cooldown", "")
+        pending = select(_JOBS.c.context_hash, _JOBS.c.id).where(
+            _JOBS.c.context_hash.in_(contexts),
+            _JOBS.c.status == "pending",
+            _JOBS.c.trigger == "failure-burst",
+        )
+        for context_hash, job_id in s.execute(pending.order_by(_JOBS.c.seq)):
+            out.setdefault(context_hash, ("pending", job_id))
+        return out
+
     # -- claiming -----------------------------------------------------------
 
     def recover(self, now: int | None = None) -> int:
@@ -397,19 +565,20 @@ class RepairQueue:
 
     def _recover(self, s: Session, now: int) -> int:
         running = s.execute(
-            select(RepairJobModel.id, RepairJobModel.lease_until, RepairJobModel.lease_owner).where(
-                RepairJobModel.status == "running"
-            )
+            select(_JOBS.c.id, _JOBS.c.lease_until, _JOBS.c.lease_owner).where(_JOBS.c.status == "running")
         ).all()
+        # A lease that ends further ahead than any this code grants was
+        # written before the wall clock went back: it no longer protects.
+        horizon = now + self.config.lease_ms + CLOCK_SLACK_MS
         stale = [
             job_id
             for job_id, lease_until, owner in running
-            if (lease_until or 0) < now or _owner_is_dead(owner)
+            if (lease_until or 0) < now or (lease_until or 0) > horizon or _owner_is_dead(owner)
         ]
         if stale:
             s.execute(
-                update(RepairJobModel)
-                .where(RepairJobModel.id.in_(stale), RepairJobModel.status == "running")
+                update(_JOBS)
+                .where(_JOBS.c.id.in_(stale), _JOBS.c.status == "running")
                 .values(status="pending", lease_owner=None, lease_until=None, updated_at=now)
             )
             logger.info("returned %d abandoned running job(s) to pending", len(stale))
@@ -422,28 +591,33 @@ class RepairQueue:
         and on the subscriber's heartbeat), so a claim is two statements.
         """
         now = now_ms() if now is None else now
+        horizon = self._due_horizon(now)
+        values = {
+            "now": now,
+            "horizon": horizon,
+            "owner": owner,
+            "lease_until": now + self.config.lease_ms,
+        }
         with self.store.session(write=True, action="claiming a repair job") as s:
             if s.get_bind().dialect.name != "postgresql":
                 # One statement: pick and take the job (SQLite >= 3.35 RETURNING).
-                values = {"now": now, "owner": owner, "lease_until": now + self.config.lease_ms}
                 taken = s.execute(_TAKE_SQLITE, values).first()
                 return None if taken is None else _job_row(taken)
-            seq = self._pick_postgres(s, now)
+            seq = self._pick_postgres(s, now, horizon)
             if seq is None:
                 return None
-            job = s.get(RepairJobModel, seq)
-            assert job is not None
-            job.status = "running"
-            job.attempts += 1
-            job.lease_owner = owner
-            job.lease_until = now + self.config.lease_ms
-            job.updated_at = now
-            s.flush()
-            return _job_row(job)
+            row = s.execute(_TAKE_PG, {**values, "job_seq": seq}).first()
+            assert row is not None  # locked FOR UPDATE by _pick_postgres
+            return _job_row(row)
+
+    def _due_horizon(self, now: int) -> int:
+        """A ``next_attempt_at`` beyond this was written before the clock went back: due now."""
+        return now + self.config.retry_max_ms + CLOCK_SLACK_MS
 
     @staticmethod
-    def _pick_postgres(s: Session, now: int) -> int | None:
-        candidates = s.execute(_CANDIDATES_PG, {"now": now, "batch": _CLAIM_CANDIDATES}).all()
+    def _pick_postgres(s: Session, now: int, horizon: int) -> int | None:
+        params = {"now": now, "horizon": horizon, "batch": _CLAIM_CANDIDATES}
+        candidates = s.execute(_CANDIDATES_PG, params).all()
         tried: set[str] = set()
         for seq, context_hash in candidates:
             if context_hash in tried:
@@ -516,63 +690,88 @@ class RepairQueue:
         now = now_ms() if now is None else now
         cutoff = now - self.config.stale_after_ms
         with self.store.session(write=True, action="discarding stale jobs") as s:
-            rows = [
-                _job_row(m)
-                for m in s.scalars(
-                    select(RepairJobModel).where(
-                        RepairJobModel.status == "pending", RepairJobModel.created_at < cutoff
-                    )
-                )
-            ]
+            stmt = _SELECT_JOBS.where(_JOBS.c.status == "pending", _JOBS.c.created_at < cutoff)
+            rows = [_job_row(r) for r in s.execute(stmt)]
             if rows:
-                s.execute(delete(RepairJobModel).where(RepairJobModel.id.in_([r.id for r in rows])))
+                s.execute(delete(_JOBS).where(_JOBS.c.id.in_([r.id for r in rows])))
         return rows
 
     # -- operator surface ---------------------------------------------------
 
     def get(self, job_id: str) -> JobRow:
+        """The job with ``job_id``; ``NotFoundError`` when there is none."""
+        _check_id(job_id)
         with self.store.session(action="reading a job") as s:
-            m = s.scalars(select(RepairJobModel).where(RepairJobModel.id == job_id)).first()
-            if m is None:
-                raise NotFoundError(f"no job with id {job_id!r}")
-            return _job_row(m)
+            row = s.execute(_SELECT_JOBS.where(_JOBS.c.id == job_id)).first()
+        if row is None:
+            raise NotFoundError(f"no job with id {job_id!r}")
+        return _job_row(row)
 
     def get_many(self, job_ids: Iterable[str]) -> dict[str, JobRow]:
         """The jobs among ``job_ids`` that exist, by id (one query per 500 ids)."""
+        if isinstance(job_ids, (str, bytes)) or not isinstance(job_ids, Iterable):
+            raise InvalidInputError("job_ids must be an iterable of str")
         ids = list(dict.fromkeys(job_ids))
+        for job_id in ids:
+            _check_id(job_id)
         found: dict[str, JobRow] = {}
         with self.store.session(action="reading jobs") as s:
             for i in range(0, len(ids), 500):
-                stmt = select(RepairJobModel).where(RepairJobModel.id.in_(ids[i : i + 500]))
-                found.update((m.id, _job_row(m)) for m in s.scalars(stmt))
+                stmt = _SELECT_JOBS.where(_JOBS.c.id.in_(ids[i : i + 500]))
+                found.update((r.id, _job_row(r)) for r in s.execute(stmt))
         return found
 
     def list(self, status: str | None = None, limit: int = 100) -> list[JobRow]:
+        """Jobs in queue order, optionally of one status; at most ``limit`` (1..10,000)."""
         if status is not None and status not in JOB_STATUSES:
             raise InvalidInputError(f"status must be one of {JOB_STATUSES}, got {status!r}")
-        stmt = select(RepairJobModel).order_by(RepairJobModel.seq).limit(limit)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise InvalidInputError(f"limit must be an int in [1, {MAX_LIMIT}], got {limit!r}")
+        stmt = _SELECT_JOBS.order_by(_JOBS.c.seq).limit(limit)
         if status is not None:
-            stmt = stmt.where(RepairJobModel.status == status)
+            stmt = stmt.where(_JOBS.c.status == status)
         with self.store.session(action="listing jobs") as s:
-            return [_job_row(m) for m in s.scalars(stmt)]
+            return [_job_row(r) for r in s.execute(stmt)]
 
     def retry(self, job_id: str) -> JobRow:
-        """Put a dead (or done) job back to pending with its attempts reset."""
+        """Put a dead job (or a done job that wrote no repair) back to pending, attempts reset.
+
+        A done job that wrote a repair is refused: running it again would
+        write a second repair for the same trigger.
+        """
+        _check_id(job_id)
         now = now_ms()
         with self.store.session(write=True, action="retrying a job") as s:
-            m = s.scalars(select(RepairJobModel).where(RepairJobModel.id == job_id).with_for_update()).first()
-            if m is None:
+            row = s.execute(
+                select(_JOBS.c.status, _JOBS.c.repair_id).where(_JOBS.c.id == job_id).with_for_update()
+            ).first()
+            if row is None:
                 raise NotFoundError(f"no job with id {job_id!r}")
-            if m.status == "running":
-                raise InvalidInputError(f"job {job_id} is running; retry it once it has finished")
-            m.status, m.attempts, m.next_attempt_at, m.updated_at = "pending", 0, now, now
-            m.lease_owner = m.lease_until = None
-            s.flush()
-            return _job_row(m)
+            status, repair_id = row
+            if status in ("running", "pending"):
+                raise InvalidInputError(f"job {job_id} is {status}; retry it once it has finished")
+            if repair_id is not None:
+                raise InvalidInputError(f"job {job_id} already wrote repair {repair_id}; not retrying it")
+            s.execute(
+                update(_JOBS)
+                .where(_JOBS.c.id == job_id)
+                .values(
+                    status="pending",
+                    attempts=0,
+                    next_attempt_at=now,
+                    updated_at=now,
+                    lease_owner=None,
+                    lease_until=None,
+                )
+            )
+            fresh = s.execute(_SELECT_JOBS.where(_JOBS.c.id == job_id)).one()
+        return _job_row(fresh)
 
     def purge(self, job_id: str) -> None:
+        """Delete one job (any status); ``NotFoundError`` when there is none."""
+        _check_id(job_id)
         with self.store.session(write=True, action="purging a job") as s:
-            result = s.execute(delete(RepairJobModel).where(RepairJobModel.id == job_id))
+            result = s.execute(delete(_JOBS).where(_JOBS.c.id == job_id))
             if getattr(result, "rowcount", 0) == 0:
                 raise NotFoundError(f"no job with id {job_id!r}")
 
@@ -601,4 +800,6 @@ class RepairQueue:
             nxt = s.scalar(
                 select(func.min(RepairJobModel.next_attempt_at)).where(RepairJobModel.status == "pending")
             )
-        return None if nxt is None else max(0, int(nxt) - now)
+        if nxt is None:
+            return None
+        return 0 if int(nxt) > self._due_horizon(now) else max(0, int(nxt) - now)

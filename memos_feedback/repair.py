@@ -177,7 +177,10 @@ class _Run:
         if cooldown <= 0:
             return False
         recent = self.deps.store.repairs.recent_for_context(self.inp.context_hash, session=session)
-        return recent is not None and self.deps.clock() - recent.ts < cooldown
+        # abs(): a repair stamped in the future (the wall clock went back)
+        # holds its context for at most cooldown_ms, not until the clock
+        # catches up with it.
+        return recent is not None and abs(self.deps.clock() - recent.ts) < cooldown
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -217,15 +220,18 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
     run = _Run(input, deps)
     cfg = deps.config
 
-    if run.in_cooldown():
-        return run.skip("cooldown")
-
+    # Classify first: a feedback is announced as classified even when the
+    # cooldown then skips it.
     feedback: ClassifiedFeedback | None = None
     if input.user_text and input.user_text.strip():
         feedback = classify_feedback(input.user_text)
         run.emit(FeedbackClassified(shape=feedback.shape.value, confidence=feedback.confidence))
-        if not feedback.shape.triggers_repair:
-            return run.skip("feedback-not-actionable")
+
+    if run.in_cooldown():
+        return run.skip("cooldown")
+
+    if feedback is not None and not feedback.shape.triggers_repair:
+        return run.skip("feedback-not-actionable")
 
     if not input.session_id:
         return run.skip("no-session")

@@ -43,7 +43,6 @@ result) is.
 from __future__ import annotations
 
 import hashlib
-import logging
 import threading
 import time
 from collections import OrderedDict
@@ -61,10 +60,7 @@ __all__ = [
     "context_hash_of",
 ]
 
-_log = logging.getLogger("memos_feedback.signals")
 _sha1 = hashlib.sha1
-_DEBUG = logging.DEBUG
-_INFO = logging.INFO
 
 # Below any window start (steps are >= 0, a window start is > -failure_window),
 # so "no success yet" never looks like a success inside the window.
@@ -354,7 +350,6 @@ class FailureSignals:
         key = (record[0], record[1])
         states = self._states
         occurrences: tuple[FailureRecord, ...] | None = None
-        evicted: str | None = None
         with self._lock:
             self._failures_recorded += 1
             state = states.get(key)
@@ -362,7 +357,7 @@ class FailureSignals:
                 # A new pair: the one SHA-1 it will ever cost.
                 state = self._add_state(key, step, None)
                 if len(states) > self._max_states:
-                    evicted = self._evict_oldest()
+                    self._evict_oldest()
             else:
                 states.move_to_end(key)
             failures = state.failures
@@ -388,21 +383,12 @@ class FailureSignals:
             ):
                 self._bursts += 1
                 occurrences = tuple(failures)
-        if evicted is not None and _log.isEnabledFor(_DEBUG):
-            _log.debug("evicted least recently used failure window %s", evicted)
         if occurrences is None:
             return None
-        context_hash = state.context_hash
-        burst = _burst_of(record, context_hash, occurrences)
-        if _log.isEnabledFor(_INFO):
-            _log.info(
-                "failure burst: tool=%s context_hash=%s failures=%d step=%d",
-                record.tool_id,
-                context_hash,
-                burst.failure_count,
-                step,
-            )
-        return burst
+        # No logging here: this runs on the agent's thread, and a slow log
+        # handler would stall the tool step. ``stats()`` counts bursts; the
+        # subscriber logs them from its own thread.
+        return _burst_of(record, state.context_hash, occurrences)
 
     def _place(self, state: _State, record: FailureRecord) -> list[FailureRecord] | None:
         """Put ``record`` into ``state`` (lock held).
@@ -478,7 +464,6 @@ class FailureSignals:
         key = (tool_id, context)
         states = self._states
         new_hash = None if key in states else _hash(tool_id, context)
-        evicted: str | None = None
         with self._lock:
             self._successes_recorded += 1
             state = states.get(key)
@@ -487,7 +472,7 @@ class FailureSignals:
                 # steps must not fire while this success is in the window.
                 state = self._add_state(key, step, new_hash)
                 if len(states) > self._max_states:
-                    evicted = self._evict_oldest()
+                    self._evict_oldest()
             else:
                 states.move_to_end(key)
                 if step > state.newest:
@@ -504,8 +489,6 @@ class FailureSignals:
                     if drop:
                         del failures[:drop]
                         self._total_failures -= drop
-        if evicted is not None and _log.isEnabledFor(_DEBUG):
-            _log.debug("evicted least recently used failure window %s", evicted)
 
     # -- inspection and housekeeping -----------------------------------------
 

@@ -4,28 +4,43 @@ Threads and what they own:
 
 * the caller's thread — ``record_tool_failure`` / ``record_tool_success``
   touch only in-memory signals; a burst is appended to a small buffer.
+  Nothing is logged here (a slow log handler must not slow a tool step):
+  bad calls are counted, and the enqueuer logs a summary at most every
+  ``_BAD_CALL_LOG_EVERY`` seconds.
   ``submit_user_feedback`` and ``run_once`` commit their job before they
   return (a correction the user typed survives a crash).
 * the enqueuer — moves buffered bursts into ``repair_jobs`` as soon as it
-  is woken (the bound is one insert transaction).
+  is woken (the bound is one insert transaction). Bursts of one context
+  that pile up while it works are coalesced to the newest. A batch the
+  database refuses is split: a trigger that fails alone while the
+  database takes a plain write is poison and is dropped with a logged
+  reason; anything else is kept and retried, so one bad input never
+  stops the queue and a database outage loses nothing.
 * the heartbeat — renews the leases of jobs in flight every quarter lease
   and returns other owners' abandoned jobs to ``pending``. It has a thread
   of its own so a slow insert or a busy enqueuer can never let a live
   worker's lease lapse. Twice a second it also resolves the futures of
   jobs another process finished (several processes share one queue).
 * ``workers`` worker threads — claim due jobs and run ``run_repair``; the
-  repair row and the job's ``done`` state commit together.
+  repair row and the job's ``done`` state commit together. A job whose
+  payload cannot be read is dead-lettered; no exception ends a worker.
+
+``close()`` stops all of them within a deadline (``close_timeout_ms`` when
+no timeout is given). Triggers it could not store by then are not dropped
+silently: it raises ``TriggersNotPersistedError`` carrying them.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import random
 import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -35,10 +50,12 @@ from .config import FeedbackConfig
 from .errors import (
     InvalidInputError,
     LLMTransientError,
+    MemosFeedbackError,
     RepairJobDeadError,
     StoreBusyError,
     StoreError,
     SubscriberClosedError,
+    TriggersNotPersistedError,
 )
 from .events import (
     FeedbackBus,
@@ -50,14 +67,22 @@ from .events import (
     RepairSkipped,
 )
 from .llm import RepairLLM
-from .queue import JobRow, LeaseLostError, RepairQueue, backoff_ms, default_owner, input_from_payload
+from .queue import (
+    EnqueueResult,
+    JobRow,
+    LeaseLostError,
+    RepairQueue,
+    backoff_ms,
+    default_owner,
+    input_from_payload,
+)
 from .repair import RepairDeps, RepairInput, RepairResult, run_repair
 from .signals import FailureBurst, FailureRecord, FailureSignals, context_hash_of
 from .store import Store
 from .store.rows import now_ms
 from .synthesize import DecisionRepairDraft
 
-__all__ = ["FeedbackSubscriber", "attach_feedback_subscriber"]
+__all__ = ["CloseReport", "FeedbackSubscriber", "attach_feedback_subscriber"]
 
 logger = logging.getLogger("memos_feedback.subscriber")
 
@@ -65,6 +90,43 @@ USER_TOOL = "user"
 _TRANSIENT = (LLMTransientError, StoreBusyError)
 # How often (s) the heartbeat looks for jobs another process finished.
 _RESOLVE_EVERY = 0.5
+# Bounds on the thread pool and the idle poll: a typo must not start
+# 100,000 threads or make a worker sleep for ever.
+MAX_WORKERS = 64
+POLL_INTERVAL_RANGE = (0.001, 60.0)
+# At most one summary of ignored hot-path calls per this many seconds.
+_BAD_CALL_LOG_EVERY = 10.0
+# A trigger the database refused this many times, while a plain write
+# succeeds, is poison: it is dropped with a logged reason.
+_POISON_AFTER = 3
+
+
+@dataclass(frozen=True, slots=True)
+class CloseReport:
+    """What ``close()`` left behind.
+
+    ``threads_alive`` names background threads still running at the
+    deadline (a worker inside a slow model call, say): their jobs stay
+    leased and return to the queue when the lease lapses. ``cancelled``
+    counts futures of jobs not finished here (those jobs stay in the
+    database for the next start). Triggers that could not be stored are
+    never in a report: ``close()`` raises ``TriggersNotPersistedError``.
+    """
+
+    threads_alive: tuple[str, ...] = ()
+    cancelled: int = 0
+
+
+def _number_in(name: str, value: object, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidInputError(f"{name} must be a finite number, got {value!r}")
+    if not low <= value <= high:
+        raise InvalidInputError(f"{name} must be in [{low}, {high}], got {value!r}")
+    return float(value)
+
+
+def _timeout(name: str, value: object) -> float | None:
+    return None if value is None else _number_in(name, value, 0.0, 1e9)
 
 
 def _burst_input(burst: FailureBurst) -> RepairInput:
@@ -97,8 +159,13 @@ class FeedbackSubscriber:
         rng: random.Random | None = None,
         owner: str | None = None,
     ) -> None:
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise InvalidInputError(f"workers must be an int >= 1, got {workers!r}")
+        if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+            raise InvalidInputError(f"workers must be an int in [1, {MAX_WORKERS}], got {workers!r}")
+        poll = _number_in("poll_interval", poll_interval, *POLL_INTERVAL_RANGE)
+        if config is not None and not isinstance(config, FeedbackConfig):
+            raise InvalidInputError(f"config must be a FeedbackConfig, got {type(config).__name__}")
+        if not isinstance(store, Store):
+            raise InvalidInputError(f"store must be a Store, got {type(store).__name__}")
         self.store = store
         self.config = config or FeedbackConfig()
         self.bus = bus or FeedbackBus()
@@ -110,10 +177,21 @@ class FeedbackSubscriber:
         self.owner = owner or default_owner()
         self._llm = llm
         self._embedder = embedder
-        self._poll = poll_interval
+        self._poll = poll
         self._rng = rng or random.Random()
-        self._buffer: deque[RepairInput] = deque()
+        # Bursts from the hot path (deque appends are thread-safe and cheap);
+        # the enqueuer turns them into inputs it holds until they are stored.
+        self._buffer: deque[FailureBurst] = deque()
+        self._held: dict[str, RepairInput] = {}
+        self._refusals: dict[str, int] = {}
         self._buffer_wake = threading.Event()
+        self._bad_calls = 0
+        self._bad_reported = 0
+        self._last_bad = ""
+        self._bad_logged_at = 0.0
+        self._close_lock = threading.Lock()
+        self._close_deadline = math.inf
+        self._close_report: CloseReport | None = None
         # True while the enqueuer holds bursts it popped but has not stored
         # and tracked yet; flush() must not report idle in that gap.
         self._draining = False
@@ -152,18 +230,22 @@ class FeedbackSubscriber:
     ) -> FailureBurst | None:
         """Record a failed tool step; a burst is queued for repair. Never blocks on I/O.
 
-        Bad arguments are logged and ignored (the agent loop must not crash
-        on its own instrumentation); the return value is the burst, if any.
+        Bad arguments are counted and ignored (the agent loop must not crash
+        on its own instrumentation; a summary is logged off this thread);
+        so are calls after ``close()``. The return value is the burst, if any.
         """
+        if self._closed:
+            self._bad_call("record_tool_failure after close()")
+            return None
         try:
             burst = self._record_failure(
                 FailureRecord(tool_id, context, step, reason, None, session_id, episode_id, trace_id)
             )
         except InvalidInputError as exc:
-            logger.warning("record_tool_failure ignored: %s", exc)
+            self._bad_call(exc)
             return None
-        if burst is not None and not self._closed:
-            self._buffer.append(_burst_input(burst))
+        if burst is not None:
+            self._buffer.append(burst)
             self._buffer_wake.set()
         return burst
 
@@ -171,10 +253,35 @@ class FeedbackSubscriber:
         self, tool_id: str, context: str, step: int, session_id: str | None = None
     ) -> None:
         """Record a successful tool step (it suppresses bursts for that tool and context)."""
+        if self._closed:
+            self._bad_call("record_tool_success after close()")
+            return
         try:
             self._record_success(tool_id, context, step)
         except InvalidInputError as exc:
-            logger.warning("record_tool_success ignored: %s", exc)
+            self._bad_call(exc)
+
+    def _bad_call(self, why: object) -> None:
+        # Plain attribute writes: a lost increment under a race only makes
+        # the logged count approximate, and the hot path takes no lock.
+        self._bad_calls += 1
+        self._last_bad = why if isinstance(why, str) else str(why)
+
+    def _log_bad_calls(self, *, force: bool = False) -> None:
+        """Log, from a background thread, how many hot-path calls were ignored."""
+        count = self._bad_calls
+        if count == self._bad_reported:
+            return
+        now = time.monotonic()
+        if not force and now - self._bad_logged_at < _BAD_CALL_LOG_EVERY:
+            return
+        logger.warning(
+            "ignored %d tool-step call(s) since the last report (last: %s)",
+            count - self._bad_reported,
+            self._last_bad,
+        )
+        self._bad_reported = count
+        self._bad_logged_at = now
 
     # -- user feedback and manual runs --------------------------------------
 
@@ -234,8 +341,28 @@ class FeedbackSubscriber:
     def _enqueue_now(self, inp: RepairInput) -> Future[RepairResult]:
         future: Future[RepairResult] = Future()
         result = self.queue.enqueue(inp)
+        if not result.job_id:  # coalesced into a repair in cooldown: nothing will run
+            self.bus.emit(
+                RepairSkipped(context_hash=inp.context_hash, trigger=inp.trigger, reason="cooldown")
+            )
+            future.set_result(self._coalesced_result(inp))
+            return future
         self._track(result.job_id, future, deduped=result.deduped)
         return future
+
+    @staticmethod
+    def _coalesced_result(inp: RepairInput) -> RepairResult:
+        now = now_ms()
+        return RepairResult(
+            trigger=inp.trigger,
+            context_hash=inp.context_hash,
+            repair_id=None,
+            draft=None,
+            skipped=True,
+            skipped_reason="cooldown",
+            started_at=now,
+            completed_at=now,
+        )
 
     def _track(self, job_id: str, future: Future[RepairResult] | None, *, deduped: bool) -> None:
         with self._lock:
@@ -249,12 +376,17 @@ class FeedbackSubscriber:
     # -- lifecycle ----------------------------------------------------------
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until buffered bursts are stored and every job this handle queued finished."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        """Wait until buffered bursts are stored and every job this handle queued finished.
+
+        Returns False when ``timeout`` (seconds) passed first. Jobs other
+        processes queued are not waited for.
+        """
+        limit = _timeout("timeout", timeout)
+        deadline = None if limit is None else time.monotonic() + limit
         while True:
             # Order matters: buffer, then the enqueuer's hand, then jobs.
             with self._lock:
-                idle = not self._buffer and not self._draining and not self._futures
+                idle = not self._buffer and not self._draining and not self._held and not self._futures
             if idle:
                 return True
             if deadline is not None and time.monotonic() >= deadline:
@@ -262,28 +394,63 @@ class FeedbackSubscriber:
             self._buffer_wake.set()
             time.sleep(0.01)
 
-    def close(self, timeout: float | None = None) -> None:
-        """Stop claiming, store buffered bursts, wait for jobs in flight (up to ``timeout``).
+    def close(self, timeout: float | None = None) -> CloseReport:
+        """Stop claiming, store buffered bursts, wait for jobs in flight — all within a deadline.
 
-        Jobs not started stay pending in the database for the next start;
-        their futures here are cancelled.
+        The deadline is ``timeout`` seconds, or ``config.close_timeout_ms``
+        when None. Jobs not started stay pending in the database for the
+        next start; their futures here are cancelled. In-memory failure
+        windows are dropped, and later ``record_tool_*`` calls are ignored.
+
+        Raises ``TriggersNotPersistedError`` (carrying the triggers) when
+        some could not be stored by the deadline; otherwise returns a
+        ``CloseReport``. Calling it again returns the first report.
         """
-        if self._closed:
-            return
-        self._closed = True
-        self._closing.set()
-        self._buffer_wake.set()
-        with self._work:
-            self._work.notify_all()
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for t in self._threads:
-            t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        self._drain_buffer()  # in case the enqueuer was stuck
-        with self._lock:
-            leftovers = [f for futures in self._futures.values() for f in futures]
-            self._futures.clear()
-        for f in leftovers:
-            f.cancel()
+        limit = _timeout("timeout", timeout)
+        with self._close_lock:
+            if self._close_report is not None:
+                return self._close_report
+            budget = self.config.close_timeout_ms / 1000 if limit is None else limit
+            self._close_deadline = time.monotonic() + budget
+            self._closed = True
+            self._closing.set()
+            self._buffer_wake.set()
+            with self._work:
+                self._work.notify_all()
+            for t in self._threads:
+                t.join(max(0.0, self._close_deadline - time.monotonic()))
+            unstored = self._unstored(max(0.0, self._close_deadline - time.monotonic()))
+            with self._lock:
+                leftovers = [f for futures in self._futures.values() for f in futures]
+                self._futures.clear()
+            for f in leftovers:
+                f.cancel()
+            self.signals.clear()
+            self._log_bad_calls(force=True)
+            alive = tuple(t.name for t in self._threads if t.is_alive())
+            if alive:
+                logger.warning("closed with %d thread(s) still running: %s", len(alive), ", ".join(alive))
+            self._close_report = CloseReport(threads_alive=alive, cancelled=len(leftovers))
+        if unstored:
+            logger.error("%d trigger(s) could not be stored before close() gave up", len(unstored))
+            raise TriggersNotPersistedError(
+                tuple(unstored), f"the database stayed unwritable for {budget:g} s"
+            )
+        return self._close_report
+
+    def _unstored(self, wait: float) -> list[RepairInput]:
+        """Triggers not (known to be) stored; waits up to ``wait`` s for the enqueuer's hand."""
+        got = self._drain_lock.acquire(timeout=wait)
+        try:
+            # Without the lock the enqueuer is stuck inside an insert: what it
+            # holds is in doubt, and is reported as not persisted.
+            held = dict(self._held)
+            for burst in list(self._buffer):
+                held[burst.context_hash] = _burst_input(burst)
+            return list(held.values())
+        finally:
+            if got:
+                self._drain_lock.release()
 
     def __enter__(self) -> FeedbackSubscriber:
         return self
@@ -291,7 +458,14 @@ class FeedbackSubscriber:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.close()
+        if exc_type is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except MemosFeedbackError:
+            # The block's own exception is the one the caller must see.
+            logger.exception("closing the feedback subscriber after an error failed")
 
     def metrics(self) -> dict[str, int | float | None]:
         """Counters since start and queue gauges (depth, oldest pending age)."""
@@ -299,7 +473,17 @@ class FeedbackSubscriber:
             counts = dict(self._counts)
         out: dict[str, int | float | None] = {
             key: counts.get(key, 0)
-            for key in ("enqueued", "deduped", "done", "retried", "dead", "discarded", "failed")
+            for key in (
+                "enqueued",
+                "deduped",
+                "coalesced",
+                "rejected",
+                "done",
+                "retried",
+                "dead",
+                "discarded",
+                "failed",
+            )
         }
         try:
             stats = self.queue.stats()
@@ -308,7 +492,8 @@ class FeedbackSubscriber:
         except StoreError as exc:
             logger.warning("queue gauges unavailable: %s", exc)
             out["depth"] = out["oldest_pending_age_ms"] = None
-        out["buffered"] = len(self._buffer)
+        out["buffered"] = len(self._buffer) + len(self._held)
+        out["ignored_calls"] = self._bad_calls
         out["in_flight"] = len(self._in_flight)
         return out
 
@@ -334,33 +519,107 @@ class FeedbackSubscriber:
                 self._draining = False
 
     def _store_buffered(self) -> bool:
-        batch: list[RepairInput] = []
+        """Move buffered bursts into the queue; True when nothing is left to store."""
+        held = self._held
         while self._buffer:
-            batch.append(self._buffer.popleft())
-        if not batch:
+            burst = self._buffer.popleft()
+            # A newer burst of the same context replaces the older one: its
+            # window holds the latest evidence, and one job covers both.
+            held.pop(burst.context_hash, None)
+            held[burst.context_hash] = _burst_input(burst)
+        if not held:
             return True
+        batch = list(held.values())
         try:
             results = self.queue.enqueue_many(batch)
-        except StoreError as exc:
-            # Put them back in front, in order: nothing triggered is lost.
-            self._buffer.extendleft(reversed(batch))
+        except StoreBusyError as exc:
             logger.warning("could not store %d burst(s), will retry: %s", len(batch), exc)
             return False
-        for r in results:
-            self._track(r.job_id, None, deduped=r.deduped)
+        except MemosFeedbackError as exc:
+            # Something in the batch (or the database) is broken: one by one.
+            logger.warning("storing %d burst(s) failed, storing them one by one: %s", len(batch), exc)
+            return self._store_one_by_one(batch)
+        held.clear()
+        self._refusals.clear()
+        self._record_stored(batch, results)
         return True
+
+    def _store_one_by_one(self, batch: list[RepairInput]) -> bool:
+        ok = True
+        for inp in batch:
+            key = inp.context_hash
+            try:
+                results = self.queue.enqueue_many([inp])
+            except StoreBusyError:
+                return False
+            except MemosFeedbackError as exc:
+                refusals = self._refusals.get(key, 0) + 1
+                self._refusals[key] = refusals
+                if refusals >= _POISON_AFTER and self._database_writable():
+                    logger.error(
+                        "dropping a %s trigger for context %s that the database refuses: %s",
+                        inp.trigger,
+                        key,
+                        exc,
+                    )
+                    with self._lock:
+                        self._counts["rejected"] += 1
+                    self._held.pop(key, None)
+                    self._refusals.pop(key, None)
+                else:
+                    ok = False
+                continue
+            self._held.pop(key, None)
+            self._refusals.pop(key, None)
+            self._record_stored([inp], results)
+        return ok and not self._held
+
+    def _database_writable(self) -> bool:
+        """Whether an empty write transaction commits (tells poison from an outage)."""
+        try:
+            with self.store.session(write=True, action="probing the database"):
+                pass
+        except MemosFeedbackError:
+            return False
+        return True
+
+    def _record_stored(self, batch: list[RepairInput], results: list[EnqueueResult]) -> None:
+        for inp, r in zip(batch, results, strict=True):
+            if r.coalesced is not None:
+                with self._lock:
+                    self._counts["coalesced"] += 1
+            if r.job_id:
+                self._track(r.job_id, None, deduped=r.deduped)
+            elif r.coalesced == "cooldown":
+                # No job will run for it, so this is its terminal event.
+                self.bus.emit(
+                    RepairSkipped(context_hash=inp.context_hash, trigger=inp.trigger, reason="cooldown")
+                )
+        fresh = sum(1 for r in results if not r.deduped)
+        if fresh:
+            logger.info("queued %d failure burst(s) for repair", fresh)
 
     def _enqueuer(self) -> None:
         # Woken at once by a burst; the timeout bounds how long a burst can
         # sit in memory even if a wake-up were missed (buffer_flush_ms).
         flush_every = self.config.buffer_flush_ms / 1000
+        backoff = 0.05
         while True:
             self._buffer_wake.wait(timeout=flush_every)
             self._buffer_wake.clear()
-            if not self._drain_buffer():
-                time.sleep(0.05)
-            if self._closing.is_set() and not self._buffer:
+            try:
+                stored = self._drain_buffer()
+            except Exception:  # the enqueuer must outlive any bug
+                logger.exception("unexpected error while storing bursts")
+                stored = False
+            self._log_bad_calls()
+            if self._closing.is_set() and (stored or time.monotonic() >= self._close_deadline):
                 return
+            if stored:
+                backoff = 0.05
+            else:
+                time.sleep(min(backoff, max(0.0, self._close_deadline - time.monotonic())))
+                backoff = min(backoff * 2, 1.0)
 
     def _heartbeat(self) -> None:
         # A quarter of the lease: three renewals can be missed (a stalled
@@ -394,6 +653,9 @@ class FeedbackSubscriber:
             except StoreError as exc:
                 logger.log(logging.DEBUG if failing else logging.WARNING, "claiming a job failed: %s", exc)
                 failing = True
+                job = None
+            except Exception:  # a worker must outlive any bug
+                logger.exception("unexpected error while claiming a job")
                 job = None
             if job is None:
                 self._idle_wait()
@@ -431,6 +693,8 @@ class FeedbackSubscriber:
     def _run_job(self, job: JobRow) -> None:
         last_attempt = job.attempts >= self.config.max_attempts
         try:
+            if job.payload_error is not None:
+                raise InvalidInputError(f"unreadable job payload: {job.payload_error}")
             inp = input_from_payload(job.payload)
             deps = RepairDeps(
                 store=self.store,

@@ -14,8 +14,16 @@ from freezegun import freeze_time
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.errors import InvalidInputError, NotFoundError, RepairJobDeadError
 from memos_feedback.events import FeedbackBus, FeedbackEvent
+from memos_feedback.limits import USER_TEXT_CHAR_CAP
 from memos_feedback.llm import OpenAIRepairLLM
-from memos_feedback.queue import RepairQueue, backoff_ms, input_from_payload, job_id_for, payload_of
+from memos_feedback.queue import (
+    RepairQueue,
+    backoff_ms,
+    clean_input,
+    input_from_payload,
+    job_id_for,
+    payload_of,
+)
 from memos_feedback.repair import RepairInput
 from memos_feedback.signals import FailureRecord
 from memos_feedback.store import Store
@@ -82,7 +90,7 @@ def test_job_ids_are_content_addresses() -> None:
     assert job_id_for(burst1) != job_id_for(burst2), "a later window is a new situation"
 
 
-def test_payload_round_trip_keeps_a_megabyte_of_text(store: Store) -> None:
+def test_payload_round_trip_keeps_both_ends_of_a_megabyte_of_text(store: Store) -> None:
     text = "不对，" + "x" * 1_000_000 + " — use pnpm"
     inp = RepairInput(
         trigger="user.preference",
@@ -93,7 +101,10 @@ def test_payload_round_trip_keeps_a_megabyte_of_text(store: Store) -> None:
     )
     queue = RepairQueue(store)
     job = queue.get(queue.enqueue(inp).job_id)
-    assert input_from_payload(job.payload) == inp
+    stored = input_from_payload(job.payload)
+    assert stored == clean_input(inp)
+    assert stored.user_text is not None and len(stored.user_text) == USER_TEXT_CHAR_CAP
+    assert stored.user_text.startswith("不对，xxx") and stored.user_text.endswith(" — use pnpm")
     assert input_from_payload(payload_of(inp)).user_text == text
 
 
@@ -225,7 +236,7 @@ def test_permanent_error_goes_dead_at_once_and_can_be_retried(
     subs.append(sub)
     wait_for(lambda: queue.get(job.job_id).status == "dead")
     dead = queue.get(job.job_id)
-    assert dead.attempts == 1 and "TypeError" in (dead.last_error or "")
+    assert dead.attempts == 1 and "payload does not describe a repair" in (dead.last_error or "")
     kinds = [e.kind for e in events]
     assert kinds.index("repair.job.failed") < kinds.index("repair.job.dead")
     # The operator fixes the payload and retries it.
