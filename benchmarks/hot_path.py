@@ -39,7 +39,7 @@ from memos_feedback.config import FeedbackConfig
 from memos_feedback.signals import FailureRecord, FailureSignals, context_hash_of
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEV_SET = REPO_ROOT.parent / "shared" / "data" / "feedback_dev.jsonl"
+DEV_SET = REPO_ROOT / "tests" / "data" / "feedback_dev.jsonl"
 TOOL = "shell.exec"
 CONTEXT_PREFIX = "pip install -r requirements.txt in /srv/app (attempt) #"
 

@@ -1,4 +1,4 @@
-"""``attach_repair_to_policies``: merge a repair into its policies' boundaries (§7)."""
+"""``attach_repair_to_policies``: merge a repair into its policies' boundaries (PIPELINE.md §7)."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ __all__ = ["AuditLog"]
 
 logger = logging.getLogger("memos_feedback.audit")
 
-# Events the audit trail keeps (pipeline.md §11).
+# Events the audit trail keeps (PIPELINE.md §11).
 AUDITED_KINDS = (RepairPersisted.kind, RepairAttached.kind)
 
 

@@ -1,4 +1,4 @@
-"""The ``@repair`` block at the end of a policy boundary (pipeline.md §7).
+"""The ``@repair`` block at the end of a policy boundary (PIPELINE.md §7).
 
 A boundary is free text owned by the host. Our guidance lives in exactly
 one block, the boundary's last line::

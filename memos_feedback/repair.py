@@ -1,4 +1,4 @@
-"""``run_repair``: the only code that writes decision repairs (pipeline.md §6).
+"""``run_repair``: the only code that writes decision repairs (PIPELINE.md §6).
 
 Guards run in the contract's order; every call ends in exactly one
 terminal event, ``repair.persisted`` or ``repair.skipped``. The slow part
@@ -188,7 +188,7 @@ def _mean(values: Sequence[float]) -> float:
 
 
 def _value_gap_too_small(evidence: RepairEvidence, delta: float) -> bool:
-    # An empty side counts as an infinite gap (pipeline.md §6.4).
+    # An empty side counts as an infinite gap (PIPELINE.md §6.4).
     if not evidence.high or not evidence.low:
         return False
     gap = abs(_mean([t.value for t in evidence.high]) - _mean([t.value for t in evidence.low]))

@@ -1,4 +1,4 @@
-"""``attach_feedback_subscriber``: the host's handle on the pipeline (§9).
+"""``attach_feedback_subscriber``: the host's handle on the pipeline (PIPELINE.md §9).
 
 Threads and what they own:
 

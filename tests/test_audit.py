@@ -1,4 +1,4 @@
-"""``AuditLog``: append-only JSON Lines (pipeline.md §11)."""
+"""``AuditLog``: append-only JSON Lines (PIPELINE.md §11)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The @repair block: parse / render / strip / merge (pipeline.md §7)."""
+"""The @repair block: parse / render / strip / merge (PIPELINE.md §7)."""
 
 from __future__ import annotations
 

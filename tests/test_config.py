@@ -1,4 +1,4 @@
-"""``FeedbackConfig``: defaults (pipeline.md §1), validation, env and TOML loading."""
+"""``FeedbackConfig``: defaults (PIPELINE.md §1), validation, env and TOML loading."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from memos_feedback.errors import ConfigError, MemosFeedbackError
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 ALL_KEYS = FeedbackConfig.keys()
 
-# The table in pipeline.md §1, verbatim.
+# The table in PIPELINE.md §1, verbatim.
 SPEC_DEFAULTS: dict[str, Any] = {
     "failure_threshold": 3,
     "failure_window": 5,

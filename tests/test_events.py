@@ -1,4 +1,4 @@
-"""``FeedbackBus`` and the event types (pipeline.md §8)."""
+"""``FeedbackBus`` and the event types (PIPELINE.md §8)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from memos_feedback.events import (
     event_to_dict,
 )
 
-# One sample of every event kind, with its payload as pipeline.md §8 names it.
+# One sample of every event kind, with its payload as PIPELINE.md §8 names it.
 SAMPLES: dict[str, tuple[FeedbackEvent, dict[str, Any]]] = {
     "repair.triggered": (
         RepairTriggered(context_hash="h", trigger="failure-burst", failure_count=3),

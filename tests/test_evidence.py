@@ -1,4 +1,4 @@
-"""Evidence gathering (pipeline.md §4) against a real SQLite store."""
+"""Evidence gathering (PIPELINE.md §4) against a real SQLite store."""
 
 from __future__ import annotations
 

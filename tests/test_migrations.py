@@ -205,7 +205,7 @@ def test_table_matches_the_model(migrated: Store, table_name: str) -> None:
 
 def test_spec_columns_of_decision_repairs_exist(migrated: Store) -> None:
     columns = {c["name"] for c in inspect(migrated.engine).get_columns("decision_repairs")}
-    # pipeline.md §10
+    # PIPELINE.md §10
     assert {
         "id",
         "ts",

@@ -81,6 +81,16 @@ def test_wheel_contains_the_migrations_and_py_typed(wheel: Path) -> None:
     assert not any(n.startswith(("tests/", "migrations/")) for n in names)
 
 
+def test_wheel_carries_the_license(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        licenses = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+        assert len(licenses) == 1, names
+        assert zf.read(licenses[0]) == (ROOT / "LICENSE").read_bytes()
+        metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "License: MIT" in metadata.splitlines()
+
+
 PROBE = textwrap.dedent(
     """
     import json, sys

@@ -1,4 +1,4 @@
-"""Many agent processes on one database (pipeline.md §6, §9; the PostgreSQL issue).
+"""Many agent processes on one database (PIPELINE.md §6, §9; the PostgreSQL issue).
 
 Real processes, each with its own worker, drain one queue: exactly one
 repair per context per cooldown window, every job done exactly once, no

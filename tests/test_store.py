@@ -1,4 +1,4 @@
-"""The store's repositories (pipeline.md §10) on a real database file."""
+"""The store's repositories (PIPELINE.md §10) on a real database file."""
 
 from __future__ import annotations
 

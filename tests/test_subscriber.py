@@ -1,4 +1,4 @@
-"""The subscriber end to end on a real SQLite file: every terminal path (§6, §9)."""
+"""The subscriber end to end on a real SQLite file: every terminal path (PIPELINE.md §6, §9)."""
 
 from __future__ import annotations
 

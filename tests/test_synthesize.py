@@ -1,4 +1,4 @@
-"""``synthesize_draft`` (pipeline.md §5): template path, LLM path through the real
+"""``synthesize_draft`` (PIPELINE.md §5): template path, LLM path through the real
 ``openai`` SDK against a real local server, and every way the LLM can fail."""
 
 from __future__ import annotations
