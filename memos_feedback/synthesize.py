@@ -200,14 +200,13 @@ def _validate_reply(reply: object) -> tuple[str, str, Severity, float]:
     confidence = reply.get("confidence")
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
         raise _RejectedReply("confidence must be a number")
+    # NaN and infinities carry no amount at all (JSON has no such numbers;
+    # Python's parser accepts them): rejected, unlike a number that is merely
+    # out of range, which the contract (docs/LLM.md) says is clamped.
     if not math.isfinite(confidence):
         raise _RejectedReply("confidence must be finite")
-    # A confidence outside [0, 1] means the model did not follow the
-    # contract; its other fields are not trusted either.
-    if not 0.0 <= confidence <= 1.0:
-        raise _RejectedReply("confidence must be within [0, 1]")
     sev: Severity = "warn" if severity == "warn" else "info"
-    return lines[0], lines[1], sev, float(confidence)
+    return lines[0], lines[1], sev, _clamp(float(confidence))
 
 
 # -- template path ------------------------------------------------------------
@@ -395,4 +394,5 @@ def _check_inputs(
     ids = tuple(attach_to_policy_ids)
     if not all(isinstance(i, str) for i in ids):
         raise InvalidInputError("attach_to_policy_ids must contain only str")
-    return ids
+    # A policy named twice is still one policy: first occurrence wins, order kept.
+    return tuple(dict.fromkeys(ids))
