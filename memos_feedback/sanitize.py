@@ -39,7 +39,7 @@ from functools import lru_cache
 
 from .errors import InvalidInputError
 
-__all__ = ["DEFAULT_CAP", "ELLIPSIS", "REDACTED", "SCAN_LIMIT", "sanitize_line"]
+__all__ = ["DEFAULT_CAP", "ELLIPSIS", "REDACTED", "SCAN_LIMIT", "check_text", "sanitize_line"]
 
 DEFAULT_CAP = 240
 SCAN_LIMIT = 8192
@@ -100,6 +100,30 @@ _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 # Runs of base64/hex alphabet; a callback decides whether the run is a blob.
 _BLOB = re.compile(r"[A-Za-z0-9+/_\-]{32,}={0,2}")
 _HEX = re.compile(r"[0-9a-fA-F]{32,}")
+
+
+# A lone surrogate (half of a UTF-16 pair) is a valid Python str character
+# but cannot be encoded as UTF-8: the database driver, an HTTP body or a log
+# file would fail on it far from the call that let it in.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_text(name: str, value: object) -> str:
+    """``value`` if it is a str that encodes as UTF-8, else ``InvalidInputError``.
+
+    Used by the public calls that store or send text as given (boundaries,
+    repair lines, prompt fields), where silently dropping characters would
+    change the caller's data. ``sanitize_line`` instead drops lone
+    surrogates, since its output is a cleaned copy anyway.
+    """
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a str, got {type(value).__name__}")
+    match = _SURROGATE.search(value)
+    if match is not None:
+        raise InvalidInputError(
+            f"{name} has a lone surrogate at index {match.start()} (not encodable as UTF-8)"
+        )
+    return value
 
 
 def sanitize_line(text: str, cap: int = DEFAULT_CAP) -> str:
