@@ -115,6 +115,8 @@ class OpenAIRepairLLM:
         client: openai.OpenAI | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
+        if environ is not None and not isinstance(environ, Mapping):
+            raise InvalidInputError(f"environ must be a mapping, got {type(environ).__name__}")
         env = os.environ if environ is None else environ
         self.model = _resolve_model(model, env)
         self.timeout = _positive_seconds(timeout)
@@ -299,9 +301,7 @@ def _resolve_model(model: str | None, env: Mapping[str, str]) -> str:
 def _opt_text(name: str, value: object) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str):
-        raise InvalidInputError(f"{name} must be a str, got {type(value).__name__}")
-    return value.strip() or None
+    return check_text(name, value).strip() or None
 
 
 def _opt_temperature(value: object) -> float | None:
