@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session
 
 from .boundary import merge_repair_block
-from .errors import NotFoundError
+from .errors import InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
     from .store import Store
@@ -29,6 +29,12 @@ def attach_repair_to_policies(
     order, so concurrent attachments cannot deadlock). A policy that has
     disappeared is skipped, not an error.
     """
+    from .synthesize import DecisionRepairDraft  # runtime import: synthesize is the heavier module
+
+    if not isinstance(draft, DecisionRepairDraft):
+        raise InvalidInputError(f"draft must be a DecisionRepairDraft, got {type(draft).__name__}")
+    if not callable(getattr(getattr(store, "policies", None), "update_boundary", None)):
+        raise InvalidInputError(f"store must be a Store, got {type(store).__name__}")
     changed: list[str] = []
     for policy_id in sorted(set(draft.attach_to_policy_ids)):
         try:

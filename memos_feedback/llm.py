@@ -16,6 +16,14 @@ them differently:
 
 The SDK's own retries are off by default (``max_retries=0``): the queue
 already retries with backoff, and two retry layers multiply waiting time.
+
+``timeout`` is a deadline for the whole call, not a per-read limit. The
+SDK's ``timeout`` bounds each socket operation, so a server that drips one
+byte a second (in the headers or the body) would hold a call forever. The
+client we build therefore talks through a network backend whose every
+connect, read and write gets at most the time left until the call's
+deadline (kept in a context variable, so concurrent calls on other threads
+have their own) and fails as a timeout once it has passed.
 """
 
 from __future__ import annotations
@@ -25,12 +33,16 @@ import logging
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from contextvars import ContextVar
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .errors import InvalidInputError, LLMError, LLMReplyError, LLMTransientError
+from .sanitize import check_text
 
 if TYPE_CHECKING:
+    import httpx2
     import openai
 
 # The SDK is imported when a client is made, not with the package: it costs
@@ -82,9 +94,12 @@ class OpenAIRepairLLM:
     ``base_url`` gets a placeholder (local servers do not check it), while
     the default OpenAI endpoint raises ``LLMError``.
 
-    ``timeout`` is seconds per request; ``max_retries`` is passed to the SDK
-    (0 by default). ``temperature`` defaults to 0 so a retried repair reads
-    the same. ``client`` lets a host pass a pre-built ``openai.OpenAI``.
+    ``timeout`` is the deadline in seconds for one ``complete_json`` call —
+    connect, request, headers and body together, however slowly the server
+    sends them (see the module docstring); ``max_retries`` is passed to the
+    SDK (0 by default), and its retries share that deadline. ``temperature``
+    defaults to 0 so a retried repair reads the same. ``client`` lets a host
+    pass a pre-built ``openai.OpenAI``.
     """
 
     def __init__(
@@ -100,18 +115,24 @@ class OpenAIRepairLLM:
         client: openai.OpenAI | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
+        if environ is not None and not isinstance(environ, Mapping):
+            raise InvalidInputError(f"environ must be a mapping, got {type(environ).__name__}")
         env = os.environ if environ is None else environ
         self.model = _resolve_model(model, env)
         self.timeout = _positive_seconds(timeout)
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise InvalidInputError(f"max_retries must be an int >= 0, got {max_retries!r}")
         self.max_retries = max_retries
-        self.temperature = temperature
-        self.max_tokens = max_tokens
+        self.temperature = _opt_temperature(temperature)
+        self.max_tokens = _opt_max_tokens(max_tokens)
         self.base_url = _opt_text("base_url", base_url) or _opt_text(ENV_BASE_URL, env.get(ENV_BASE_URL))
         import openai
 
         if client is not None:
+            if not isinstance(client, openai.OpenAI):
+                raise InvalidInputError(f"client must be an openai.OpenAI, got {type(client).__name__}")
+            # A host's own client keeps its own transport: the deadline is
+            # then only as good as that client's timeouts (docs/LLM.md).
             self._client = client
             return
         key = _opt_text("api_key", api_key) or _opt_text(ENV_API_KEY, env.get(ENV_API_KEY))
@@ -123,7 +144,11 @@ class OpenAIRepairLLM:
                 )
             key = _PLACEHOLDER_KEY
         self._client = openai.OpenAI(
-            api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=self.max_retries
+            api_key=key,
+            base_url=self.base_url,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            http_client=_deadline_http_client(self.timeout),
         )
 
     def __repr__(self) -> str:
@@ -139,7 +164,9 @@ class OpenAIRepairLLM:
         import openai
 
         payload = _check_messages(messages)
+        schema_name = check_text("schema_name", schema_name)
         started = time.monotonic()
+        token = _DEADLINE.set(started + self.timeout)
         try:
             response = self._client.chat.completions.create(**self._request(payload))
         except openai.OpenAIError as exc:
@@ -148,6 +175,8 @@ class OpenAIRepairLLM:
             # The SDK decodes the body itself and lets a JSONDecodeError through
             # when the server sends a broken body with a JSON content type.
             raise LLMReplyError(f"{schema_name}: the server sent a body that is not JSON") from exc
+        finally:
+            _DEADLINE.reset(token)
         elapsed_ms = int((time.monotonic() - started) * 1000)
         try:
             content = _reply_content(response)
@@ -182,6 +211,10 @@ def parse_json_object(content: str, schema_name: str = "reply") -> dict[str, Any
     which many models add even in JSON mode. Anything else raises
     ``LLMReplyError``.
     """
+    if not isinstance(content, str):
+        raise InvalidInputError(f"content must be a str, got {type(content).__name__}")
+    if not isinstance(schema_name, str):
+        raise InvalidInputError(f"schema_name must be a str, got {type(schema_name).__name__}")
     text = _unfence(content.strip())
     if not text:
         raise LLMReplyError(f"{schema_name}: empty reply")
@@ -228,7 +261,10 @@ def _translate(exc: openai.OpenAIError, timeout: float) -> LLMError:
 
     # Order matters: APITimeoutError is a subclass of APIConnectionError.
     if isinstance(exc, openai.APITimeoutError):
-        return LLMTransientError(f"LLM request timed out after {timeout:g} s")
+        return LLMTransientError(
+            f"LLM request timed out: no complete reply within its {timeout:g} s deadline"
+            " (connect + headers + body)"
+        )
     if isinstance(exc, openai.APIConnectionError):
         return LLMTransientError(f"could not reach the LLM server ({type(exc.__cause__).__name__})")
     if isinstance(exc, openai.APIStatusError):
@@ -249,9 +285,9 @@ def _check_messages(messages: Sequence[Mapping[str, str]]) -> list[dict[str, str
         if not isinstance(item, Mapping):
             raise InvalidInputError(f"message must be a mapping, got {type(item).__name__}")
         role, content = item.get("role"), item.get("content")
-        if role not in _ROLES or not isinstance(content, str):
+        if not isinstance(role, str) or role not in _ROLES or not isinstance(content, str):
             raise InvalidInputError(f"message needs a role in {sorted(_ROLES)} and str content")
-        out.append({"role": role, "content": content})
+        out.append({"role": role, "content": check_text("message content", content)})
     return out
 
 
@@ -265,9 +301,134 @@ def _resolve_model(model: str | None, env: Mapping[str, str]) -> str:
 def _opt_text(name: str, value: object) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str):
-        raise InvalidInputError(f"{name} must be a str, got {type(value).__name__}")
-    return value.strip() or None
+    return check_text(name, value).strip() or None
+
+
+def _opt_temperature(value: object) -> float | None:
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise InvalidInputError(f"temperature must be a number >= 0 or None, got {value!r}")
+    return float(value)
+
+
+def _opt_max_tokens(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    raise InvalidInputError(f"max_tokens must be a positive int or None, got {value!r}")
+
+
+# -- the deadline ---------------------------------------------------------------
+
+# Monotonic time by which the current call must be done; None outside a call
+# (a request made on the client by other code keeps plain per-read timeouts).
+_DEADLINE: ContextVar[float | None] = ContextVar("memos_feedback_llm_deadline", default=None)
+# A write is sent in pieces so that a server reading slowly cannot hold one
+# large write past the deadline (each piece gets the time left).
+_WRITE_PIECE = 64 * 1024
+
+
+def _time_left(timeout: float | None, expired: type[Exception]) -> float | None:
+    """``timeout`` shortened to the time left before the call's deadline.
+
+    Raises ``expired`` (an httpcore timeout, which the SDK reports as
+    ``APITimeoutError``) when the deadline has passed.
+    """
+    deadline = _DEADLINE.get()
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise expired("the call's deadline has passed")
+    return left if timeout is None else min(timeout, left)
+
+
+def _deadline_http_client(timeout: float) -> httpx2.Client:
+    """An SDK-ready HTTP client whose transport enforces ``_DEADLINE``."""
+    import openai
+
+    transport = _deadline_transport_class()()
+    client: httpx2.Client = openai.DefaultHttpxClient(transport=transport, timeout=timeout)
+    return client
+
+
+@lru_cache(maxsize=1)
+def _deadline_transport_class() -> type[httpx2.HTTPTransport]:
+    # Built on first use: httpx/httpcore come with the SDK, imported lazily too.
+    import httpcore2 as httpcore
+    import httpx2 as httpx
+
+    class DeadlineStream(httpcore.NetworkStream):
+        def __init__(self, inner: httpcore.NetworkStream) -> None:
+            self._inner = inner
+
+        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            return self._inner.read(max_bytes, _time_left(timeout, httpcore.ReadTimeout))
+
+        def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            for start in range(0, len(buffer), _WRITE_PIECE):
+                piece = buffer[start : start + _WRITE_PIECE]
+                self._inner.write(piece, _time_left(timeout, httpcore.WriteTimeout))
+
+        def close(self) -> None:
+            self._inner.close()
+
+        def start_tls(
+            self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+        ) -> httpcore.NetworkStream:
+            left = _time_left(timeout, httpcore.ConnectTimeout)
+            return DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, left))
+
+        def get_extra_info(self, info: str) -> Any:
+            return self._inner.get_extra_info(info)
+
+    class DeadlineBackend(httpcore.NetworkBackend):
+        def __init__(self) -> None:
+            self._inner = httpcore.SyncBackend()
+
+        def connect_tcp(
+            self,
+            host: str,
+            port: int,
+            timeout: float | None = None,
+            local_address: str | None = None,
+            socket_options: Iterable[Any] | None = None,
+        ) -> httpcore.NetworkStream:
+            # DNS resolution inside create_connection has no timeout of its
+            # own; an IP or a local name resolves at once (docs/LLM.md).
+            left = _time_left(timeout, httpcore.ConnectTimeout)
+            return DeadlineStream(self._inner.connect_tcp(host, port, left, local_address, socket_options))
+
+        def connect_unix_socket(
+            self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+        ) -> httpcore.NetworkStream:
+            left = _time_left(timeout, httpcore.ConnectTimeout)
+            return DeadlineStream(self._inner.connect_unix_socket(path, left, socket_options))
+
+        def sleep(self, seconds: float) -> None:
+            self._inner.sleep(seconds)
+
+    class DeadlineTransport(httpx.HTTPTransport):
+        def __init__(self) -> None:
+            super().__init__()
+            # httpx builds its pool with the default backend and has no
+            # argument for another one; swap in the same pool on ours.
+            self._pool = httpcore.ConnectionPool(
+                ssl_context=httpx.create_ssl_context(),
+                max_connections=100,
+                max_keepalive_connections=20,
+                keepalive_expiry=5.0,
+                network_backend=DeadlineBackend(),
+            )
+
+    return DeadlineTransport
 
 
 def _positive_seconds(value: object) -> float:

@@ -25,6 +25,7 @@ from typing import Protocol
 from .config import FeedbackConfig
 from .errors import InvalidInputError
 from .evidence import RepairEvidence, cap_trace
+from .sanitize import check_text
 from .store.rows import TraceRow
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "REPAIR_SCHEMA_NAME",
     "FeedbackSignal",
     "build_repair_messages",
+    "check_feedback",
     "feedback_shape",
 ]
 
@@ -67,8 +69,32 @@ class FeedbackSignal(Protocol):
     def constraint(self) -> str | None: ...
 
 
+_FEEDBACK_TEXT_FIELDS = ("prefer", "avoid", "correction", "constraint")
+_MISSING = object()
+
+
+def check_feedback(feedback: object) -> None:
+    """Raise ``InvalidInputError`` unless ``feedback`` is None or has the ``FeedbackSignal`` shape.
+
+    The text fields must be None or str without lone surrogates: they are
+    written into the prompt and into repair lines.
+    """
+    if feedback is None:
+        return
+    for field in ("shape", "confidence", *_FEEDBACK_TEXT_FIELDS):
+        if getattr(feedback, field, _MISSING) is _MISSING:
+            raise InvalidInputError(
+                f"feedback must look like ClassifiedFeedback (no {field!r} on {type(feedback).__name__})"
+            )
+    for field in _FEEDBACK_TEXT_FIELDS:
+        value = getattr(feedback, field)
+        if value is not None:
+            check_text(f"feedback.{field}", value)
+
+
 def feedback_shape(feedback: FeedbackSignal | None) -> str | None:
     """The lowercase shape name of ``feedback`` (works for the enum or a plain str)."""
+    check_feedback(feedback)
     if feedback is None:
         return None
     shape = feedback.shape
@@ -113,6 +139,12 @@ def build_repair_messages(
     """The ``decision.repair.v1`` chat messages: one system, one user."""
     if not isinstance(evidence, RepairEvidence):
         raise InvalidInputError(f"evidence must be a RepairEvidence, got {type(evidence).__name__}")
+    check_text("trigger", trigger)
+    if tool_id is not None:
+        check_text("tool_id", tool_id)
+    check_feedback(feedback)
+    if config is not None and not isinstance(config, FeedbackConfig):
+        raise InvalidInputError(f"config must be a FeedbackConfig, got {type(config).__name__}")
     cfg = config if config is not None else FeedbackConfig()
     user = "\n\n".join(
         [

@@ -33,8 +33,8 @@ from .config import FeedbackConfig
 from .errors import InvalidInputError, LLMError, LLMTransientError
 from .evidence import RepairEvidence
 from .llm import RepairLLM
-from .prompts import REPAIR_SCHEMA_NAME, FeedbackSignal, build_repair_messages, feedback_shape
-from .sanitize import DEFAULT_CAP, SCAN_LIMIT, sanitize_line
+from .prompts import REPAIR_SCHEMA_NAME, FeedbackSignal, build_repair_messages, check_feedback, feedback_shape
+from .sanitize import DEFAULT_CAP, SCAN_LIMIT, check_text, sanitize_line
 from .store.rows import TraceRow
 
 __all__ = [
@@ -114,6 +114,11 @@ def synthesize_draft(
 ) -> SynthesisOutcome:
     """Write a ``DecisionRepairDraft`` or say why not (see the module docstring)."""
     policy_ids = _check_inputs(context_hash, trigger, tool_id, evidence, config, attach_to_policy_ids)
+    check_feedback(feedback)
+    if llm is not None and not isinstance(llm, RepairLLM):
+        raise InvalidInputError(f"llm must have complete_json (RepairLLM), got {type(llm).__name__}")
+    if not isinstance(raise_transient, bool):
+        raise InvalidInputError(f"raise_transient must be a bool, got {type(raise_transient).__name__}")
     if evidence.empty:
         logger.info("no repair for %s: no evidence on either side", context_hash)
         return SynthesisOutcome(draft=None, skipped_reason=SKIP_INSUFFICIENT_EVIDENCE)
@@ -200,14 +205,13 @@ def _validate_reply(reply: object) -> tuple[str, str, Severity, float]:
     confidence = reply.get("confidence")
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
         raise _RejectedReply("confidence must be a number")
+    # NaN and infinities carry no amount at all (JSON has no such numbers;
+    # Python's parser accepts them): rejected, unlike a number that is merely
+    # out of range, which the contract (docs/LLM.md) says is clamped.
     if not math.isfinite(confidence):
         raise _RejectedReply("confidence must be finite")
-    # A confidence outside [0, 1] means the model did not follow the
-    # contract; its other fields are not trusted either.
-    if not 0.0 <= confidence <= 1.0:
-        raise _RejectedReply("confidence must be within [0, 1]")
     sev: Severity = "warn" if severity == "warn" else "info"
-    return lines[0], lines[1], sev, float(confidence)
+    return lines[0], lines[1], sev, _clamp(float(confidence))
 
 
 # -- template path ------------------------------------------------------------
@@ -380,19 +384,17 @@ def _check_inputs(
     config: object,
     attach_to_policy_ids: object,
 ) -> tuple[str, ...]:
-    if not isinstance(context_hash, str) or not context_hash.strip():
-        raise InvalidInputError(f"context_hash must be a non-empty str, got {context_hash!r}")
-    if not isinstance(trigger, str):
-        raise InvalidInputError(f"trigger must be a str, got {type(trigger).__name__}")
-    if tool_id is not None and not isinstance(tool_id, str):
-        raise InvalidInputError(f"tool_id must be a str or None, got {type(tool_id).__name__}")
+    if not check_text("context_hash", context_hash).strip():
+        raise InvalidInputError("context_hash must be a non-empty str")
+    check_text("trigger", trigger)
+    if tool_id is not None:
+        check_text("tool_id", tool_id)
     if not isinstance(evidence, RepairEvidence):
         raise InvalidInputError(f"evidence must be a RepairEvidence, got {type(evidence).__name__}")
     if not isinstance(config, FeedbackConfig):
         raise InvalidInputError(f"config must be a FeedbackConfig, got {type(config).__name__}")
     if isinstance(attach_to_policy_ids, (str, bytes)) or not isinstance(attach_to_policy_ids, Iterable):
         raise InvalidInputError("attach_to_policy_ids must be a sequence of str")
-    ids = tuple(attach_to_policy_ids)
-    if not all(isinstance(i, str) for i in ids):
-        raise InvalidInputError("attach_to_policy_ids must contain only str")
-    return ids
+    ids = tuple(check_text("attach_to_policy_ids item", i) for i in attach_to_policy_ids)
+    # A policy named twice is still one policy: first occurrence wins, order kept.
+    return tuple(dict.fromkeys(ids))

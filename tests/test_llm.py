@@ -136,6 +136,27 @@ def test_timeout_is_transient_and_bounded(server: ChatServer) -> None:
     assert time.monotonic() - started < 10.0
 
 
+@pytest.mark.parametrize("phase", ["headers", "body"])
+def test_timeout_is_a_deadline_for_a_server_that_drips_bytes(server: ChatServer, phase: str) -> None:
+    # One byte every 0.2 s for up to 60 s: each read is far inside the 1 s
+    # timeout, so only a deadline over the whole call can end it.
+    llm = OpenAIRepairLLM("m", base_url=server.base_url, api_key="k", timeout=1.0)
+    server.script(Behaviour.drip("headers" if phase == "headers" else "body", interval_ms=200))
+    started = time.monotonic()
+    with pytest.raises(LLMTransientError, match="1 s deadline"):
+        llm.complete_json(MESSAGES, "decision_repair")
+    elapsed = time.monotonic() - started
+    assert 0.9 <= elapsed < 8.0, elapsed  # generous slack for a loaded 2-core machine
+
+
+def test_deadline_does_not_leak_into_the_next_call(server: ChatServer) -> None:
+    llm = OpenAIRepairLLM("m", base_url=server.base_url, api_key="k", timeout=1.0)
+    server.script(Behaviour.drip("body", interval_ms=100), Behaviour.ok(json.dumps(REPLY), delay_ms=300))
+    with pytest.raises(LLMTransientError):
+        llm.complete_json(MESSAGES, "decision_repair")
+    assert llm.complete_json(MESSAGES, "decision_repair") == REPLY
+
+
 def test_hang_is_a_timeout(server: ChatServer) -> None:
     llm = OpenAIRepairLLM("m", base_url=server.base_url, api_key="k", timeout=0.3)
     server.script(Behaviour.hang())

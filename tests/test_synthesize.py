@@ -218,6 +218,11 @@ def test_attach_to_policy_ids_are_kept() -> None:
     assert draft is not None and draft.attach_to_policy_ids == ("po_1", "po_2")
 
 
+def test_duplicate_policy_ids_are_dropped_in_order() -> None:
+    draft = run(BOTH, attach_to_policy_ids=["po_2", "po_1", "po_2", "po_3", "po_1"]).draft
+    assert draft is not None and draft.attach_to_policy_ids == ("po_2", "po_1", "po_3")
+
+
 # -- LLM path -------------------------------------------------------------------
 
 
@@ -247,6 +252,16 @@ def test_llm_confidence_in_range_is_kept(server: ChatServer, llm: OpenAIRepairLL
     assert out.source == "llm" and out.draft is not None and out.draft.confidence == given
 
 
+@pytest.mark.parametrize(("given", "expected"), [(7, 1.0), (1.0000001, 1.0), (-0.1, 0.0), (-1e300, 0.0)])
+def test_llm_confidence_out_of_range_is_clamped(
+    server: ChatServer, llm: OpenAIRepairLLM, given: float, expected: float
+) -> None:
+    server.script(Behaviour.ok(json.dumps({**GOOD_REPLY, "confidence": given})))
+    out = run(llm=llm)
+    assert out.source == "llm" and out.llm_error is None
+    assert out.draft is not None and out.draft.confidence == expected
+
+
 FAILURES = {
     "429": Behaviour.error(429),
     "500": Behaviour.error(500),
@@ -265,8 +280,6 @@ FAILURES = {
     "bool-confidence": Behaviour.ok(json.dumps({**GOOD_REPLY, "confidence": True})),
     "nan-confidence": Behaviour.ok(json.dumps(GOOD_REPLY).replace("0.8", "NaN")),
     "inf-confidence": Behaviour.ok(json.dumps(GOOD_REPLY).replace("0.8", "1e999")),
-    "confidence-above-1": Behaviour.ok(json.dumps({**GOOD_REPLY, "confidence": 7})),
-    "confidence-below-0": Behaviour.ok(json.dumps({**GOOD_REPLY, "confidence": -0.1})),
     "markup-only": Behaviour.ok(json.dumps({**GOOD_REPLY, "preference": "<b></b> ``` @repair"})),
 }
 

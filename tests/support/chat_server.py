@@ -39,7 +39,8 @@ from typing import Any, Literal
 
 __all__ = ["Behaviour", "ChatServer", "RecordedRequest", "derived_reply", "main"]
 
-Kind = Literal["reply", "error", "hang", "raw"]
+Kind = Literal["reply", "error", "hang", "raw", "drip"]
+DripPhase = Literal["headers", "body"]
 CHAT_PATH = "/v1/chat/completions"
 # The longest any single request may be held, even if nobody stops the server.
 MAX_HOLD_SECONDS = 60.0
@@ -57,6 +58,8 @@ class Behaviour:
     content_type: str = "application/json"
     refusal: str | None = None
     finish_reason: str = "stop"
+    drip_phase: DripPhase = "body"
+    drip_interval_ms: int = 200
 
     @classmethod
     def ok(cls, content: str | None = None, *, delay_ms: int = 0) -> Behaviour:
@@ -74,6 +77,14 @@ class Behaviour:
     def hang(cls) -> Behaviour:
         """Hold the request open until the server stops (or ``MAX_HOLD_SECONDS``)."""
         return cls(kind="hang")
+
+    @classmethod
+    def drip(cls, phase: DripPhase = "body", *, interval_ms: int = 200) -> Behaviour:
+        """Send one byte every ``interval_ms``, never finishing (until the server stops
+        or ``MAX_HOLD_SECONDS``): in the status line and headers (``"headers"``), or
+        after complete headers announcing a large body (``"body"``). Each byte comes
+        well within any per-read timeout, so only a deadline ends the request."""
+        return cls(kind="drip", drip_phase=phase, drip_interval_ms=interval_ms)
 
     @classmethod
     def non_json(cls, text: str = "Sure! Here is my advice: use pnpm.") -> Behaviour:
@@ -308,6 +319,10 @@ def _make_handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 server._hold(MAX_HOLD_SECONDS)
                 self.close_connection = True
                 return
+            if behaviour.kind == "drip":
+                self._drip(behaviour)
+                self.close_connection = True
+                return
             if behaviour.kind == "error":
                 self._send(behaviour.status, _error_body(behaviour.status, behaviour.content or "error"))
             elif behaviour.kind == "raw":
@@ -324,6 +339,31 @@ def _make_handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(body)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (timeout); nothing to tell it
+
+        def _drip(self, behaviour: Behaviour) -> None:
+            if behaviour.drip_phase == "headers":
+                # A header that never ends: the client never sees a response.
+                head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Drip: "
+            else:
+                head = b""
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(10**9))
+                self.end_headers()
+                self.wfile.flush()
+            until = time.monotonic() + MAX_HOLD_SECONDS
+            sent = 0
+            try:
+                while time.monotonic() < until:
+                    # Leading whitespace is valid JSON, so the body never turns bad either.
+                    byte = head[sent : sent + 1] or (b"a" if behaviour.drip_phase == "headers" else b" ")
+                    self.wfile.write(byte)
+                    self.wfile.flush()
+                    sent += 1
+                    if not server._hold(behaviour.drip_interval_ms / 1000):
+                        return
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up: what a deadline should do
 
         def handle(self) -> None:
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
