@@ -361,9 +361,15 @@ def _deadline_http_client(timeout: float) -> httpx2.Client:
 
 @lru_cache(maxsize=1)
 def _deadline_transport_class() -> type[httpx2.HTTPTransport]:
-    # Built on first use: httpx/httpcore come with the SDK, imported lazily too.
-    import httpcore2 as httpcore
-    import httpx2 as httpx
+    # Built on first use, on the HTTP stack the SDK uses: recent openai
+    # releases ship it as httpx2/httpcore2, older ones as httpx/httpcore
+    # (the same API under another name).
+    try:
+        import httpcore2 as httpcore
+        import httpx2 as httpx
+    except ImportError:  # pragma: no cover - an older openai release
+        import httpcore  # type: ignore[no-redef, import-not-found, unused-ignore]
+        import httpx  # type: ignore[no-redef, import-not-found, unused-ignore]
 
     class DeadlineStream(httpcore.NetworkStream):
         def __init__(self, inner: httpcore.NetworkStream) -> None:
