@@ -36,6 +36,7 @@ from .errors import (
     StoreBusyError,
     StoreError,
     SubscriberClosedError,
+    TriggersNotPersistedError,
 )
 from .events import (
     FeedbackBus,
@@ -56,7 +57,7 @@ from .queue import RepairQueue
 from .repair import RepairDeps, RepairInput, RepairResult, run_repair
 from .signals import FailureBurst, FailureRecord, FailureSignals, context_hash_of
 from .store import DecisionRepairRow, PolicyRow, Store, ToolCall, TraceRow, open_store
-from .subscriber import FeedbackSubscriber, attach_feedback_subscriber
+from .subscriber import CloseReport, FeedbackSubscriber, attach_feedback_subscriber
 from .synthesize import DecisionRepairDraft, SynthesisOutcome, synthesize_draft
 
 __version__ = "0.1.0"
@@ -65,6 +66,7 @@ __all__ = [
     "AuditLog",
     "AuditLogError",
     "ClassifiedFeedback",
+    "CloseReport",
     "ConfigError",
     "DecisionRepairDraft",
     "DecisionRepairRow",
@@ -109,6 +111,7 @@ __all__ = [
     "SynthesisOutcome",
     "ToolCall",
     "TraceRow",
+    "TriggersNotPersistedError",
     "__version__",
     "attach_feedback_subscriber",
     "attach_repair_to_policies",
