@@ -57,7 +57,7 @@ from .limits import (
     clean_optional,
     clean_text,
 )
-from .repair import RepairInput, context_lock_key
+from .repair import RepairInput, context_lock_key, cooldown_family
 from .signals import FailureRecord
 from .store import Store
 from .store.models import DecisionRepairModel, RepairJobModel
@@ -539,7 +539,8 @@ class RepairQueue:
         cooldown = self.config.cooldown_ms
         if cooldown > 0:
             newest = select(DecisionRepairModel.context_hash, func.max(DecisionRepairModel.ts)).where(
-                DecisionRepairModel.context_hash.in_(contexts)
+                DecisionRepairModel.context_hash.in_(contexts),
+                DecisionRepairModel.trigger.in_(cooldown_family("failure-burst")),
             )
             for context_hash, ts in s.execute(newest.group_by(DecisionRepairModel.context_hash)):
                 # abs(): a repair "from the future" (the clock went back) does
@@ -734,7 +735,8 @@ class RepairQueue:
             return [_job_row(r) for r in s.execute(stmt)]
 
     def retry(self, job_id: str) -> JobRow:
-        """Put a dead job (or a done job that wrote no repair) back to pending, attempts reset.
+        """Make a job pending and due now, attempts reset: a dead one, one waiting out a
+        backoff, or a done one that wrote no repair.
 
         A done job that wrote a repair is refused: running it again would
         write a second repair for the same trigger.
@@ -748,8 +750,8 @@ class RepairQueue:
             if row is None:
                 raise NotFoundError(f"no job with id {job_id!r}")
             status, repair_id = row
-            if status in ("running", "pending"):
-                raise InvalidInputError(f"job {job_id} is {status}; retry it once it has finished")
+            if status == "running":
+                raise InvalidInputError(f"job {job_id} is running; retry it once it has finished")
             if repair_id is not None:
                 raise InvalidInputError(f"job {job_id} already wrote repair {repair_id}; not retrying it")
             s.execute(
