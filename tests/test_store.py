@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import sqlite3
+import subprocess
 import sys
 import threading
 import time
@@ -19,6 +20,7 @@ from memos_feedback.errors import (
     InvalidInputError,
     MemosFeedbackError,
     NotFoundError,
+    StoreBusyError,
     StoreError,
 )
 from memos_feedback.store import (
@@ -621,6 +623,109 @@ def test_sqlite_writer_waits_for_a_lock_instead_of_failing(sqlite_url: str, tmp_
         finally:
             t.join()
             other.close()
+
+
+# A second, real process holding SQLite's write lock until its stdin closes.
+_LOCK_HOLDER = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute(sys.argv[2])
+print("locked", flush=True)
+sys.stdin.read()
+conn.execute("COMMIT")
+"""
+# The machine running the suite is shared and slow: allow this much on top
+# of the busy timeout. Stacked waits (the bug) take a whole timeout more
+# per waiter, so they still show.
+_SLACK_S = 1.5
+
+
+def _hold_lock(path: Path, begin: str = "BEGIN IMMEDIATE") -> subprocess.Popen[str]:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _LOCK_HOLDER, str(path), begin],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    return holder
+
+
+def _release(holder: subprocess.Popen[str]) -> None:
+    assert holder.stdin is not None
+    holder.stdin.close()
+    assert holder.wait(timeout=30) == 0
+
+
+def test_write_gives_up_after_the_busy_timeout_when_another_process_holds_the_lock(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    with open_store(sqlite_url, busy_timeout_ms=1_000) as s:
+        holder = _hold_lock(tmp_path / "memos_feedback.db")
+        try:
+            started = time.monotonic()
+            with pytest.raises(StoreBusyError, match="locked"):
+                s.traces.add(session_id="s")
+            elapsed = time.monotonic() - started
+        finally:
+            _release(holder)
+        assert 0.9 <= elapsed < 1.0 + _SLACK_S, elapsed
+        assert s.traces.add(session_id="s").session_id == "s"  # usable again once released
+
+
+def test_threads_queueing_on_the_write_lock_share_the_busy_timeout(sqlite_url: str, tmp_path: Path) -> None:
+    """Each thread's write gives up one timeout after *it* started, not after the others."""
+    threads = 5
+    with open_store(sqlite_url, busy_timeout_ms=1_000) as s:
+        holder = _hold_lock(tmp_path / "memos_feedback.db")
+        outcomes: list[tuple[BaseException | None, float]] = []
+        start = threading.Barrier(threads)
+
+        def write() -> None:
+            start.wait()
+            began = time.monotonic()
+            try:
+                s.traces.add(session_id="s")
+                outcomes.append((None, time.monotonic() - began))
+            except BaseException as exc:
+                outcomes.append((exc, time.monotonic() - began))
+
+        workers = [threading.Thread(target=write) for _ in range(threads)]
+        try:
+            for t in workers:
+                t.start()
+            for t in workers:
+                t.join(timeout=60)
+        finally:
+            _release(holder)
+    assert len(outcomes) == threads
+    for exc, elapsed in outcomes:
+        assert isinstance(exc, StoreBusyError), exc
+        assert elapsed < 1.0 + _SLACK_S, elapsed
+
+
+def test_opening_a_locked_non_wal_file_gives_up_after_the_busy_timeout(tmp_path: Path) -> None:
+    """The connect-time switch to WAL is bounded by the same timeout."""
+    path = tmp_path / "rollback.db"
+    plain = sqlite3.connect(path)
+    plain.execute("CREATE TABLE t (x)")
+    plain.commit()
+    plain.close()
+    holder = _hold_lock(path, "BEGIN EXCLUSIVE")
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreBusyError):
+            open_store(f"sqlite:///{path}", busy_timeout_ms=1_000)
+        elapsed = time.monotonic() - started
+    finally:
+        _release(holder)
+    assert elapsed < 1.0 + _SLACK_S, elapsed
+
+
+@pytest.mark.parametrize("value", [-1, 2**70, 1.5, True, "1000", None])
+def test_busy_timeout_must_be_a_sane_int(sqlite_url: str, value: object) -> None:
+    with pytest.raises(InvalidInputError, match="busy_timeout_ms"):
+        open_store(sqlite_url, busy_timeout_ms=value)  # type: ignore[arg-type]
 
 
 def test_in_memory_store_works() -> None:
