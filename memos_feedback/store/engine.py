@@ -127,7 +127,17 @@ def _sqlite_engine(url: str, busy_timeout_ms: int, read_only: bool) -> Engine:
             uri = f"file:{urllib.parse.quote(str(path.absolute()))}?mode=ro"
 
             def creator() -> sqlite3.Connection:
-                return sqlite3.connect(uri, uri=True, timeout=busy_timeout_ms / 1000, check_same_thread=False)
+                try:
+                    return _connect_ro(uri, busy_timeout_ms)
+                except sqlite3.OperationalError:
+                    # A WAL file in a folder we cannot write: SQLite cannot
+                    # make the -shm file it reads through. With no -wal file
+                    # beside it, the database file holds every commit, so
+                    # reading it as immutable is exact (nobody who could
+                    # write it is writing: they would need that -wal file).
+                    if Path(f"{path}-wal").exists() or os.access(path.parent, os.W_OK):
+                        raise
+                    return _connect_ro(uri + "&immutable=1", busy_timeout_ms)
 
             kwargs["creator"] = creator
         else:
@@ -172,6 +182,17 @@ def _sqlite_engine(url: str, busy_timeout_ms: int, read_only: bool) -> Engine:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
+
+
+def _connect_ro(uri: str, busy_timeout_ms: int) -> sqlite3.Connection:
+    conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout_ms / 1000, check_same_thread=False)
+    try:
+        # Opening is lazy: touch the schema so a file SQLite cannot read fails here.
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def _set_busy_timeout(conn: Connection, ms: int) -> None:

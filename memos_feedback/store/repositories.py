@@ -131,7 +131,7 @@ def _number(name: str, value: object) -> float:
     try:
         number = float(value)  # an int beyond the float range overflows here
     except OverflowError:
-        raise InvalidInputError(f"{name} must be a finite number, got an int beyond the float range") from None
+        raise InvalidInputError(f"{name} must be a finite number, got a huge int") from None
     if not math.isfinite(number):
         raise InvalidInputError(f"{name} must be a finite number, got {value!r}")
     return number
