@@ -35,6 +35,7 @@ import os
 import random
 import socket
 import threading
+import time
 import unicodedata
 import uuid
 from collections.abc import Iterable, Sequence
@@ -48,7 +49,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, aliased
 
 from .config import FeedbackConfig
-from .errors import InvalidInputError, NotFoundError, StoreError
+from .errors import InvalidInputError, NotFoundError, StoreBusyError, StoreError
 from .limits import (
     CONTEXT_CHAR_CAP,
     ID_CHAR_CAP,
@@ -242,7 +243,10 @@ def _check_id(job_id: object) -> None:
 
 def backoff_ms(attempt: int, config: FeedbackConfig, rng: random.Random) -> int:
     """Delay before retry number ``attempt`` (1-based): exponential, capped, jittered."""
-    base = config.retry_initial_ms * config.retry_multiplier ** max(0, attempt - 1)
+    try:
+        base = config.retry_initial_ms * config.retry_multiplier ** max(0, attempt - 1)
+    except OverflowError:  # a huge multiplier or attempt count: the cap applies
+        base = float(config.retry_max_ms)
     base = min(base, float(config.retry_max_ms))
     jitter = 1.0 + rng.uniform(-config.retry_jitter, config.retry_jitter)
     return max(0, int(base * jitter))
@@ -436,6 +440,11 @@ class RepairQueue:
         if not isinstance(inp, RepairInput):
             raise InvalidInputError(f"enqueue takes RepairInput, got {type(inp).__name__}")
         request = _EnqueueRequest(inp)
+        # A follower waits for the leader's commit, which is itself bounded by
+        # the store's busy timeout; past twice that something is stuck, and
+        # the caller hears so instead of waiting for ever.
+        patience = 2 * self.store.busy_timeout_ms / 1000 + 1.0
+        deadline = time.monotonic() + patience
         with self._group:
             self._waiting.append(request)
             while not request.finished:
@@ -444,7 +453,15 @@ class RepairQueue:
                     self._committing = True
                     batch, self._waiting = self._waiting, []
                     break
-                self._group.wait()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    if request in self._waiting:
+                        self._waiting.remove(request)
+                        raise StoreBusyError(f"enqueueing a repair job waited {patience:g} s for a commit")
+                    # Taken by a leader already: its commit decides.
+                    deadline = time.monotonic() + patience
+                    continue
+                self._group.wait(timeout=left)
             else:
                 batch = []
         if batch:
