@@ -54,6 +54,7 @@ from .events import (
 from .evidence import RepairEvidence, cap_trace, gather_repair_evidence
 from .llm import OpenAIRepairLLM, RepairLLM
 from .queue import RepairQueue
+from .recall import Guidance, GuidanceItem, RecallConfig, guidance_for
 from .repair import RepairDeps, RepairInput, RepairResult, run_repair
 from .signals import FailureBurst, FailureRecord, FailureSignals, context_hash_of
 from .store import DecisionRepairRow, PolicyRow, Store, ToolCall, TraceRow, open_store
@@ -78,6 +79,8 @@ __all__ = [
     "FeedbackConfig",
     "FeedbackEvent",
     "FeedbackSubscriber",
+    "Guidance",
+    "GuidanceItem",
     "InvalidInputError",
     "LLMError",
     "LLMReplyError",
@@ -86,6 +89,7 @@ __all__ = [
     "NotFoundError",
     "OpenAIRepairLLM",
     "PolicyRow",
+    "RecallConfig",
     "RepairAttached",
     "RepairBlock",
     "RepairDeps",
@@ -119,6 +123,7 @@ __all__ = [
     "classify_feedback",
     "context_hash_of",
     "gather_repair_evidence",
+    "guidance_for",
     "merge_repair_block",
     "open_store",
     "parse_repair_block",

@@ -312,6 +312,14 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("id")
         p.set_defaults(verdict=verdict)
 
+    from .recall.cli import add_parsers as add_recall_parsers
+    from .recall.cli import cmd_repairs_embed
+
+    p = add("embed", cmd_repairs_embed, "backfill repair embeddings (extra [embeddings])", repairs)
+    p.add_argument("--model", help="a local sentence-transformers model directory (default: packaged)")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--all", action="store_true", help="re-embed every repair, not only missing ones")
+    add_recall_parsers(sub, common, only=("guidance",))
     p = add("run-once", cmd_run_once, "queue a manual repair and wait for it")
     p.add_argument("--session", required=True)
     p.add_argument("--context-hash", required=True)

@@ -76,6 +76,7 @@ from .queue import (
     default_owner,
     input_from_payload,
 )
+from .recall.guidance import Guidance, guidance_for
 from .repair import RepairDeps, RepairInput, RepairResult, run_repair
 from .signals import FailureBurst, FailureRecord, FailureSignals, context_hash_of
 from .store import Store
@@ -496,6 +497,28 @@ class FeedbackSubscriber:
             # The block's own exception is the one the caller must see.
             logger.exception("closing the feedback subscriber after an error failed")
 
+    def guidance_for(
+        self,
+        *,
+        tool_id: str | None = None,
+        context: str | None = None,
+        query: str | None = None,
+        project: str | None = None,
+        session_id: str | None = None,
+        limit: int | None = None,
+    ) -> Guidance:
+        """The repairs that apply now: ``guidance_for`` on this handle's store and embedder."""
+        return guidance_for(
+            self.store,
+            tool_id=tool_id,
+            context=context,
+            query=query,
+            project=project,
+            session_id=session_id,
+            limit=limit,
+            embedder=self._embedder,
+        )
+
     def metrics(self) -> dict[str, int | float | None]:
         """Counters since start and queue gauges (depth, oldest pending age)."""
         with self._lock:
@@ -554,7 +577,9 @@ class FeedbackSubscriber:
             burst = self._buffer.popleft()
             # A newer burst of the same context replaces the older one: its
             # window holds the latest evidence, and one job covers both.
-            held.pop(burst.context_hash, None)
+            if held.pop(burst.context_hash, None) is not None:
+                with self._lock:
+                    self._counts["coalesced"] += 1
             held[burst.context_hash] = _burst_input(burst)
         if not held:
             return True

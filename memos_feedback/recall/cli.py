@@ -65,9 +65,20 @@ def cmd_repairs_embed(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(subparsers: Any, common: argparse.ArgumentParser | None = None) -> None:
-    """Add ``guidance`` and ``repairs-embed`` to an argparse sub-parser set."""
+def add_parsers(
+    subparsers: Any,
+    common: argparse.ArgumentParser | None = None,
+    only: tuple[str, ...] = ("guidance", "repairs-embed"),
+) -> None:
+    """Add ``guidance`` and ``repairs-embed`` (or the ``only`` named) to a sub-parser set."""
     parents = [common] if common is not None else []
+    if "guidance" in only:
+        _add_guidance(subparsers, parents)
+    if "repairs-embed" in only:
+        _add_embed(subparsers, parents)
+
+
+def _add_guidance(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("guidance", parents=parents, help="the repairs a runtime would inject now")
     p.add_argument("--tool")
     p.add_argument("--context")
@@ -78,6 +89,9 @@ def add_parsers(subparsers: Any, common: argparse.ArgumentParser | None = None) 
     p.add_argument("--model", help="a local sentence-transformers model directory (implies --embeddings)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_guidance)
+
+
+def _add_embed(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("repairs-embed", parents=parents, help="backfill repair embeddings")
     p.add_argument("--model", help="a local sentence-transformers model directory (default: packaged)")
     p.add_argument("--batch-size", type=int, default=64)

@@ -8,6 +8,7 @@ repair and finishes its job in one commit).
 from __future__ import annotations
 
 import builtins
+import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -229,7 +230,14 @@ def repair_row(m: DecisionRepairModel) -> DecisionRepairRow:
         low_value_trace_ids=tuple(m.low_value_trace_ids or ()),
         validated=bool(m.validated),
         rejected=bool(m.rejected),
+        category=m.category,
+        project=m.project,
     )
+
+
+def _like_literal(text: str) -> str:
+    """``text`` for a LIKE pattern, its wildcards escaped with ``\\``."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 class _Repository:
@@ -469,7 +477,7 @@ class RepairRepository(_Repository):
         return self._set_verdict(id, validated=True)
 
     def reject(self, id: str) -> DecisionRepairRow:
-        """Mark a repair as rejected; clears a validation."""
+        """Mark a repair as rejected (clears a validation) and remove its lines from every policy block."""
         return self._set_verdict(id, validated=False)
 
     def _set_verdict(self, id: str, *, validated: bool) -> DecisionRepairRow:
@@ -481,4 +489,28 @@ class RepairRepository(_Repository):
             model.validated = validated
             model.rejected = not validated
             s.flush()
+            if not validated:
+                # Rejected means gone: its lines leave every policy block in
+                # this same transaction, so no prompt can read them again.
+                self._detach(s, model.preference, model.anti_pattern)
             return repair_row(model)
+
+    def _detach(self, s: Session, preference: str, anti_pattern: str) -> None:
+        """Remove a repair's two lines from every policy ``@repair`` block holding them."""
+        from ..boundary import remove_repair_lines  # boundary imports nothing of the store
+
+        # The block stores lines JSON-escaped; a policy whose boundary does
+        # not contain the escaped preference cannot hold the line.
+        needle = json.dumps(preference.strip(), ensure_ascii=False)[1:-1]
+        pattern = "%@repair%" + _like_literal(needle) + "%"
+        ids = s.scalars(
+            select(PolicyModel.id)
+            .where(PolicyModel.boundary.like(pattern, escape="\\"))
+            .order_by(PolicyModel.id)  # lock order, as attach does
+        ).all()
+        for policy_id in ids:
+            self._store.policies.update_boundary(
+                policy_id,
+                lambda boundary: remove_repair_lines(boundary, [preference], [anti_pattern]),
+                session=s,
+            )
