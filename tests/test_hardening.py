@@ -559,12 +559,6 @@ def test_ten_thousand_failures_of_one_tool_and_context_coalesce(store: Store, ma
     assert len(store.repairs.list()) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="metrics()['coalesced'] counts only bursts absorbed by a pending job or a cooldown in "
-    "RepairQueue.enqueue_many; bursts merged in the enqueuer's memory (subscriber._store_buffered, "
-    "held.pop of an older burst of the same context) are not counted anywhere",
-)
 def test_coalesced_metric_counts_every_burst_that_added_no_job(store: Store, make_sub: Any) -> None:
     sub = make_sub()
     # The first burst's insert waits on the blocked database, so every later
