@@ -1668,14 +1668,12 @@ def _extract_constraint(view: _View, anchor: int) -> str | None:
 # ---------------------------------------------------------------------------
 # Step 6: the learned tier, and how it combines with the rules
 # ---------------------------------------------------------------------------
-# The rules' answer stands against the learned tier only when it is
-# unmistakable (score at least ``_STRONG``, no rival shape reached the
-# threshold) and the learned tier does not rule it out (its probability for
-# that shape at least ``_FLOOR``). Otherwise the learned tier's top shape wins.
-# Chosen on out-of-fold answers on data the rules were never tuned on
+# The rules' shape stands unless the learned tier all but rules it out (its
+# probability for that shape below ``_FLOOR``); where the rules found no shape
+# (``unknown``) or are ruled out, the learned tier's top shape wins. Chosen on
+# out-of-fold answers on data the rules were never tuned on
 # (``train.CALIBRATION_FILES``); see ALGORITHMS.md, "Combination".
-_STRONG: Final = 2.0
-_FLOOR: Final = 0.15
+_FLOOR: Final = 0.05
 
 
 class Combined(NamedTuple):
@@ -1694,14 +1692,8 @@ def prepared_text(text: object) -> str:
     return _prepare(trimmed).norm if trimmed else ""
 
 
-def _strong(shape: Shape, scores: dict[str, float]) -> bool:
-    if shape is Shape.UNKNOWN:
-        return False
-    return scores[shape.value] >= _STRONG and sum(1 for v in scores.values() if v >= _THRESHOLD) == 1
-
-
 def _combine(
-    rule: Shape, scores: dict[str, float], rule_conf: float, norm: str, model: LearnedModel | None
+    rule: Shape, rule_conf: float, norm: str, model: LearnedModel | None
 ) -> Combined:
     if model is None:
         return Combined(rule, rule_conf, True, rule, None)
@@ -1710,7 +1702,7 @@ def _combine(
     top = Shape(top_value)
     if top is rule:
         return Combined(rule, probs[top_value], True, rule, top)
-    if _strong(rule, scores) and probs[rule.value] >= _FLOOR:
+    if rule is not Shape.UNKNOWN and probs[rule.value] >= _FLOOR:
         return Combined(rule, probs[rule.value], False, rule, top)
     return Combined(top, probs[top_value], False, rule, top)
 
@@ -1723,7 +1715,7 @@ def combine_raw(text: object, model: LearnedModel | None) -> Combined:
     prepared = _prepare(trimmed)
     _masked, _keys, ev = _score(prepared)
     rule = _resolve(ev.scores)
-    return _combine(rule, ev.scores, _confidence(rule, ev.scores), prepared.norm, model)
+    return _combine(rule, _confidence(rule, ev.scores), prepared.norm, model)
 
 
 # Calibration: raw score bins; each group (tiers agree / disagree) maps a bin
@@ -1805,7 +1797,7 @@ def classify_with(
     prepared = _prepare(trimmed)
     masked, keys, ev = _score(prepared)
     rule = _resolve(ev.scores)
-    comb = _combine(rule, ev.scores, _confidence(rule, ev.scores), prepared.norm, model)
+    comb = _combine(rule, _confidence(rule, ev.scores), prepared.norm, model)
     shape = comb.shape
     prefer = avoid = correction = constraint = None
     if shape is Shape.PREFERENCE:

@@ -58,6 +58,7 @@ TRAINING_FILES: Final = (
     "feedback_sixth.jsonl",
     "feedback_seventh.jsonl",
     "feedback_families.jsonl",
+    "feedback_composed.jsonl",
 )
 # Untouched hold-outs: never trained or tuned on; only scored.
 HOLDOUT_FILES: Final = ("feedback_holdout.jsonl", "feedback_fifth.jsonl")
