@@ -128,6 +128,8 @@ _FENCE = "```"
 # How far back from an anchor extraction looks for the start of a phrase;
 # keeps every extraction step bounded even inside one very long clause.
 _LOOKBACK = 160
+# Clauses extraction reads at most (head and tail).
+_MAX_CLAUSES = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,8 +172,14 @@ class _View:
         return start, max(start, end)
 
     def clauses(self) -> list[tuple[int, int]]:
-        """Every non-blank clause, in order."""
-        bounds = zip((0, *self.break_ends), (*self.break_starts, len(self.prose)), strict=True)
+        """The non-blank clauses, in order: the first and last ``_MAX_CLAUSES // 2`` of them.
+
+        A value is stated near the start or the end of a message; the bound keeps
+        extraction cheap on text made of thousands of tiny clauses ("a, a, a, …").
+        """
+        bounds = list(zip((0, *self.break_ends), (*self.break_starts, len(self.prose)), strict=True))
+        if len(bounds) > _MAX_CLAUSES:
+            bounds = bounds[: _MAX_CLAUSES // 2] + bounds[-_MAX_CLAUSES // 2 :]
         return [(a, b) for a, b in bounds if self.prose[a:b].strip()]
 
 
@@ -1673,7 +1681,11 @@ def _extract_constraint(view: _View, anchor: int) -> str | None:
 # (``unknown``) or are ruled out, the learned tier's top shape wins. Chosen on
 # out-of-fold answers on data the rules were never tuned on
 # (``train.CALIBRATION_FILES``); see ALGORITHMS.md, "Combination".
-_FLOOR: Final = 0.05
+_FLOOR: Final = 0.02
+# Where the rules found nothing, the learned tier's top shape needs this much,
+# and may not be ``confusion``: a question the rules do not read as being about
+# the agent's choice or meaning is about something else (spec rule 6).
+_OVERRIDE_UNKNOWN: Final = 0.5
 
 
 class Combined(NamedTuple):
@@ -1702,7 +1714,10 @@ def _combine(
     top = Shape(top_value)
     if top is rule:
         return Combined(rule, probs[top_value], True, rule, top)
-    if rule is not Shape.UNKNOWN and probs[rule.value] >= _FLOOR:
+    if rule is Shape.UNKNOWN:
+        if probs[top_value] < _OVERRIDE_UNKNOWN or top is Shape.CONFUSION:
+            return Combined(rule, probs[rule.value], False, rule, top)
+    elif probs[rule.value] >= _FLOOR:
         return Combined(rule, probs[rule.value], False, rule, top)
     return Combined(top, probs[top_value], False, rule, top)
 
@@ -1807,6 +1822,11 @@ def classify_with(
     elif shape is Shape.CONSTRAINT:
         view = _View.build(prepared.prose, masked, keys)
         constraint = _extract_constraint(view, ev.constraint_anchor)
+    if prefer or avoid or correction or constraint:
+        # A field is the user's own words: never one the preparation changed
+        # (a control character read as a space).
+        prefer, avoid = _verbatim(prefer, trimmed), _verbatim(avoid, trimmed)
+        correction, constraint = _verbatim(correction, trimmed), _verbatim(constraint, trimmed)
     confidence = _calibrated(comb, model)
     if _log.isEnabledFor(logging.DEBUG):
         _log.debug(
@@ -1820,6 +1840,10 @@ def classify_with(
         )
     # Positional arguments: measurably cheaper than keywords for this frozen class.
     return ClassifiedFeedback(shape, confidence, prefer, avoid, correction, constraint, trimmed)
+
+
+def _verbatim(value: str | None, text: str) -> str | None:
+    return value if value is not None and value in text else None
 
 
 def _main(argv: Sequence[str] | None = None) -> int:

@@ -59,6 +59,7 @@ TRAINING_FILES: Final = (
     "feedback_seventh.jsonl",
     "feedback_families.jsonl",
     "feedback_composed.jsonl",
+    "feedback_suite.jsonl",
 )
 # Untouched hold-outs: never trained or tuned on; only scored.
 HOLDOUT_FILES: Final = ("feedback_holdout.jsonl", "feedback_fifth.jsonl")

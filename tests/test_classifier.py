@@ -27,7 +27,7 @@ DEV_SET_ENV = "MEMOS_FEEDBACK_DEV_SET"
 
 
 def dev_set_path() -> Path:
-    default = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "feedback_dev.jsonl"
+    default = Path(__file__).resolve().parent / "data" / "feedback_dev.jsonl"
     return Path(os.environ.get(DEV_SET_ENV, default))
 
 
