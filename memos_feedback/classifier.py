@@ -58,6 +58,7 @@ from typing import Any, Final, NamedTuple
 import regex
 
 from . import _classifier_rules as rules
+from . import _context
 from .errors import InvalidInputError
 from .learned import LearnedModel, shipped_model
 
@@ -1839,7 +1840,10 @@ def classify_with(
             ev.fired,
         )
     # Positional arguments: measurably cheaper than keywords for this frozen class.
-    return ClassifiedFeedback(shape, confidence, prefer, avoid, correction, constraint, trimmed)
+    result = ClassifiedFeedback(shape, confidence, prefer, avoid, correction, constraint, trimmed)
+    if agent_text is not None:
+        result = _context.resolve(result, _coerce(agent_text))
+    return result
 
 
 def _verbatim(value: str | None, text: str) -> str | None:
