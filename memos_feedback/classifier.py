@@ -1,11 +1,11 @@
-"""Rule-based classifier for one user feedback message (English and Chinese).
+"""Feedback-shape classifier for one user message (English and Chinese): rules plus a learned tier.
 
-``classify_feedback(text)`` reads the message a user sent right after the
-agent's answer and returns one of eight shapes (see
-``shared/spec/feedback-shapes.md``) plus the phrases a repair needs: what to
+``classify_feedback(text, agent_text=None)`` reads the message a user sent
+right after the agent's answer and returns one of eight shapes (see
+``docs/FEEDBACK_SHAPES.md``) plus the phrases a repair needs: what to
 prefer, what to avoid, the corrected value, the added requirement.
 
-How it decides, in four steps:
+How it decides:
 
 1. *Prepare*: trim, keep a bounded head and tail window of long inputs,
    blank pasted code blocks and log lines (the user's own prose decides),
@@ -17,9 +17,18 @@ How it decides, in four steps:
 4. *Resolve*: among shapes with enough evidence, the spec's tie-break order
    decides (preference > correction > constraint > negative > positive >
    confusion > instruction); with none, ``unknown``.
+5. *Learned tier* (``learned.py``, trained by ``python -m
+   memos_feedback.train``): a logistic regression over character n-grams of
+   the prepared text gives a probability per shape.
+6. *Combine* (``_combine``): the rules' shape stands unless the learned tier
+   all but rules it out; where the rules found nothing, a confident learned
+   shape wins. The confidence is calibrated (``fit_calibration``).
 
-Extraction then runs only for the chosen shape. Everything is deterministic
-and takes time linear in the input (bounded windows, bounded patterns).
+Extraction then runs only for the chosen shape. With ``agent_text``, bare
+messages are completed from the agent's previous turn (``_context.py``).
+Everything is deterministic and takes time linear in the input (bounded
+windows, bounded patterns). ALGORITHMS.md, "Feedback classifier", has the
+details and the measured figures.
 
 *Gating* keeps steps 2 and 3 cheap. A message can match only a few of the
 ~150 masks and cues, and one ``regex`` call costs about a microsecond even
