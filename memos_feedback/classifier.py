@@ -59,6 +59,7 @@ import json
 import logging
 import operator
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -1856,7 +1857,15 @@ def classify_with(
 
 
 def _verbatim(value: str | None, text: str) -> str | None:
-    return value if value is not None and value in text else None
+    if value is None or value not in text:
+        return None
+    # A field must not end inside a combining sequence ("C" of "C\u0301"):
+    # after normalising both, it must still be found in the message.
+    if not value.isascii() or not text.isascii():
+        folded = unicodedata.normalize("NFKC", value).casefold()
+        if folded not in unicodedata.normalize("NFKC", text).casefold():
+            return None
+    return value
 
 
 def _main(argv: Sequence[str] | None = None) -> int:
