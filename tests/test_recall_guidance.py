@@ -255,3 +255,66 @@ def test_dev_set_lexical_figures(store: Store) -> None:
     assert report.repairs_written >= 58
     assert report.false_injection.value is not None and report.false_injection.value <= 0.05
     assert report.recall_at_5.value is not None and report.recall_at_5.value >= 0.3
+
+
+def test_relatedness_must_come_from_the_problem_not_the_shared_situation(store: Store) -> None:
+    rid = write(
+        store,
+        tool="shell.run",
+        context="pnpm install in web/ after pulling main",
+        trace="ERR_PNPM_UNSUPPORTED_ENGINE Unsupported environment: expected node >=20.11 <21, got v22.3.0",
+        feedback="don't touch the engines field; run nvm use in web/ first, .nvmrc pins node 20.11",
+    )
+    # Same tool and context, and a query that repeats the situation's words, but another problem.
+    near = "pnpm install in web/ fails: lockfile is not up to date after pulling main"
+    kwargs = {"tool_id": "shell.run", "context": "pnpm install in web/ after pulling main", "project": "shop"}
+    assert guidance_for(store, query=near, **kwargs).items == ()  # type: ignore[arg-type]
+    # Without the situation rule, the shared words alone would have injected it.
+    loose = RecallConfig(situation_weight=0.0)
+    assert [i.repair_id for i in guidance_for(store, query=near, config=loose, **kwargs).items] == [rid]  # type: ignore[arg-type]
+    # The same problem in another situation passes on its own words.
+    found = guidance_for(
+        store,
+        tool_id="fs.edit",
+        context="web/package.json",
+        query="relax engines.node so it installs on node 22",
+        project="shop",
+    )
+    assert [i.repair_id for i in found.items] == [rid]
+
+
+def test_a_shared_error_identifier_is_the_same_problem_in_the_same_situation(store: Store) -> None:
+    rid = write(
+        store,
+        tool="test.run",
+        context="api integration tests",
+        trace="psycopg.OperationalError: connection failed: port 5432 refused",
+        feedback="wrong port, the test database listens on 5433; run make db-up first",
+    )
+    kwargs = {"tool_id": "test.run", "context": "api integration tests", "project": "shop"}
+    found = guidance_for(store, query="OperationalError again when the api integration tests start", **kwargs)  # type: ignore[arg-type]
+    assert [i.repair_id for i in found.items] == [rid]
+    assert "same error" in found.items[0].why
+    other = guidance_for(
+        store, query="UndefinedColumn: orders.coupon_code in the api integration tests", **kwargs
+    )  # type: ignore[arg-type]
+    assert other.items == ()
+
+
+def test_error_identifiers_are_codes_and_exception_classes_only() -> None:
+    from memos_feedback.recall.terms import error_identifiers
+
+    text = (
+        "ERR_PNPM_UNSUPPORTED_ENGINE then redis.exceptions.AuthenticationError, remote: GH013, "
+        "error TS2307; plain ERROR, Error, Exception, README and REDIS are not codes"
+    )
+    assert error_identifiers(text) == (
+        "ERR_PNPM_UNSUPPORTED_ENGINE",
+        "AuthenticationError",
+        "GH013",
+        "TS2307",
+    )
+    assert error_identifiers(None) == () and error_identifiers("") == ()
+    assert len(error_identifiers(" ".join(f"E_{n}_X" for n in range(100)))) == 8
+    # Linear: a megabyte of identifier characters is one token, classified once.
+    assert error_identifiers("A" * 1_000_000 + "Error") == ("A" * 1_000_000 + "Error",)

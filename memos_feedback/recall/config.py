@@ -31,11 +31,17 @@ class RecallConfig:
     default_limit: int = 5
     max_limit: int = 20
     # Relatedness gate (see ALGORITHMS.md): below it, nothing is returned.
-    min_score_semantic: float = 0.45
-    min_score_lexical: float = 0.45
+    min_score_semantic: float = 0.25
+    min_score_lexical: float = 0.2
     # Weight of the embedding cosine against the lexical coverage (the share
-    # of the query's IDF mass found in the repair) when both exist.
-    semantic_weight: float = 0.4
+    # of the query's IDF mass found in the repair's lesson, error and trace)
+    # when both exist.
+    semantic_weight: float = 0.5
+    # A repair must be related by more than the situation it shares with the
+    # caller: evidence >= situation_weight * (share of the caller's tool and
+    # context terms found in the repair's tool and context). Near misses —
+    # same tool and context, different problem — fail here.
+    situation_weight: float = 0.7
     # Small boosts inside the ranking (never enough to pass the gate alone).
     same_tool_bonus: float = 0.05
     exact_context_bonus: float = 0.1
@@ -114,7 +120,13 @@ def _validate(cfg: RecallConfig) -> None:
         raise ConfigError("default_limit", cfg.default_limit, f"must be in [1, max_limit={cfg.max_limit}]")
     if cfg.max_limit > 100:
         raise ConfigError("max_limit", cfg.max_limit, "must be <= 100")
-    for key in ("min_score_semantic", "min_score_lexical", "semantic_weight", "duplicate_similarity"):
+    for key in (
+        "min_score_semantic",
+        "min_score_lexical",
+        "semantic_weight",
+        "situation_weight",
+        "duplicate_similarity",
+    ):
         if not 0.0 <= getattr(cfg, key) <= 1.0:
             raise ConfigError(key, getattr(cfg, key), "must be in [0, 1]")
     for key in ("same_tool_bonus", "exact_context_bonus"):

@@ -9,14 +9,22 @@ at most a few hundred candidate rows. The ranking (ALGORITHMS.md, "Recall"):
    same tool, the database's text search over the query's terms, and — with
    an embedder — the nearest embeddings.
 3. **Evidence of relatedness** between the query text (the context when
-   there is no query) and each candidate's lesson, error and trace:
-   ``coverage = Σ idf(query terms found in the repair) / Σ idf(query terms)``
+   there is no query) and each candidate's *problem* — its lesson, error and
+   trace, not its tool and context:
+   ``coverage = Σ idf(query terms found in the problem) / Σ idf(query terms)``
    (how much of the query the repair explains), and with embeddings
    ``semantic_weight·cosine + (1 - semantic_weight)·coverage``.
-4. **Gate**: evidence below the minimum score is dropped — a repair matched
-   only by its tool or context never passes. Exception: a caller that gives
-   no query text and names an exact (tool, context) a repair was written
-   for gets that repair.
+4. **Gate**: evidence below the minimum score is dropped, and so is evidence
+   that does not exceed ``situation_weight`` times the *situation overlap*
+   (the share of the caller's tool and context terms found in the
+   candidate's tool and context). A repair must be related by what went
+   wrong, not by where: the same tool and context with a different problem
+   is the near miss that must not be injected. A query that names an error
+   code or exception class found in the candidate's problem (``same
+   error``) is about the same problem and skips the overlap test, not the
+   minimum. Exception: a caller that
+   gives no query text and names an exact (tool, context) a repair was
+   written for gets that repair.
 5. **Order**: exact (tool, context) first, then the same tool, then the
    rest; within each, validated before unvalidated, then by score.
 6. Near-duplicates collapse to the better-ranked one; at most ``limit``.
@@ -34,6 +42,7 @@ from ..store import Store
 from ..store.rows import now_ms
 from .config import RecallConfig
 from .embeddings import Embedder, check_embedder, unpack
+from .indexing import embedding_text
 from .search import (
     Candidate,
     DocumentFrequencies,
@@ -44,7 +53,7 @@ from .search import (
     same_context_candidate_ids,
     same_tool_candidate_ids,
 )
-from .terms import normalise, query_terms
+from .terms import error_identifiers, normalise, query_terms
 
 if TYPE_CHECKING:
     import numpy as np
@@ -58,7 +67,7 @@ _HEADER = "Lessons from earlier repairs in this workspace (most relevant first):
 # A 2-character Chinese term cannot be counted by a trigram index; it counts this much.
 _SHORT_TERM_IDF = 0.3
 
-Why = Literal["exact context", "same tool", "same session", "similar text"]
+Why = Literal["exact context", "same tool", "same session", "same error", "similar text"]
 
 _df = DocumentFrequencies()
 
@@ -173,6 +182,8 @@ def guidance_for(
     qvec = emb.embed([evidence_text])[0] if emb is not None else None
     where = eligible(proj, now_ms() if now is None else now, cfg.unvalidated_max_age_ms)
     terms = query_terms(evidence_text)
+    situation = query_terms(" ".join(part for part in (tool, ctx) if part))
+    identifiers = error_identifiers(evidence_text)
     exact_hash = context_hash_of(tool, ctx) if tool is not None and ctx is not None else None
     with store.session(action="recalling guidance") as s:
         ids: set[str] = set(lexical_candidate_ids(s, terms.indexed, where, cfg.candidate_limit))
@@ -186,13 +197,26 @@ def guidance_for(
             ids.update(i for i, _ in nearest(store, s, emb.model_name, qvec, proj, cfg.candidate_limit))
         candidates = fetch_candidates(s, ids, where)
         total = _df.total(store, s)
-        dfs = _df.of(store, s, terms.indexed) if candidates else {}
+        lookup = tuple(dict.fromkeys(terms.indexed + situation.indexed))
+        dfs = _df.of(store, s, lookup) if candidates else {}
 
-    weights = {t: idf(dfs.get(t, 0), total) for t in terms.indexed}
-    weights.update({t: _SHORT_TERM_IDF for t in terms.short})
+    weights = _weights(terms.indexed, terms.short, dfs, total)
+    situation_weights = _weights(situation.indexed, situation.short, dfs, total)
     scored: list[tuple[tuple[int, int, float], GuidanceItem, Candidate]] = []
     for c in candidates:
-        item_key = _score(c, tool, ctx, exact_hash, text is None, session, weights, qvec, emb, cfg)
+        item_key = _score(
+            c,
+            tool,
+            exact_hash,
+            text is None,
+            session,
+            weights,
+            situation_weights,
+            identifiers,
+            qvec,
+            emb,
+            cfg,
+        )
         if item_key is not None:
             scored.append((item_key[0], item_key[1], c))
     scored.sort(key=lambda entry: entry[0], reverse=True)
@@ -200,22 +224,37 @@ def guidance_for(
     return Guidance(tuple(kept), mode, cfg.render_char_budget, cfg.render_line_cap)
 
 
+def _weights(
+    indexed: tuple[str, ...], short: tuple[str, ...], dfs: dict[str, int], total: int
+) -> dict[str, float]:
+    out = {t: idf(dfs.get(t, 0), total) for t in indexed}
+    out.update({t: _SHORT_TERM_IDF for t in short})
+    return out
+
+
+def _share(weights: dict[str, float], text: str) -> float:
+    """The share of ``weights``' mass whose terms occur in ``text`` (0 when there are none)."""
+    mass = sum(weights.values())
+    return sum(w for t, w in weights.items() if t in text) / mass if mass > 0 else 0.0
+
+
 def _score(
     c: Candidate,
     tool: str | None,
-    ctx: str | None,
     exact_hash: str | None,
     no_query: bool,
     session: str | None,
     weights: dict[str, float],
+    situation_weights: dict[str, float],
+    identifiers: tuple[str, ...],
     qvec: npt.NDArray[np.float32] | None,
     emb: Embedder | None,
     cfg: RecallConfig,
 ) -> tuple[tuple[int, int, float], GuidanceItem] | None:
-    doc = normalise(c.source_text)
-    mass = sum(weights.values())
-    matched = sum(w for t, w in weights.items() if t in doc)
-    lexical = matched / mass if mass > 0 else 0.0
+    problem = embedding_text(c.source_text)
+    lexical = _share(weights, normalise(problem))
+    same_error = any(ident in problem for ident in identifiers)
+    overlap = _share(situation_weights, normalise(f"{c.tool_id or ''} {c.context or ''}"))
     cosine = _cosine(c, qvec, emb)
     if cosine is not None:
         evidence = cfg.semantic_weight * cosine + (1.0 - cfg.semantic_weight) * lexical
@@ -224,7 +263,7 @@ def _score(
         evidence, threshold = lexical, cfg.min_score_lexical
     exact = exact_hash is not None and c.context_hash == exact_hash
     same_tool = tool is not None and c.tool_id == tool
-    related = evidence >= threshold
+    related = evidence >= threshold and (same_error or evidence >= cfg.situation_weight * overlap)
     if not related and not (exact and no_query):
         return None
     why: list[str] = []
@@ -235,7 +274,7 @@ def _score(
     if session is not None and c.session_id == session:
         why.append("same session")
     if related:
-        why.append("similar text")
+        why.append("same error" if same_error else "similar text")
     score = evidence + cfg.exact_context_bonus * exact + cfg.same_tool_bonus * same_tool
     tier = 2 if exact else 1 if same_tool else 0
     item = GuidanceItem(

@@ -21,11 +21,15 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["MAX_TERMS", "QueryTerms", "query_terms"]
+__all__ = ["MAX_TERMS", "QueryTerms", "error_identifiers", "query_terms"]
 
 MAX_TERMS = 48
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_\-]*[a-z0-9]")
+# A token of identifier characters; classified in Python, so matching stays linear.
+_IDENT_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_CODE_WITH_NUMBER = re.compile(r"[A-Z]{1,4}[0-9]{3,5}")
+_MAX_IDENTIFIERS = 8
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _STOP = frozenset(
     [
@@ -170,3 +174,31 @@ def query_terms(text: str | None, limit: int = MAX_TERMS) -> QueryTerms:
             indexed.setdefault(run[i : i + 3], None)
     kept = list(indexed)[:limit]
     return QueryTerms(tuple(kept), tuple(list(short)[: max(0, limit - len(kept))]))
+
+
+def _is_error_identifier(token: str) -> bool:
+    if len(token) < 5:
+        return False
+    if token.endswith(("Error", "Exception")) and token[0].isupper() and token not in ("Error", "Exception"):
+        return True  # an exception class: AuthenticationError, UnpicklingError
+    if "_" in token.strip("_") and token.isupper() and any(c.isalpha() for c in token):
+        return True  # an error code: ERR_PNPM_UNSUPPORTED_ENGINE, NODE_MODULE_VERSION
+    return _CODE_WITH_NUMBER.fullmatch(token) is not None  # GH013, TS2307, E0382
+
+
+def error_identifiers(text: str | None) -> tuple[str, ...]:
+    """Error codes and exception class names in ``text``, as written, at most eight.
+
+    Two texts that name the same one are about the same problem, whatever
+    else they share or do not share (ALGORITHMS.md, "Recall").
+    """
+    if not text:
+        return ()
+    found: dict[str, None] = {}
+    for match in _IDENT_TOKEN.finditer(text):
+        token = match.group(0)
+        if _is_error_identifier(token):
+            found.setdefault(token, None)
+            if len(found) >= _MAX_IDENTIFIERS:
+                break
+    return tuple(found)
