@@ -186,7 +186,10 @@ def guidance_for(
     identifiers = error_identifiers(evidence_text)
     exact_hash = context_hash_of(tool, ctx) if tool is not None and ctx is not None else None
     with store.session(action="recalling guidance") as s:
-        ids: set[str] = set(lexical_candidate_ids(s, terms.indexed, where, cfg.candidate_limit))
+        total = _df.total(store, s)
+        lookup = tuple(dict.fromkeys(terms.indexed + situation.indexed))
+        dfs = _df.of(store, s, lookup)
+        ids: set[str] = set(lexical_candidate_ids(s, terms.indexed, where, cfg.candidate_limit, dfs))
         if exact_hash is not None:
             ids.update(same_context_candidate_ids(s, exact_hash, where, cfg.candidate_limit))
         if tool is not None:
@@ -196,9 +199,6 @@ def guidance_for(
 
             ids.update(i for i, _ in nearest(store, s, emb.model_name, qvec, proj, cfg.candidate_limit))
         candidates = fetch_candidates(s, ids, where)
-        total = _df.total(store, s)
-        lookup = tuple(dict.fromkeys(terms.indexed + situation.indexed))
-        dfs = _df.of(store, s, lookup) if candidates else {}
 
     weights = _weights(terms.indexed, terms.short, dfs, total)
     situation_weights = _weights(situation.indexed, situation.short, dfs, total)

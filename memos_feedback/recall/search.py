@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,7 @@ from ..store import Store
 from ..store.models import SQLITE_FTS_TABLE, DecisionRepairModel
 
 __all__ = [
+    "RARE_DF",
     "Candidate",
     "DocumentFrequencies",
     "eligible",
@@ -53,6 +54,10 @@ __all__ = [
 
 M = DecisionRepairModel
 _DF_CAP = 1_000
+# Terms in at least this many repairs do not select candidates by text: they
+# are in too many to rank cheaply and say too little on their own (they still
+# weigh in the score of candidates found otherwise).
+RARE_DF = 200
 _DF_TTL_S = 60.0
 _DF_CACHE_MAX = 50_000
 
@@ -103,7 +108,12 @@ _COLUMNS = (
 
 def eligible(project: str | None, now_ms: int, unvalidated_max_age_ms: int) -> ColumnElement[bool]:
     """Never rejected; global or of ``project``; validated, or younger than the age limit."""
-    scope = M.project.is_(None) if project is None else or_(M.project.is_(None), M.project == project)
+    # Through coalesce on purpose: eligibility filters rows found by key, text
+    # or tool; an indexable project test tempts SQLite's planner into scanning
+    # every row of the project (half the table) instead of a few primary keys.
+    # Projects are never "" (callers' values are stripped, "" means none).
+    scoped = func.coalesce(M.project, "")
+    scope = scoped == "" if project is None else scoped.in_(("", project))
     fresh = or_(M.validated.is_(True), M.ts >= now_ms - unvalidated_max_age_ms)
     return and_(M.rejected.is_(False), scope, fresh)
 
@@ -161,14 +171,26 @@ def _fts_phrase(term: str) -> str:
 
 
 def lexical_candidate_ids(
-    session: Session, terms: Sequence[str], where: ColumnElement[bool], limit: int
+    session: Session,
+    terms: Sequence[str],
+    where: ColumnElement[bool],
+    limit: int,
+    frequencies: Mapping[str, int] | None = None,
 ) -> list[str]:
-    """Eligible repairs matching any of ``terms`` (3+ characters each), best first."""
-    terms = [t for t in terms if len(t) >= 3]
-    if not terms:
+    """Eligible repairs matching the query's rarer terms (3+ characters each), best first.
+
+    Ranked (bm25 on SQLite, terms matched on PostgreSQL) over the terms fewer
+    than ``RARE_DF`` repairs contain, so the work follows those terms'
+    postings, not the table. A query whose every term is common selects no
+    candidate by text: such terms cannot tell a few hundred repairs apart,
+    and candidates found by tool, context or embedding are still scored on
+    them.
+    """
+    rare = [t for t in terms if len(t) >= 3 and (frequencies is None or frequencies.get(t, 0) < RARE_DF)]
+    if not rare:
         return []
     if session.get_bind().dialect.name == "sqlite":
-        match = " OR ".join(_fts_phrase(t) for t in terms)
+        match = " OR ".join(_fts_phrase(t) for t in rare)
         hits = (
             text(
                 f"SELECT repair_id, bm25({SQLITE_FTS_TABLE}) AS rank FROM {SQLITE_FTS_TABLE} "
@@ -181,7 +203,7 @@ def lexical_candidate_ids(
             select(M.id).join(hits, hits.c.repair_id == M.id).where(where).order_by(hits.c.rank).limit(limit)
         )
         return list(session.scalars(stmt, {"match": match, "fts_limit": limit * 4}))
-    likes = [M.source_text.ilike(_like(t), escape="\\") for t in terms]
+    likes = [M.source_text.ilike(_like(t), escape="\\") for t in rare]
     matched: ColumnElement[int] = literal(0)
     for like in likes:
         matched = matched + case((like, 1), else_=0)
