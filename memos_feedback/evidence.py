@@ -12,8 +12,11 @@ Low wins: a trace with a positive value whose tool call failed is a failure
 the agent did not notice, which is exactly what a repair is about.
 
 A keyword (the tool id, or what the user prefers/avoids) narrows the scan.
-Normalised tool ids such as ``pip.install`` seldom appear verbatim in the
-text, so when the keyword leaves both sides empty the scan runs again
+With an embedder, a trace that says the same thing in other words counts
+too: its text is compared with ``about`` (the keyword, the tool's context
+and the user's words) and kept at cosine ``>= similarity``. Normalised tool
+ids such as ``pip.install`` seldom appear verbatim in the text, so when the
+keyword (and the embedder) leave both sides empty the scan runs again
 without it and the result says ``relaxed=True``.
 """
 
@@ -31,6 +34,7 @@ from .errors import InvalidInputError
 from .store.rows import TraceRow
 
 if TYPE_CHECKING:
+    from .recall.embeddings import Embedder
     from .store import Store
 
 __all__ = [
@@ -82,6 +86,8 @@ _NEGATED_AFTER = re.compile(
     r"|[ \t]*(?:已经|已經|已|都|均)?[ \t]*(?:被)?[ \t]*(?:修复|修復|解决|解決|处理|處理|排除|消失))",
     re.IGNORECASE,
 )
+# Characters of a trace (its tail) compared by meaning when an embedder is given.
+_EMBED_CHARS = 1_000
 _WINDOW_BEFORE = 24
 _WINDOW_AFTER = 24
 
@@ -98,6 +104,8 @@ class RepairEvidence:
     low: tuple[TraceRow, ...]
     keyword: str | None
     relaxed: bool
+    # Traces kept for what they say rather than a literal keyword (ids).
+    similar: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -164,13 +172,18 @@ def gather_repair_evidence(
     limit: int | None = None,
     store: Store | None = None,
     config: FeedbackConfig | None = None,
+    *,
+    embedder: Embedder | None = None,
+    about: str | None = None,
+    similarity: float = 0.5,
 ) -> RepairEvidence:
     """Split the session's recent traces into high- and low-value evidence.
 
     ``limit`` (default ``config.evidence_limit``) bounds each side. The
     window read from the store is ``max(6 * limit, 24)`` traces, never less
     than the spec's ``max(6 * evidence_limit, 24)``. A blank keyword means no
-    filter.
+    filter. ``embedder``/``about``/``similarity``: see the module docstring;
+    the embedder is called once, only when the keyword left a side short.
     """
     cfg = config if config is not None else FeedbackConfig()
     if not isinstance(cfg, FeedbackConfig):
@@ -186,7 +199,10 @@ def gather_repair_evidence(
 
     window = min(max(6 * max(per_side, cfg.evidence_limit), 24), _MAX_WINDOW)
     traces = store.traces.list(session_id, limit=window)
-    high, low = _split(traces, needle, per_side, cfg)
+    similar: frozenset[str] = frozenset()
+    if needle is not None and embedder is not None and about and about.strip():
+        similar = _said_otherwise(traces, needle, per_side, cfg, embedder, about, similarity)
+    high, low = _split(traces, needle, per_side, cfg, similar)
     relaxed = False
     if needle is not None and not high and not low:
         relaxed = True
@@ -200,7 +216,37 @@ def gather_repair_evidence(
         needle,
         relaxed,
     )
-    return RepairEvidence(high=high, low=low, keyword=needle, relaxed=relaxed)
+    kept = tuple(t.id for t in (*high, *low) if t.id in similar and not relaxed)
+    return RepairEvidence(high=high, low=low, keyword=needle, relaxed=relaxed, similar=kept)
+
+
+def _said_otherwise(
+    traces: list[TraceRow],
+    needle: str,
+    per_side: int,
+    cfg: FeedbackConfig,
+    embedder: Embedder,
+    about: str,
+    similarity: float,
+) -> frozenset[str]:
+    """Ids of traces without the keyword whose text is close to ``about`` in meaning."""
+    high, low = _split(traces, needle, per_side, cfg)
+    if len(high) >= per_side and len(low) >= per_side:
+        return frozenset()  # the literal keyword filled both sides: nothing to add
+    needle_cf = needle.casefold()
+    others = [t for t in traces if not _mentions(t, needle_cf)][: 4 * per_side]
+    if not others:
+        return frozenset()
+    texts = [_trace_text(t) for t in others]
+    vectors = embedder.embed([about[-_EMBED_CHARS:], *texts])
+    scores = vectors[1:] @ vectors[0]
+    return frozenset(t.id for t, score in zip(others, scores, strict=True) if float(score) >= similarity)
+
+
+def _trace_text(trace: TraceRow) -> str:
+    # The tail, where errors land; an embedding model reads a few hundred tokens.
+    text = " ".join(part for part in (trace.agent_text, trace.reflection or "") if part)
+    return text[-_EMBED_CHARS:] or trace.user_text[-_EMBED_CHARS:] or " "
 
 
 def _per_side_limit(limit: int | None, cfg: FeedbackConfig) -> int:
@@ -212,7 +258,11 @@ def _per_side_limit(limit: int | None, cfg: FeedbackConfig) -> int:
 
 
 def _split(
-    traces: Iterable[TraceRow], keyword: str | None, per_side: int, cfg: FeedbackConfig
+    traces: Iterable[TraceRow],
+    keyword: str | None,
+    per_side: int,
+    cfg: FeedbackConfig,
+    similar: frozenset[str] = frozenset(),
 ) -> tuple[tuple[TraceRow, ...], tuple[TraceRow, ...]]:
     # ``traces`` is newest first, so the first ``per_side`` hits on each side
     # are the most recent ones.
@@ -222,7 +272,7 @@ def _split(
     for trace in traces:
         if len(high) >= per_side and len(low) >= per_side:
             break
-        if needle is not None and not _mentions(trace, needle):
+        if needle is not None and trace.id not in similar and not _mentions(trace, needle):
             continue
         if is_low_value(trace, cfg):
             if len(low) < per_side:

@@ -203,12 +203,9 @@ class _Run:
 # kept per family of triggers: what the tool did, what people said.
 _TOOL_TRIGGERS = ("failure-burst",)
 _PEOPLE_TRIGGERS = tuple(t for t in TRIGGERS if t not in _TOOL_TRIGGERS)
-_NEWEST_OF_FAMILY = (
-    select(func.max(DecisionRepairModel.ts))
-    .where(
-        DecisionRepairModel.context_hash == bindparam("context_hash"),
-        DecisionRepairModel.trigger.in_(bindparam("triggers", expanding=True)),
-    )
+_NEWEST_OF_FAMILY = select(func.max(DecisionRepairModel.ts)).where(
+    DecisionRepairModel.context_hash == bindparam("context_hash"),
+    DecisionRepairModel.trigger.in_(bindparam("triggers", expanding=True)),
 )
 
 
@@ -245,6 +242,15 @@ def _keyword(inp: RepairInput, feedback: ClassifiedFeedback | None) -> str | Non
     if feedback is not None:
         return feedback.prefer or feedback.avoid
     return None
+
+
+def _about(inp: RepairInput, feedback: ClassifiedFeedback | None) -> str:
+    """What a trace must be about, in words, to count as evidence by meaning."""
+    parts = [inp.tool_id, inp.context, inp.user_text]
+    if feedback is not None:
+        parts += [feedback.prefer, feedback.avoid]
+    parts += [f.reason for f in inp.failures[:3]]
+    return " ".join(p for p in parts if p)
 
 
 def _recall_fields(
@@ -297,7 +303,16 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
     if not input.session_id:
         return run.skip("no-session")
 
-    evidence = gather_repair_evidence(input.session_id, _keyword(input, feedback), None, deps.store, cfg)
+    evidence = gather_repair_evidence(
+        input.session_id,
+        _keyword(input, feedback),
+        None,
+        deps.store,
+        cfg,
+        embedder=check_embedder(deps.embedder),
+        about=_about(input, feedback),
+        similarity=deps.recall.evidence_similarity,
+    )
     if feedback is None and _value_gap_too_small(evidence, cfg.value_delta):
         return run.skip("value-delta-low")
 

@@ -86,3 +86,33 @@ def test_backfill_embeds_repairs_written_without_an_embedder(
     assert backfill(store, embedder).scanned == 0
     found = guidance_for(store, query="use uv add rather than pip install", embedder=embedder)
     assert len(found.items) == 1
+
+
+def test_evidence_by_meaning_keeps_a_paraphrased_failure_and_leaves_unrelated_ones(
+    store: Store, embedder: SentenceTransformerEmbedder
+) -> None:
+    from memos_feedback.evidence import gather_repair_evidence
+
+    said = {
+        "npm ERR! code ERESOLVE npm ERR! ERESOLVE unable to resolve dependency tree, peer react@17": "npm",
+        "could not resolve the peer dependency tree while installing packages for web": "paraphrase",
+        "docker: Got permission denied while trying to connect to the Docker daemon socket": "docker",
+        "Traceback: KeyError 'user_id' in api/app/routers/auth.py": "keyerror",
+    }
+    ids = {
+        store.traces.add(
+            "s-ev", agent_text=text, value=-0.7, tool_calls=[ToolCall("shell", error_code="1")]
+        ).id: name
+        for text, name in said.items()
+    }
+    about = "npm.install install web/ deps ERESOLVE"
+    # No trace names the normalised tool id: without an embedder the scan relaxes to every failure.
+    plain = gather_repair_evidence("s-ev", "npm.install", None, store)
+    assert plain.relaxed and {ids[t.id] for t in plain.low} == set(said.values())
+    meant = gather_repair_evidence("s-ev", "npm.install", None, store, embedder=embedder, about=about)
+    assert not meant.relaxed
+    assert {ids[t.id] for t in meant.low} == {"npm", "paraphrase"}
+    assert {ids[i] for i in meant.similar} == {"npm", "paraphrase"}
+    # Nothing close enough: the scan still relaxes, as without an embedder.
+    far = gather_repair_evidence("s-ev", "npm.install", None, store, embedder=embedder, about="bake a cake")
+    assert far.relaxed and far.similar == ()

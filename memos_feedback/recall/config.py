@@ -45,6 +45,10 @@ class RecallConfig:
     # Small boosts inside the ranking (never enough to pass the gate alone).
     same_tool_bonus: float = 0.05
     exact_context_bonus: float = 0.1
+    # With an embedder, a session trace without the repair's keyword is still
+    # evidence when its text is at least this close (cosine) to the repair's
+    # tool, context, user words and failure reasons.
+    evidence_similarity: float = 0.5
     # Two items this similar (cosine, or token Jaccard without embeddings) collapse.
     duplicate_similarity: float = 0.92
     # Candidates fetched from each source before ranking.
@@ -125,6 +129,7 @@ def _validate(cfg: RecallConfig) -> None:
         "min_score_lexical",
         "semantic_weight",
         "situation_weight",
+        "evidence_similarity",
         "duplicate_similarity",
     ):
         if not 0.0 <= getattr(cfg, key) <= 1.0:
