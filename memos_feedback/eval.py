@@ -1,6 +1,7 @@
 """Score the feedback classifier against a labelled JSON Lines file.
 
     python -m memos_feedback.eval LABELS.jsonl [--errors N] [--by-lang] [--json]
+    python -m memos_feedback.eval recall CASES.jsonl [--mode lexical|semantic|both] [--json]
 
 Figures, as ``feedback-shapes.md`` ("How a classifier is scored") defines them:
 
@@ -286,6 +287,12 @@ def format_report(report: EvalReport, *, by_lang: bool = False, errors: int = 0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    if args_in[:1] == ["recall"]:
+        # Guidance recall has its own scorer (memos_feedback/recall/evaluate.py).
+        from .recall.evaluate import main as recall_main
+
+        return recall_main(args_in[1:])
     parser = argparse.ArgumentParser(
         prog="python -m memos_feedback.eval", description="Score the feedback classifier on labelled JSONL."
     )
@@ -295,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--by-lang", action="store_true", help="add per-language figures")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(args_in)
     try:
         records = load_labels(args.labels)
     except EvalDataError as exc:

@@ -35,6 +35,10 @@ from .events import (
 )
 from .evidence import RepairEvidence, gather_repair_evidence
 from .llm import RepairLLM
+from .recall.categories import category_for
+from .recall.config import RecallConfig
+from .recall.embeddings import check_embedder
+from .recall.indexing import RecallFields, annotate, build_source_text, embed_fields
 from .signals import FailureRecord
 from .store import Store
 from .store.rows import now_ms
@@ -70,13 +74,16 @@ class RepairInput:
     episode_id: str | None = None
     failures: tuple[FailureRecord, ...] = ()
     context: str | None = None
+    # The workspace the repair belongs to (None: ``RecallConfig.default_project``,
+    # and when that is None too, global). Payloads without it load as None.
+    project: str | None = None
 
     def __post_init__(self) -> None:
         if self.trigger not in TRIGGERS:
             raise InvalidInputError(f"trigger must be one of {TRIGGERS}, got {self.trigger!r}")
         if not isinstance(self.context_hash, str) or not self.context_hash:
             raise InvalidInputError("context_hash must be a non-empty str")
-        for name in ("tool_id", "user_text", "session_id", "episode_id", "context"):
+        for name in ("tool_id", "user_text", "session_id", "episode_id", "context", "project"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
@@ -111,7 +118,10 @@ class RepairDeps:
     config: FeedbackConfig = field(default_factory=FeedbackConfig)
     bus: FeedbackBus | None = None
     llm: RepairLLM | None = None
+    # An ``memos_feedback.recall.Embedder``: when set, each repair's embedding
+    # is computed here, in the worker, and stored with it.
     embedder: Any = None
+    recall: RecallConfig = field(default_factory=RecallConfig)
     clock: Callable[[], int] = now_ms
     # The durable queue sets these per job: retry transient LLM errors
     # instead of degrading, and commit the job's state with the repair.
@@ -213,6 +223,33 @@ def _keyword(inp: RepairInput, feedback: ClassifiedFeedback | None) -> str | Non
     return None
 
 
+def _recall_fields(
+    inp: RepairInput,
+    deps: RepairDeps,
+    feedback: ClassifiedFeedback | None,
+    evidence: RepairEvidence,
+    draft: DecisionRepairDraft,
+) -> RecallFields:
+    """Category, project, search text and (with an embedder) embedding of a new repair."""
+    worst = min(evidence.low, key=lambda t: t.value, default=None)
+    trace_text = None if worst is None else (worst.agent_text or worst.reflection or "")
+    source_text = build_source_text(
+        preference=draft.preference,
+        anti_pattern=draft.anti_pattern,
+        tool_id=inp.tool_id,
+        context=inp.context,
+        user_text=inp.user_text,
+        reasons=(f.reason for f in inp.failures),
+        trace_text=trace_text,
+    )
+    category = category_for(
+        inp.trigger, feedback.shape.value if feedback is not None else None, has_success=bool(evidence.high)
+    )
+    project = inp.project if inp.project is not None else deps.recall.default_project
+    fields = RecallFields(category=category, project=project, source_text=source_text)
+    return embed_fields(fields, check_embedder(deps.embedder))
+
+
 def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
     """Run the guards, synthesize, persist and attach one repair (§6)."""
     if not isinstance(input, RepairInput):
@@ -261,6 +298,8 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
     if outcome.draft is None:
         return run.skip(outcome.skipped_reason or "insufficient-evidence")
     draft = outcome.draft
+    # Computed before the write transaction: an embedding can take a while.
+    recall_fields = _recall_fields(input, deps, feedback, evidence, draft)
 
     with deps.store.session(write=True, action="persisting a repair") as session:
         _lock_context(session, input.context_hash)
@@ -285,6 +324,7 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
                 ts=run.started if run.started > 0 else None,
                 session=session,
             )
+            annotate(session, row.id, recall_fields)
             attached: tuple[str, ...] = ()
             if cfg.attach_to_policy and draft.attach_to_policy_ids:
                 attached = attach_repair_to_policies(draft, deps.store, session=session)

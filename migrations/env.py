@@ -15,7 +15,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection
 from sqlalchemy.pool import NullPool
 
-from memos_feedback.store.models import Base, exists_on
+from memos_feedback.store.models import Base, exists_on, is_search_shadow_table
 
 config = context.config
 target_metadata = Base.metadata
@@ -32,9 +32,11 @@ def _configure(connection: Connection) -> None:
         # SQLite cannot ALTER most things; batch mode copies the table.
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
-        # Indexes made for one dialect only (a GIN index) are not expected elsewhere.
+        # Indexes made for one dialect only (a GIN index) are not expected
+        # elsewhere; recall's SQLite FTS5 tables are not models.
         include_object=lambda obj, name, type_, reflected, compare_to: (
-            reflected or exists_on(obj, connection.dialect.name)
+            not (type_ == "table" and is_search_shadow_table(name))
+            and (reflected or exists_on(obj, connection.dialect.name))
         ),
     )
 

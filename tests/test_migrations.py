@@ -20,7 +20,7 @@ from sqlalchemy.engine import Engine
 
 from memos_feedback.errors import SchemaError, StoreError
 from memos_feedback.store import Store, migrate, open_store
-from memos_feedback.store.models import Base, exists_on
+from memos_feedback.store.models import Base, exists_on, is_search_shadow_table
 
 TABLES = set(Base.metadata.tables)
 
@@ -39,7 +39,12 @@ def dump(path: Path) -> list[str]:
 
 
 def table_names(engine: Engine) -> set[str]:
-    return set(inspect(engine).get_table_names())
+    """Tables of the models (recall's SQLite FTS5 tables are checked on their own)."""
+    return {t for t in inspect(engine).get_table_names() if not is_search_shadow_table(t)}
+
+
+def fts_tables(engine: Engine) -> set[str]:
+    return {t for t in inspect(engine).get_table_names() if is_search_shadow_table(t)}
 
 
 def revisions_base_to_head() -> list[str]:
@@ -94,6 +99,7 @@ def test_downgrade_to_base_and_up_again(db_url: str) -> None:
         migrate.downgrade(s.engine, "base")
         assert s.revision() is None
         assert not TABLES & table_names(s.engine), "downgrade to base must drop every table"
+        assert not fts_tables(s.engine), "downgrade to base must drop the FTS tables"
         migrate.upgrade(s.engine)
         assert s.revision() == migrate.head_revision()
         assert table_names(s.engine) >= TABLES
@@ -139,6 +145,8 @@ def test_autogenerate_finds_nothing_to_change(store: Store) -> None:
     with store.engine.connect() as conn:
         # As migrations/env.py does: a PostgreSQL-only index is not expected on SQLite.
         def include(obj: Any, name: Any, type_: str, reflected: bool, compare_to: Any) -> bool:
+            if type_ == "table" and is_search_shadow_table(name):
+                return False  # recall's FTS5 tables are not models (test_recall_columns_and_indexes)
             return reflected or exists_on(obj, conn.dialect.name)
 
         ctx = MigrationContext.configure(conn, opts={"include_object": include})
@@ -404,3 +412,65 @@ def test_episode_index_is_gin_on_postgresql_only(db_url: str) -> None:
             assert "ix_policies_source_episode_ids" in plan, plan
         else:
             assert "ix_policies_source_episode_ids" not in names
+
+
+# -- 0005: recall columns, ts index, text search ----------------------------------------
+
+
+def test_recall_columns_and_indexes(db_url: str) -> None:
+    with open_store(db_url) as s:
+        insp = inspect(s.engine)
+        columns = {c["name"]: c for c in insp.get_columns("decision_repairs")}
+        for name in ("category", "project", "source_text", "embedding", "embedding_model"):
+            assert columns[name]["nullable"], name
+        names = {ix["name"] for ix in insp.get_indexes("decision_repairs")}
+        assert {"ix_decision_repairs_ts", "ix_decision_repairs_project_ts", "ix_decision_repairs_tool_id_ts"} <= names
+        with s.engine.connect() as conn:
+            if s.dialect == "postgresql":
+                assert "ix_decision_repairs_source_text_trgm" in names
+                ext = conn.exec_driver_sql("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'").scalar()
+                assert ext == 1
+                conn.exec_driver_sql("SET enable_seqscan = off")
+                plan = "\n".join(
+                    r[0]
+                    for r in conn.exec_driver_sql(
+                        "EXPLAIN SELECT id FROM decision_repairs WHERE source_text ILIKE '%%pnpm%%'"
+                    )
+                )
+                assert "ix_decision_repairs_source_text_trgm" in plan, plan
+            else:
+                assert "decision_repairs_fts" in fts_tables(s.engine)
+                triggers = set(
+                    conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'trigger'").scalars()
+                )
+                assert triggers == {"decision_repairs_fts_ai", "decision_repairs_fts_au", "decision_repairs_fts_ad"}
+
+
+def test_old_repairs_survive_0005_and_are_searchable(db_url: str) -> None:
+    with open_store(db_url, migrate_to_head=False) as s:
+        migrate.upgrade(s.engine, "0004")
+        with s.engine.begin() as conn:
+            conn.exec_driver_sql(
+                "INSERT INTO decision_repairs (id, ts, context_hash, tool_id, context, trigger, session_id, "
+                "preference, anti_pattern, severity, confidence, high_value_trace_ids, low_value_trace_ids, "
+                "validated, rejected) VALUES ('dr_old', 1, 'abc', 'pip.install', 'ctx', 'manual', 's', "
+                "'Prefer: uv add', 'Avoid: pip install --break-system-packages', 'warn', 0.5, '[]', '[]', "
+                "false, false)"
+            )
+        migrate.upgrade(s.engine)
+        row = s.repairs.get("dr_old")
+        assert row.preference == "Prefer: uv add" and row.category is None
+        with s.engine.connect() as conn:
+            if s.dialect == "sqlite":
+                hit = conn.exec_driver_sql(
+                    "SELECT repair_id FROM decision_repairs_fts WHERE decision_repairs_fts MATCH '\"break-system\"'"
+                ).scalar()
+                assert hit == "dr_old"
+        # and down again keeps the row, without the new columns
+        migrate.downgrade(s.engine, "0004")
+        columns = {c["name"] for c in inspect(s.engine).get_columns("decision_repairs")}
+        assert "source_text" not in columns
+        with s.engine.connect() as conn:
+            kept = conn.exec_driver_sql("SELECT anti_pattern FROM decision_repairs WHERE id = 'dr_old'").scalar()
+        assert kept == "Avoid: pip install --break-system-packages"
+        assert not fts_tables(s.engine)

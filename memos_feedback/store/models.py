@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, Index, Integer, MetaData, String, Text
+from sqlalchemy import JSON, Boolean, Float, Index, Integer, LargeBinary, MetaData, String, Text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import BigInteger
 
 __all__ = [
     "NAMING_CONVENTION",
+    "SQLITE_FTS_TABLE",
     "Base",
     "DecisionRepairModel",
     "JsonType",
@@ -19,6 +20,7 @@ __all__ = [
     "RepairJobModel",
     "TraceModel",
     "exists_on",
+    "is_search_shadow_table",
 ]
 
 # Stable, predictable constraint names on every backend, so later
@@ -54,6 +56,17 @@ def exists_on(obj: Any, dialect: str) -> bool:
     """
     info = getattr(obj, "info", None) or {}
     return bool(info.get("only_on", dialect) == dialect)
+
+
+# The FTS5 table (and the shadow tables SQLite makes for it) that migration
+# 0005 creates for recall; triggers keep it in sync with decision_repairs.
+# It is not a model: schema comparisons skip it (``is_search_shadow_table``).
+SQLITE_FTS_TABLE = "decision_repairs_fts"
+
+
+def is_search_shadow_table(name: object) -> bool:
+    """True for the SQLite FTS5 table of recall and its shadow tables."""
+    return isinstance(name, str) and name.startswith(SQLITE_FTS_TABLE)
 
 
 class Base(DeclarativeBase):
@@ -115,8 +128,30 @@ class DecisionRepairModel(Base):
     low_value_trace_ids: Mapped[list[str]] = mapped_column(JsonType, default=list)
     validated: Mapped[bool] = mapped_column(Boolean, default=False)
     rejected: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Recall (migration 0005; see memos_feedback.recall). NULL on rows
+    # written before it; ``memos-feedback repairs embed`` backfills them.
+    category: Mapped[str | None] = mapped_column(String(32))
+    project: Mapped[str | None] = mapped_column(String(255))
+    source_text: Mapped[str | None] = mapped_column(Text)
+    embedding: Mapped[bytes | None] = mapped_column(LargeBinary)
+    embedding_model: Mapped[str | None] = mapped_column(String(255))
 
-    __table_args__ = (Index("ix_decision_repairs_context_hash_ts", "context_hash", "ts"),)
+    __table_args__ = (
+        Index("ix_decision_repairs_context_hash_ts", "context_hash", "ts"),
+        Index("ix_decision_repairs_ts", "ts"),
+        Index("ix_decision_repairs_project_ts", "project", "ts"),
+        Index("ix_decision_repairs_tool_id_ts", "tool_id", "ts"),
+        # Substring search (``ILIKE '%term%'``) for recall; SQLite uses FTS5.
+        _only_on(
+            "postgresql",
+            Index(
+                "ix_decision_repairs_source_text_trgm",
+                "source_text",
+                postgresql_using="gin",
+                postgresql_ops={"source_text": "gin_trgm_ops"},
+            ),
+        ),
+    )
 
 
 # The integer key orders the queue; SQLite only auto-increments INTEGER.

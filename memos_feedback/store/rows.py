@@ -92,3 +92,7 @@ class DecisionRepairRow:
     low_value_trace_ids: tuple[str, ...]
     validated: bool
     rejected: bool
+    # Recall (migration 0005): what kind of lesson, and the project it
+    # belongs to (None = global). Defaults keep older constructors working.
+    category: str | None = None
+    project: str | None = None

@@ -1,0 +1,122 @@
+"""``RecallConfig``: the tunables of guidance recall, validated like ``FeedbackConfig``.
+
+Every weight and threshold here is documented in ALGORITHMS.md ("Recall");
+the defaults are round numbers calibrated on ``tests/data/recall_dev.jsonl``
+(odd and even cases separately, to check they generalise).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from ..errors import ConfigError
+
+__all__ = ["RECALL_ENV_PREFIX", "RecallConfig"]
+
+RECALL_ENV_PREFIX = "MEMOS_FEEDBACK_RECALL_"
+
+_DAY_MS = 24 * 3_600_000
+
+
+@dataclass(frozen=True, slots=True)
+class RecallConfig:
+    """Recall settings (``docs/CONFIG.md``, section "Recall"). Durations are ms."""
+
+    # Unvalidated repairs are offered only while younger than this.
+    unvalidated_max_age_ms: int = 7 * _DAY_MS
+    default_limit: int = 5
+    max_limit: int = 20
+    # Relatedness gate (see ALGORITHMS.md): below it, nothing is returned.
+    min_score_semantic: float = 0.45
+    min_score_lexical: float = 0.45
+    # Weight of the embedding cosine against the lexical coverage (the share
+    # of the query's IDF mass found in the repair) when both exist.
+    semantic_weight: float = 0.4
+    # Small boosts inside the ranking (never enough to pass the gate alone).
+    same_tool_bonus: float = 0.05
+    exact_context_bonus: float = 0.1
+    # Two items this similar (cosine, or token Jaccard without embeddings) collapse.
+    duplicate_similarity: float = 0.92
+    # Candidates fetched from each source before ranking.
+    candidate_limit: int = 50
+    # Total characters of the rendered <memory-context> block, and per line.
+    render_char_budget: int = 1_200
+    render_line_cap: int = 200
+    # Project given to a repair whose trigger names none (None = global).
+    default_project: str | None = None
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    @classmethod
+    def keys(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], base: RecallConfig | None = None) -> RecallConfig:
+        """Build from a mapping; unknown keys raise ``ConfigError``."""
+        known = set(cls.keys())
+        for key in values:
+            if key not in known:
+                raise ConfigError(str(key), values[key], "unknown key")
+        return dataclasses.replace(base or cls(), **dict(values))
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, base: RecallConfig | None = None
+    ) -> RecallConfig:
+        """Read ``MEMOS_FEEDBACK_RECALL_<KEY>`` variables over ``base``."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(RECALL_ENV_PREFIX + f.name.upper())
+            if raw is None:
+                continue
+            values[f.name] = _parse(f.name, raw, f.default)
+        return cls.from_mapping(values, base)
+
+
+def _parse(key: str, raw: str, default: object) -> object:
+    text = raw.strip()
+    if default is None or isinstance(default, str):
+        return text or None
+    try:
+        if isinstance(default, int):
+            return int(text.replace("_", ""))
+        return float(text)
+    except ValueError:
+        raise ConfigError(key, raw, "expected a number") from None
+
+
+def _validate(cfg: RecallConfig) -> None:
+    for f in fields(cfg):
+        value = getattr(cfg, f.name)
+        if f.default is None:
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ConfigError(f.name, value, "expected a non-empty str or None")
+        elif isinstance(f.default, int):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f.name, value, "expected an integer")
+        elif isinstance(f.default, float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+                raise ConfigError(f.name, value, "expected a finite number")
+            if value in (float("inf"), float("-inf")):
+                raise ConfigError(f.name, value, "expected a finite number")
+            object.__setattr__(cfg, f.name, float(value))
+    for key in ("unvalidated_max_age_ms", "candidate_limit", "render_char_budget", "render_line_cap"):
+        if getattr(cfg, key) < 1:
+            raise ConfigError(key, getattr(cfg, key), "must be >= 1")
+    if not 1 <= cfg.default_limit <= cfg.max_limit:
+        raise ConfigError("default_limit", cfg.default_limit, f"must be in [1, max_limit={cfg.max_limit}]")
+    if cfg.max_limit > 100:
+        raise ConfigError("max_limit", cfg.max_limit, "must be <= 100")
+    for key in ("min_score_semantic", "min_score_lexical", "semantic_weight", "duplicate_similarity"):
+        if not 0.0 <= getattr(cfg, key) <= 1.0:
+            raise ConfigError(key, getattr(cfg, key), "must be in [0, 1]")
+    for key in ("same_tool_bonus", "exact_context_bonus"):
+        if not 0.0 <= getattr(cfg, key) <= 0.5:
+            raise ConfigError(key, getattr(cfg, key), "must be in [0, 0.5]")

@@ -1,0 +1,303 @@
+"""``guidance_for``: the few past repairs that apply to what the agent is about to do.
+
+Read-only and bounded: a handful of indexed queries and a scoring pass over
+at most a few hundred candidate rows. The ranking (ALGORITHMS.md, "Recall"):
+
+1. **Eligible** (in SQL): never rejected; global, or of the caller's
+   project; validated, or younger than ``unvalidated_max_age_ms``.
+2. **Candidates**: repairs for the exact (tool, context), the newest of the
+   same tool, the database's text search over the query's terms, and — with
+   an embedder — the nearest embeddings.
+3. **Evidence of relatedness** between the query text (the context when
+   there is no query) and each candidate's lesson, error and trace:
+   ``coverage = Σ idf(query terms found in the repair) / Σ idf(query terms)``
+   (how much of the query the repair explains), and with embeddings
+   ``semantic_weight·cosine + (1 - semantic_weight)·coverage``.
+4. **Gate**: evidence below the minimum score is dropped — a repair matched
+   only by its tool or context never passes. Exception: a caller that gives
+   no query text and names an exact (tool, context) a repair was written
+   for gets that repair.
+5. **Order**: exact (tool, context) first, then the same tool, then the
+   rest; within each, validated before unvalidated, then by score.
+6. Near-duplicates collapse to the better-ranked one; at most ``limit``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from ..errors import InvalidInputError
+from ..sanitize import sanitize_line
+from ..signals import context_hash_of
+from ..store import Store
+from ..store.rows import now_ms
+from .config import RecallConfig
+from .embeddings import Embedder, check_embedder, unpack
+from .search import (
+    Candidate,
+    DocumentFrequencies,
+    eligible,
+    fetch_candidates,
+    idf,
+    lexical_candidate_ids,
+    same_context_candidate_ids,
+    same_tool_candidate_ids,
+)
+from .terms import normalise, query_terms
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["CLOSE_TAG", "OPEN_TAG", "Guidance", "GuidanceItem", "guidance_for"]
+
+OPEN_TAG = "<memory-context>"
+CLOSE_TAG = "</memory-context>"
+_HEADER = "Lessons from earlier repairs in this workspace (most relevant first):"
+# A 2-character Chinese term cannot be counted by a trigram index; it counts this much.
+_SHORT_TERM_IDF = 0.3
+
+Why = Literal["exact context", "same tool", "same session", "similar text"]
+
+_df = DocumentFrequencies()
+
+
+@dataclass(frozen=True, slots=True)
+class GuidanceItem:
+    """One recalled repair. ``why`` says what matched; ``score`` is the ranking score."""
+
+    repair_id: str
+    category: str | None
+    preference: str
+    anti_pattern: str
+    severity: str
+    confidence: float
+    validated: bool
+    created_at: int
+    score: float
+    why: tuple[str, ...]
+    tool_id: str | None = None
+    project: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Guidance:
+    """Ranked items and how they were found (``mode``: ``semantic`` or ``lexical``)."""
+
+    items: tuple[GuidanceItem, ...]
+    mode: str = "lexical"
+    char_budget: int = 1_200
+    line_cap: int = 200
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def render(self) -> str:
+        """A ``<memory-context>`` block for the next turn, or ``""`` when there is nothing.
+
+        Every line is one sanitised line of at most ``line_cap`` characters;
+        items that would take the block past ``char_budget`` are left out.
+        """
+        if not self.items:
+            return ""
+        frame = len(OPEN_TAG) + len(CLOSE_TAG) + len(_HEADER) + 3
+        lines: list[str] = []
+        used = frame
+        for n, item in enumerate(self.items, start=1):
+            label = sanitize_line(f"{item.category or 'lesson'}, {item.severity}", 40)
+            entry = [
+                sanitize_line(f"{n}. [{label}] {item.preference}", self.line_cap),
+                sanitize_line(f"   {item.anti_pattern}", self.line_cap),
+            ]
+            entry = [ln for ln in entry if ln]
+            cost = sum(len(ln) + 1 for ln in entry)
+            if used + cost > self.char_budget:
+                break
+            lines += entry
+            used += cost
+        if not lines:
+            return ""
+        return "\n".join([OPEN_TAG, _HEADER, *lines, CLOSE_TAG])
+
+
+def _opt_str(name: str, value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
+    return value.strip() or None
+
+
+def _limit(value: object, cfg: RecallConfig) -> int:
+    if value is None:
+        return cfg.default_limit
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(f"limit must be a positive int, got {value!r}")
+    return min(value, cfg.max_limit)
+
+
+def guidance_for(
+    store: Store,
+    *,
+    tool_id: str | None = None,
+    context: str | None = None,
+    query: str | None = None,
+    project: str | None = None,
+    session_id: str | None = None,
+    limit: int | None = None,
+    embedder: Embedder | None = None,
+    config: RecallConfig | None = None,
+    now: int | None = None,
+) -> Guidance:
+    """Past repairs that apply to (tool, context, query), best first (module docstring)."""
+    cfg = config if config is not None else RecallConfig()
+    if not isinstance(cfg, RecallConfig):
+        raise InvalidInputError(f"config must be a RecallConfig, got {type(cfg).__name__}")
+    if not isinstance(store, Store):
+        raise InvalidInputError(f"store must be a Store, got {type(store).__name__}")
+    tool = _opt_str("tool_id", tool_id)
+    ctx = _opt_str("context", context)
+    text = _opt_str("query", query)
+    proj = _opt_str("project", project)
+    session = _opt_str("session_id", session_id)
+    n = _limit(limit, cfg)
+    emb = check_embedder(embedder)
+    if now is not None and (isinstance(now, bool) or not isinstance(now, int) or now < 0):
+        raise InvalidInputError(f"now must be epoch milliseconds, got {now!r}")
+    mode = "semantic" if emb is not None else "lexical"
+    evidence_text = text or ctx
+    if evidence_text is None:
+        return Guidance((), mode, cfg.render_char_budget, cfg.render_line_cap)
+
+    qvec = emb.embed([evidence_text])[0] if emb is not None else None
+    where = eligible(proj, now_ms() if now is None else now, cfg.unvalidated_max_age_ms)
+    terms = query_terms(evidence_text)
+    exact_hash = context_hash_of(tool, ctx) if tool is not None and ctx is not None else None
+    with store.session(action="recalling guidance") as s:
+        ids: set[str] = set(lexical_candidate_ids(s, terms.indexed, where, cfg.candidate_limit))
+        if exact_hash is not None:
+            ids.update(same_context_candidate_ids(s, exact_hash, where, cfg.candidate_limit))
+        if tool is not None:
+            ids.update(same_tool_candidate_ids(s, tool, where, cfg.candidate_limit))
+        if emb is not None and qvec is not None:
+            from .vectors import nearest
+
+            ids.update(i for i, _ in nearest(store, s, emb.model_name, qvec, proj, cfg.candidate_limit))
+        candidates = fetch_candidates(s, ids, where)
+        total = _df.total(store, s)
+        dfs = _df.of(store, s, terms.indexed) if candidates else {}
+
+    weights = {t: idf(dfs.get(t, 0), total) for t in terms.indexed}
+    weights.update({t: _SHORT_TERM_IDF for t in terms.short})
+    scored: list[tuple[tuple[int, int, float], GuidanceItem, Candidate]] = []
+    for c in candidates:
+        item_key = _score(c, tool, ctx, exact_hash, text is None, session, weights, qvec, emb, cfg)
+        if item_key is not None:
+            scored.append((item_key[0], item_key[1], c))
+    scored.sort(key=lambda entry: entry[0], reverse=True)
+    kept = _collapse(scored, emb, cfg.duplicate_similarity, n)
+    return Guidance(tuple(kept), mode, cfg.render_char_budget, cfg.render_line_cap)
+
+
+def _score(
+    c: Candidate,
+    tool: str | None,
+    ctx: str | None,
+    exact_hash: str | None,
+    no_query: bool,
+    session: str | None,
+    weights: dict[str, float],
+    qvec: npt.NDArray[np.float32] | None,
+    emb: Embedder | None,
+    cfg: RecallConfig,
+) -> tuple[tuple[int, int, float], GuidanceItem] | None:
+    doc = normalise(c.source_text)
+    mass = sum(weights.values())
+    matched = sum(w for t, w in weights.items() if t in doc)
+    lexical = matched / mass if mass > 0 else 0.0
+    cosine = _cosine(c, qvec, emb)
+    if cosine is not None:
+        evidence = cfg.semantic_weight * cosine + (1.0 - cfg.semantic_weight) * lexical
+        threshold = cfg.min_score_semantic
+    else:
+        evidence, threshold = lexical, cfg.min_score_lexical
+    exact = exact_hash is not None and c.context_hash == exact_hash
+    same_tool = tool is not None and c.tool_id == tool
+    related = evidence >= threshold
+    if not related and not (exact and no_query):
+        return None
+    why: list[str] = []
+    if exact:
+        why.append("exact context")
+    elif same_tool:
+        why.append("same tool")
+    if session is not None and c.session_id == session:
+        why.append("same session")
+    if related:
+        why.append("similar text")
+    score = evidence + cfg.exact_context_bonus * exact + cfg.same_tool_bonus * same_tool
+    tier = 2 if exact else 1 if same_tool else 0
+    item = GuidanceItem(
+        repair_id=c.id,
+        category=c.category,
+        preference=c.preference,
+        anti_pattern=c.anti_pattern,
+        severity=c.severity,
+        confidence=c.confidence,
+        validated=c.validated,
+        created_at=c.ts,
+        score=round(score, 4),
+        why=tuple(why),
+        tool_id=c.tool_id,
+        project=c.project,
+    )
+    return (tier, int(c.validated), score), item
+
+
+def _cosine(c: Candidate, qvec: npt.NDArray[np.float32] | None, emb: Embedder | None) -> float | None:
+    if qvec is None or emb is None or c.embedding is None or c.embedding_model != emb.model_name:
+        return None
+    vec = unpack(c.embedding, int(qvec.shape[0]))
+    return None if vec is None else float(vec @ qvec)
+
+
+def _tokens(c: Candidate) -> frozenset[str]:
+    return frozenset(query_terms(f"{c.preference} {c.anti_pattern}", limit=10_000).all())
+
+
+def _collapse(
+    scored: list[tuple[tuple[int, int, float], GuidanceItem, Candidate]],
+    emb: Embedder | None,
+    threshold: float,
+    limit: int,
+) -> list[GuidanceItem]:
+    """Keep the better-ranked of near-duplicate repairs, up to ``limit`` items."""
+    kept: list[tuple[GuidanceItem, Candidate, frozenset[str]]] = []
+    for _, item, cand in scored:
+        tokens = _tokens(cand)
+        if any(
+            _duplicate(cand, tokens, other, other_tokens, emb, threshold) for _, other, other_tokens in kept
+        ):
+            continue
+        kept.append((item, cand, tokens))
+        if len(kept) >= limit:
+            break
+    return [item for item, _, _ in kept]
+
+
+def _duplicate(
+    a: Candidate,
+    a_tokens: frozenset[str],
+    b: Candidate,
+    b_tokens: frozenset[str],
+    emb: Embedder | None,
+    threshold: float,
+) -> bool:
+    if emb is not None and a.embedding and b.embedding and a.embedding_model == b.embedding_model:
+        va, vb = unpack(a.embedding), unpack(b.embedding)
+        if va is not None and vb is not None and va.shape == vb.shape:
+            return float(va @ vb) >= threshold
+    if not a_tokens or not b_tokens:
+        return a.preference == b.preference and a.anti_pattern == b.anti_pattern
+    return len(a_tokens & b_tokens) / len(a_tokens | b_tokens) >= threshold

@@ -1,0 +1,179 @@
+"""What recall stores per repair, written by the worker, never on the hot path.
+
+``source_text`` is the capped text a repair is searched by, one sanitised
+line per part, lesson first::
+
+    user: <the user's words>          (user feedback repairs)
+    do: <preference>
+    avoid: <anti-pattern>
+    error: <failure reasons of the burst, up to three>
+    trace: <tail of the worst failing trace>
+    tool: <tool id>
+    context: <tool context>
+
+``embedding_text`` is the part an embedding is computed from: every line
+but ``tool:``/``context:`` (the situation is matched separately; see
+ALGORITHMS.md, "Recall"). ``annotate`` writes the recall columns inside the
+repair's own transaction; ``backfill`` fills rows written before an
+embedder was configured (``memos-feedback repairs embed``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from ..errors import InvalidInputError
+from ..sanitize import sanitize_line
+from ..store import Store
+from ..store.models import DecisionRepairModel
+from .embeddings import Embedder, pack
+
+__all__ = [
+    "SOURCE_TEXT_CAP",
+    "BackfillReport",
+    "RecallFields",
+    "annotate",
+    "backfill",
+    "build_source_text",
+    "embed_fields",
+    "embedding_text",
+]
+
+logger = logging.getLogger("memos_feedback.recall.indexing")
+
+SOURCE_TEXT_CAP = 2_000
+_LINE_CAP = 400
+_TRACE_TAIL = 600
+_SITUATION = ("tool:", "context:")
+
+
+@dataclass(frozen=True, slots=True)
+class RecallFields:
+    """The recall columns of one repair, ready to write."""
+
+    category: str | None
+    project: str | None
+    source_text: str
+    embedding: bytes | None = None
+    embedding_model: str | None = None
+
+
+def build_source_text(
+    *,
+    preference: str,
+    anti_pattern: str,
+    tool_id: str | None = None,
+    context: str | None = None,
+    user_text: str | None = None,
+    reasons: Iterable[str] = (),
+    trace_text: str | None = None,
+) -> str:
+    """The search text of a repair (format in the module docstring), capped."""
+    parts: list[tuple[str, str | None, int]] = [("user", user_text, _LINE_CAP), ("do", preference, _LINE_CAP)]
+    parts.append(("avoid", anti_pattern, _LINE_CAP))
+    seen: set[str] = set()
+    for reason in reasons:
+        if reason and reason not in seen and len(seen) < 3:
+            seen.add(reason)
+            parts.append(("error", reason, 200))
+    if trace_text:
+        parts.append(("trace", trace_text[-_TRACE_TAIL:], _TRACE_TAIL))
+    parts += [("tool", tool_id, 120), ("context", context, 300)]
+    lines: list[str] = []
+    for label, text, cap in parts:
+        line = sanitize_line(text, cap) if text else ""
+        if line:
+            lines.append(f"{label}: {line}")
+    return "\n".join(lines)[:SOURCE_TEXT_CAP]
+
+
+def embedding_text(source_text: str) -> str:
+    """The lines of ``source_text`` an embedding is made of (all but tool/context)."""
+    lines = [ln for ln in source_text.splitlines() if not ln.startswith(_SITUATION)]
+    return "\n".join(lines) or source_text
+
+
+def embed_fields(fields: RecallFields, embedder: Embedder | None) -> RecallFields:
+    """``fields`` with an embedding when an embedder is given; a failing embedder is logged."""
+    if embedder is None:
+        return fields
+    try:
+        vec = embedder.embed([embedding_text(fields.source_text)])[0]
+    except Exception:  # the repair is written anyway; `repairs embed` can fill it later
+        logger.warning("embedding a repair failed; it stays without one", exc_info=True)
+        return fields
+    return RecallFields(fields.category, fields.project, fields.source_text, pack(vec), embedder.model_name)
+
+
+def annotate(session: Session, repair_id: str, fields: RecallFields) -> None:
+    """Write the recall columns of one repair inside the caller's transaction."""
+    session.execute(
+        update(DecisionRepairModel)
+        .where(DecisionRepairModel.id == repair_id)
+        .values(
+            category=fields.category,
+            project=fields.project,
+            source_text=fields.source_text,
+            embedding=fields.embedding,
+            embedding_model=fields.embedding_model,
+        )
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillReport:
+    scanned: int
+    embedded: int
+    text_filled: int
+
+
+def backfill(store: Store, embedder: Embedder, *, batch_size: int = 64, redo: bool = False) -> BackfillReport:
+    """Embed every repair without an embedding of ``embedder``'s model (all of them with ``redo``).
+
+    Rows from before migration 0005 get a ``source_text`` built from their
+    two lines, tool and context first. Each batch commits on its own, so an
+    interrupted run resumes where it stopped.
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InvalidInputError(f"batch_size must be a positive int, got {batch_size!r}")
+    model = embedder.model_name
+    m = DecisionRepairModel
+    stmt = select(m.id, m.preference, m.anti_pattern, m.tool_id, m.context, m.source_text).order_by(m.id)
+    if not redo:
+        stmt = stmt.where(
+            (m.embedding.is_(None)) | (m.embedding_model.is_(None)) | (m.embedding_model != model)
+        )
+    scanned = embedded = filled = 0
+    after = ""
+    while True:
+        with store.session(action="reading repairs to embed") as s:
+            rows = s.execute(stmt.where(m.id > after).limit(batch_size)).all()
+        if not rows:
+            break
+        after = rows[-1].id
+        scanned += len(rows)
+        texts: list[str] = []
+        new_text: dict[str, str] = {}
+        for r in rows:
+            text = r.source_text
+            if not text:
+                text = build_source_text(
+                    preference=r.preference, anti_pattern=r.anti_pattern, tool_id=r.tool_id, context=r.context
+                )
+                new_text[r.id] = text
+            texts.append(embedding_text(text))
+        vectors = embedder.embed(texts)
+        with store.session(write=True, action="storing repair embeddings") as s:
+            for r, vec in zip(rows, vectors, strict=True):
+                values: dict[str, object] = {"embedding": pack(vec), "embedding_model": model}
+                if r.id in new_text:
+                    values["source_text"] = new_text[r.id]
+                s.execute(update(m).where(m.id == r.id).values(**values))
+        embedded += len(rows)
+        filled += len(new_text)
+    return BackfillReport(scanned=scanned, embedded=embedded, text_filled=filled)
