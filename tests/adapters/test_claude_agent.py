@@ -4,7 +4,7 @@
 ``initialize``, and when the prompt arrives it calls the registered hook
 callbacks the way the CLI does (``control_request`` / ``hook_callback``),
 collects the SDK's answers, then ends the turn with a ``result``. The
-bundled CLI against a fake Messages API is ``make test-claude-cli`` (not CI).
+bundled CLI itself is not run here (docs/ADAPTERS.md).
 """
 
 from __future__ import annotations

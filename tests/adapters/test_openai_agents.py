@@ -73,7 +73,8 @@ def test_three_failures_repair_and_guidance_in_next_model_call(subscriber: Feedb
     # The SDK's message to the model is unchanged (the formatter returned None).
     outputs = [i for i in result.new_items if i.type == "tool_call_output_item"]
     assert all("An error occurred while running the tool" in str(i.output) for i in outputs)
-    assert len([t for t in subscriber.store.traces.list("oa-1") if t.tool_calls[0].error_code]) == 3
+    traces = subscriber.store.traces.list("oa-1")
+    assert len(traces) == 3 and all(t.tool_calls[0].error_code for t in traces)  # no "success" for them
 
 
 def test_custom_failure_function_and_callable_instructions(subscriber: FeedbackSubscriber) -> None:
