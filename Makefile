@@ -9,7 +9,9 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	# The CPU wheel of torch first (a plain `torch` would pull the CUDA build), then the extras.
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e '.[dev,embeddings]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -27,6 +29,7 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.hot_path
 	$(BIN)/python -m benchmarks.repair_path
+	$(BIN)/python -m benchmarks.guidance --sizes 1000,10000
 
 # The whole suite against a throwaway PostgreSQL server as well as SQLite
 # (installs Debian's postgresql package when it is missing; needs root for that).

@@ -36,6 +36,7 @@ from .errors import (
     StoreBusyError,
     StoreError,
     SubscriberClosedError,
+    TriggersNotPersistedError,
 )
 from .events import (
     FeedbackBus,
@@ -53,10 +54,11 @@ from .events import (
 from .evidence import RepairEvidence, cap_trace, gather_repair_evidence
 from .llm import OpenAIRepairLLM, RepairLLM
 from .queue import RepairQueue
+from .recall import Guidance, GuidanceItem, RecallConfig, guidance_for
 from .repair import RepairDeps, RepairInput, RepairResult, run_repair
 from .signals import FailureBurst, FailureRecord, FailureSignals, context_hash_of
 from .store import DecisionRepairRow, PolicyRow, Store, ToolCall, TraceRow, open_store
-from .subscriber import FeedbackSubscriber, attach_feedback_subscriber
+from .subscriber import CloseReport, FeedbackSubscriber, attach_feedback_subscriber
 from .synthesize import DecisionRepairDraft, SynthesisOutcome, synthesize_draft
 
 __version__ = "0.1.0"
@@ -65,6 +67,7 @@ __all__ = [
     "AuditLog",
     "AuditLogError",
     "ClassifiedFeedback",
+    "CloseReport",
     "ConfigError",
     "DecisionRepairDraft",
     "DecisionRepairRow",
@@ -76,6 +79,8 @@ __all__ = [
     "FeedbackConfig",
     "FeedbackEvent",
     "FeedbackSubscriber",
+    "Guidance",
+    "GuidanceItem",
     "InvalidInputError",
     "LLMError",
     "LLMReplyError",
@@ -84,6 +89,7 @@ __all__ = [
     "NotFoundError",
     "OpenAIRepairLLM",
     "PolicyRow",
+    "RecallConfig",
     "RepairAttached",
     "RepairBlock",
     "RepairDeps",
@@ -109,6 +115,7 @@ __all__ = [
     "SynthesisOutcome",
     "ToolCall",
     "TraceRow",
+    "TriggersNotPersistedError",
     "__version__",
     "attach_feedback_subscriber",
     "attach_repair_to_policies",
@@ -116,6 +123,7 @@ __all__ = [
     "classify_feedback",
     "context_hash_of",
     "gather_repair_evidence",
+    "guidance_for",
     "merge_repair_block",
     "open_store",
     "parse_repair_block",

@@ -1,11 +1,11 @@
-"""Rule-based classifier for one user feedback message (English and Chinese).
+"""Feedback-shape classifier for one user message (English and Chinese): rules plus a learned tier.
 
-``classify_feedback(text)`` reads the message a user sent right after the
-agent's answer and returns one of eight shapes (see
-``shared/spec/feedback-shapes.md``) plus the phrases a repair needs: what to
+``classify_feedback(text, agent_text=None)`` reads the message a user sent
+right after the agent's answer and returns one of eight shapes (see
+``docs/FEEDBACK_SHAPES.md``) plus the phrases a repair needs: what to
 prefer, what to avoid, the corrected value, the added requirement.
 
-How it decides, in four steps:
+How it decides:
 
 1. *Prepare*: trim, keep a bounded head and tail window of long inputs,
    blank pasted code blocks and log lines (the user's own prose decides),
@@ -17,9 +17,18 @@ How it decides, in four steps:
 4. *Resolve*: among shapes with enough evidence, the spec's tie-break order
    decides (preference > correction > constraint > negative > positive >
    confusion > instruction); with none, ``unknown``.
+5. *Learned tier* (``learned.py``, trained by ``python -m
+   memos_feedback.train``): a logistic regression over character n-grams of
+   the prepared text gives a probability per shape.
+6. *Combine* (``_combine``): the rules' shape stands unless the learned tier
+   all but rules it out; where the rules found nothing, a confident learned
+   shape wins. The confidence is calibrated (``fit_calibration``).
 
-Extraction then runs only for the chosen shape. Everything is deterministic
-and takes time linear in the input (bounded windows, bounded patterns).
+Extraction then runs only for the chosen shape. With ``agent_text``, bare
+messages are completed from the agent's previous turn (``_context.py``).
+Everything is deterministic and takes time linear in the input (bounded
+windows, bounded patterns). ALGORITHMS.md, "Feedback classifier", has the
+details and the measured figures.
 
 *Gating* keeps steps 2 and 3 cheap. A message can match only a few of the
 ~150 masks and cues, and one ``regex`` call costs about a microsecond even
@@ -50,6 +59,7 @@ import json
 import logging
 import operator
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,7 +68,9 @@ from typing import Any, Final, NamedTuple
 import regex
 
 from . import _classifier_rules as rules
+from . import _context
 from .errors import InvalidInputError
+from .learned import LearnedModel, shipped_model
 
 __all__ = ["ClassifiedFeedback", "Shape", "classify_feedback"]
 
@@ -127,6 +139,8 @@ _FENCE = "```"
 # How far back from an anchor extraction looks for the start of a phrase;
 # keeps every extraction step bounded even inside one very long clause.
 _LOOKBACK = 160
+# Clauses extraction reads at most (head and tail).
+_MAX_CLAUSES = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +183,14 @@ class _View:
         return start, max(start, end)
 
     def clauses(self) -> list[tuple[int, int]]:
-        """Every non-blank clause, in order."""
-        bounds = zip((0, *self.break_ends), (*self.break_starts, len(self.prose)), strict=True)
+        """The non-blank clauses, in order: the first and last ``_MAX_CLAUSES // 2`` of them.
+
+        A value is stated near the start or the end of a message; the bound keeps
+        extraction cheap on text made of thousands of tiny clauses ("a, a, a, …").
+        """
+        bounds = list(zip((0, *self.break_ends), (*self.break_starts, len(self.prose)), strict=True))
+        if len(bounds) > _MAX_CLAUSES:
+            bounds = bounds[: _MAX_CLAUSES // 2] + bounds[-_MAX_CLAUSES // 2 :]
         return [(a, b) for a, b in bounds if self.prose[a:b].strip()]
 
 
@@ -1665,20 +1685,146 @@ def _extract_constraint(view: _View, anchor: int) -> str | None:
 
 
 # ---------------------------------------------------------------------------
+# Step 6: the learned tier, and how it combines with the rules
+# ---------------------------------------------------------------------------
+# The rules' shape stands unless the learned tier all but rules it out (its
+# probability for that shape below ``_FLOOR``); where the rules found no shape
+# (``unknown``) or are ruled out, the learned tier's top shape wins. Chosen on
+# out-of-fold answers on data the rules were never tuned on
+# (``train.CALIBRATION_FILES``); see ALGORITHMS.md, "Combination".
+_FLOOR: Final = 0.02
+# Where the rules found nothing, the learned tier's top shape needs this much,
+# and may not be ``confusion``: a question the rules do not read as being about
+# the agent's choice or meaning is about something else (spec rule 6).
+_OVERRIDE_UNKNOWN: Final = 0.5
+
+
+class Combined(NamedTuple):
+    """The two tiers' answers for one message, and the combination's (before calibration)."""
+
+    shape: Shape
+    raw: float  # the learned probability of ``shape`` (or the rules' confidence without a model)
+    agree: bool  # both tiers chose ``shape``
+    rule_shape: Shape
+    learned_shape: Shape | None
+
+
+def prepared_text(text: object) -> str:
+    """The text both tiers read: trimmed, windowed, code blanked, folded."""
+    trimmed = _coerce(text).strip()
+    return _prepare(trimmed).norm if trimmed else ""
+
+
+def _combine(
+    rule: Shape, rule_conf: float, norm: str, model: LearnedModel | None
+) -> Combined:
+    if model is None:
+        return Combined(rule, rule_conf, True, rule, None)
+    probs = model.probabilities(norm)
+    top_value = max(probs, key=probs.__getitem__)
+    top = Shape(top_value)
+    if top is rule:
+        return Combined(rule, probs[top_value], True, rule, top)
+    if rule is Shape.UNKNOWN:
+        if probs[top_value] < _OVERRIDE_UNKNOWN or top is Shape.CONFUSION:
+            return Combined(rule, probs[rule.value], False, rule, top)
+    elif probs[rule.value] >= _FLOOR:
+        return Combined(rule, probs[rule.value], False, rule, top)
+    return Combined(top, probs[top_value], False, rule, top)
+
+
+def combine_raw(text: object, model: LearnedModel | None) -> Combined:
+    """Both tiers' answers and the uncalibrated combination (for training and calibration)."""
+    trimmed = _coerce(text).strip()
+    if not trimmed:
+        return Combined(Shape.UNKNOWN, 1.0, True, Shape.UNKNOWN, None)
+    prepared = _prepare(trimmed)
+    _masked, _keys, ev = _score(prepared)
+    rule = _resolve(ev.scores)
+    return _combine(rule, _confidence(rule, ev.scores), prepared.norm, model)
+
+
+# Calibration: raw score bins; each group (tiers agree / disagree) maps a bin
+# to the observed accuracy of the combination there (monotone, smoothed).
+_CAL_EDGES: Final = (0.4, 0.55, 0.7, 0.85, 1.0)
+
+
+def fit_calibration(rows: Sequence[tuple[Combined, str]]) -> dict[str, list[float]]:
+    """Reliability map fitted on (combined answer, true shape) pairs: group -> accuracy per bin."""
+    out: dict[str, list[float]] = {}
+    for group, agree in (("agree", True), ("disagree", False)):
+        hits = [0] * len(_CAL_EDGES)
+        counts = [0] * len(_CAL_EDGES)
+        for comb, label in rows:
+            if comb.agree is agree:
+                b = _bin(comb.raw)
+                counts[b] += 1
+                hits[b] += comb.shape.value == label
+        # Smoothed towards the bin's own raw score (2 pseudo-counts), then made
+        # non-decreasing (pool adjacent violators).
+        centres = [(lo + hi) / 2 for lo, hi in zip((0.0, *_CAL_EDGES[:-1]), _CAL_EDGES, strict=True)]
+        values = [(h + 2 * c) / (n + 2) for h, n, c in zip(hits, counts, centres, strict=True)]
+        weights = [n + 2 for n in counts]
+        out[group] = [round(v, 3) for v in _pav(values, weights)]
+        out[group + "_counts"] = [float(n) for n in counts]
+    return out
+
+
+def _bin(raw: float) -> int:
+    return min(bisect.bisect_left(_CAL_EDGES, raw), len(_CAL_EDGES) - 1)
+
+
+def _pav(values: list[float], weights: list[int]) -> list[float]:
+    blocks: list[list[float]] = []  # [value, weight, size]
+    for v, w in zip(values, weights, strict=True):
+        blocks.append([v, float(w), 1.0])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            b = blocks.pop()
+            a = blocks[-1]
+            total = a[1] + b[1]
+            a[0] = (a[0] * a[1] + b[0] * b[1]) / total
+            a[1] = total
+            a[2] += b[2]
+    return [b[0] for b in blocks for _ in range(int(b[2]))]
+
+
+def _calibrated(comb: Combined, model: LearnedModel | None) -> float:
+    if model is None or comb.learned_shape is None:
+        return comb.raw
+    table = model.meta.get("calibration")
+    if not isinstance(table, dict):
+        return round(comb.raw, 2)
+    values = table.get("agree" if comb.agree else "disagree")
+    if not isinstance(values, list) or len(values) != len(_CAL_EDGES):
+        return round(comb.raw, 2)
+    return round(float(values[_bin(comb.raw)]), 2)
+
+
+# ---------------------------------------------------------------------------
 # Public entry point
 # ---------------------------------------------------------------------------
-def classify_feedback(text: object) -> ClassifiedFeedback:
+def classify_feedback(text: object, agent_text: object = None) -> ClassifiedFeedback:
     """Classify one user message; see the module docstring and the shapes spec.
 
     ``text`` may be ``str``, ``bytes`` (decoded as UTF-8, bad bytes replaced)
-    or ``None``; anything else raises ``InvalidInputError``.
+    or ``None``; anything else raises ``InvalidInputError``. ``agent_text``,
+    the agent's previous turn, is optional context (see ``classify_with``).
     """
+    return classify_with(text, agent_text=agent_text, model=shipped_model())
+
+
+def classify_with(
+    text: object, *, agent_text: object = None, model: LearnedModel | None = None
+) -> ClassifiedFeedback:
+    """``classify_feedback`` with an explicit learned model (``None``: the rules alone)."""
     trimmed = _coerce(text).strip()
     if not trimmed:
         return ClassifiedFeedback(Shape.UNKNOWN, 0.0, text=trimmed)
     prepared = _prepare(trimmed)
     masked, keys, ev = _score(prepared)
-    shape = _resolve(ev.scores)
+    rule = _resolve(ev.scores)
+    comb = _combine(rule, _confidence(rule, ev.scores), prepared.norm, model)
+    shape = comb.shape
     prefer = avoid = correction = constraint = None
     if shape is Shape.PREFERENCE:
         prefer, avoid = _extract_preference(_View.build(prepared.prose, masked, keys))
@@ -1687,17 +1833,39 @@ def classify_feedback(text: object) -> ClassifiedFeedback:
     elif shape is Shape.CONSTRAINT:
         view = _View.build(prepared.prose, masked, keys)
         constraint = _extract_constraint(view, ev.constraint_anchor)
-    confidence = _confidence(shape, ev.scores)
+    if prefer or avoid or correction or constraint:
+        # A field is the user's own words: never one the preparation changed
+        # (a control character read as a space).
+        prefer, avoid = _verbatim(prefer, trimmed), _verbatim(avoid, trimmed)
+        correction, constraint = _verbatim(correction, trimmed), _verbatim(constraint, trimmed)
+    confidence = _calibrated(comb, model)
     if _log.isEnabledFor(logging.DEBUG):
         _log.debug(
-            "classified %s (%.2f) scores=%s cues=%s",
+            "classified %s (%.2f) rules=%s learned=%s scores=%s cues=%s",
             shape.value,
             confidence,
+            comb.rule_shape.value,
+            comb.learned_shape.value if comb.learned_shape else None,
             {s: round(v, 2) for s, v in ev.scores.items() if v},
             ev.fired,
         )
     # Positional arguments: measurably cheaper than keywords for this frozen class.
-    return ClassifiedFeedback(shape, confidence, prefer, avoid, correction, constraint, trimmed)
+    result = ClassifiedFeedback(shape, confidence, prefer, avoid, correction, constraint, trimmed)
+    if agent_text is not None:
+        result = _context.resolve(result, _coerce(agent_text))
+    return result
+
+
+def _verbatim(value: str | None, text: str) -> str | None:
+    if value is None or value not in text:
+        return None
+    # A field must not end inside a combining sequence ("C" of "C\u0301"):
+    # after normalising both, it must still be found in the message.
+    if not value.isascii() or not text.isascii():
+        folded = unicodedata.normalize("NFKC", value).casefold()
+        if folded not in unicodedata.normalize("NFKC", text).casefold():
+            return None
+    return value
 
 
 def _main(argv: Sequence[str] | None = None) -> int:

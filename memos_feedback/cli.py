@@ -1,33 +1,104 @@
 """``memos-feedback``: the command line.
 
-Exit codes: 0 success, 2 bad usage (argparse), 1 a library error, printed
-as one line without a traceback.
+Exit codes: 0 success, 2 bad usage (argparse, including arguments that are
+out of range or not valid UTF-8), 1 any error, printed as one line
+``memos-feedback: error: …`` on stderr without a traceback (``--debug`` or
+``MEMOS_FEEDBACK_DEBUG=1`` adds the traceback of unexpected errors), 130
+on Ctrl-C. A closed stdout (``memos-feedback demo | head -1``) ends the
+command quietly, the way Python's documentation recommends.
+
+Read commands (``repairs list|show``, ``queue list|stats``, ``db
+current``) open the database read-only: they never create, migrate or
+change it, so a mistyped ``--db`` is an error instead of a new database.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
+import traceback
 from collections.abc import Callable, Sequence
+from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import MemosFeedbackError
 
-__all__ = ["main"]
+if TYPE_CHECKING:
+    from .store import Store
+
+__all__ = ["DEBUG_ENV", "build_parser", "main"]
 
 Handler = Callable[[argparse.Namespace], int]
+
+PROG = "memos-feedback"
+DEBUG_ENV = "MEMOS_FEEDBACK_DEBUG"
+DESCRIPTION = (
+    "Close the feedback loop of LLM agents: classify user feedback, review the decision "
+    "repairs (preference / anti-pattern pairs) written into the database, operate the "
+    "durable repair queue and migrate the schema."
+)
+EPILOG = (
+    "The database is --db URL (before or after the command), else MEMOS_FEEDBACK_DB_URL, "
+    "else a SQLite file in the user data directory. Read commands never create or change it; "
+    "`memos-feedback db upgrade` creates and migrates it. "
+    "`memos-feedback COMMAND --help` tells more."
+)
+# The repositories' and the queue's own bound for ``limit``.
+MAX_LIMIT = 10_000
 
 
 def _print_json(data: Any) -> None:
     print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 
-def _store(args: argparse.Namespace) -> Any:
+def _store(args: argparse.Namespace, *, read_only: bool = False, at_head: bool = True) -> Store:
+    """The store of ``--db``; read commands pass ``read_only=True``."""
     from .store import open_store
 
-    return open_store(args.db)
+    return open_store(args.db, read_only=read_only, migrate_to_head=at_head)
+
+
+# -- argument types (argparse turns their ValueError into a usage error) -------
+
+
+def _limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not 1 <= value <= MAX_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_LIMIT}, got {text}")
+    return value
+
+
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def _not_utf8(args: argparse.Namespace) -> str | None:
+    """The first argument that is not valid UTF-8, or None.
+
+    Python decodes argv with ``surrogateescape``: undecodable bytes become
+    lone surrogates, which no database, JSON encoder or terminal accepts.
+    """
+    for name, value in vars(args).items():
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                shown = value.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+                return f"argument {name.replace('_', '-')} is not valid UTF-8: {shown}"
+    return None
 
 
 # -- commands -----------------------------------------------------------------
@@ -63,7 +134,7 @@ def _repair_line(row: Any) -> str:
 
 
 def cmd_repairs_list(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with _store(args, read_only=True) as store:
         rows = store.repairs.list(context_hash=args.context_hash, limit=args.limit)
     if args.json:
         _print_json([asdict(r) for r in rows])
@@ -76,7 +147,7 @@ def cmd_repairs_list(args: argparse.Namespace) -> int:
 
 
 def cmd_repairs_show(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with _store(args, read_only=True) as store:
         row = store.repairs.get(args.id)
     if args.json:
         _print_json(asdict(row))
@@ -107,7 +178,14 @@ def cmd_run_once(args: argparse.Namespace) -> int:
         user_text=args.text,
     )
     with _store(args) as store, attach_feedback_subscriber(store, config=config) as sub:
-        result = sub.run_once(inp).result(timeout=args.timeout)
+        try:
+            result = sub.run_once(inp).result(timeout=args.timeout)
+        except FutureTimeoutError:
+            # The job is committed before run_once returns: it is not lost.
+            raise MemosFeedbackError(
+                f"no result within {args.timeout:g} s; the job stays queued "
+                "(see `memos-feedback queue list`)"
+            ) from None
     if result.skipped:
         print(f"skipped: {result.skipped_reason}")
     else:
@@ -119,19 +197,17 @@ def cmd_run_once(args: argparse.Namespace) -> int:
 
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
     with _store(args) as store:
-        print(f"{store.url}: at revision {store.revision()}")
+        shown = store.engine.url.render_as_string(hide_password=True)
+        print(f"{shown}: at revision {store.revision()}")
     return 0
 
 
 def cmd_db_current(args: argparse.Namespace) -> int:
-    from .store import create_store_engine, default_url, migrate
+    from .store import migrate
 
-    url = args.db or default_url()
-    engine = create_store_engine(url)
-    try:
-        current = migrate.current_revision(engine)
-    finally:
-        engine.dispose()
+    # Any revision is fine here: telling it is the point.
+    with _store(args, read_only=True, at_head=False) as store:
+        current = store.revision()
     head = migrate.head_revision()
     print(
         f"{current or 'empty'} (head {head}){'' if current == head else ' — run: memos-feedback db upgrade'}"
@@ -142,13 +218,13 @@ def cmd_db_current(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    return run_demo(use_llm=args.llm)
+    return run_demo(use_llm=args.llm, workdir=args.keep)
 
 
 def cmd_queue_list(args: argparse.Namespace) -> int:
     from .queue import RepairQueue
 
-    with _store(args) as store:
+    with _store(args, read_only=True) as store:
         jobs = RepairQueue(store).list(status=args.status, limit=args.limit)
     if args.json:
         _print_json([asdict(j) for j in jobs])
@@ -182,7 +258,7 @@ def cmd_queue_purge(args: argparse.Namespace) -> int:
 def cmd_queue_stats(args: argparse.Namespace) -> int:
     from .queue import RepairQueue
 
-    with _store(args) as store:
+    with _store(args, read_only=True) as store:
         stats = RepairQueue(store).stats()
     if args.json:
         _print_json(stats)
@@ -196,22 +272,28 @@ def cmd_queue_stats(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--db", metavar="URL", help="database URL (default: MEMOS_FEEDBACK_DB_URL or user data dir)"
-    )
+    from . import __version__
 
-    parser = argparse.ArgumentParser(
-        prog="memos-feedback", description=__doc__.splitlines()[0] if __doc__ else None
+    db_help = "database URL (default: MEMOS_FEEDBACK_DB_URL or a file in the user data dir)"
+    # After the command, --db must not reset a value given before it:
+    # SUPPRESS leaves the namespace alone unless the option is present.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", metavar="URL", default=argparse.SUPPRESS, help=db_help)
+
+    parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--db", metavar="URL", default=None, help=db_help)
+    parser.add_argument(
+        "--debug", action="store_true", help=f"show tracebacks of unexpected errors (or set {DEBUG_ENV}=1)"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, handler: Handler, help: str, parent: Any = sub) -> argparse.ArgumentParser:
-        p: argparse.ArgumentParser = parent.add_parser(name, parents=[common], help=help)
+        p: argparse.ArgumentParser = parent.add_parser(name, parents=[common], help=help, description=help)
         p.set_defaults(handler=handler)
         return p
 
-    p = add("classify", cmd_classify, "classify one feedback message")
+    p = add("classify", cmd_classify, "classify one feedback message (needs no database)")
     p.add_argument("text")
     p.add_argument("--json", action="store_true")
 
@@ -220,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p = add("list", cmd_repairs_list, "newest repairs first", repairs)
     p.add_argument("--context-hash")
-    p.add_argument("--limit", type=int, default=100)
+    p.add_argument("--limit", type=_limit, default=100, help=f"1..{MAX_LIMIT} (default 100)")
     p.add_argument("--json", action="store_true")
     p = add("show", cmd_repairs_show, "one repair in full", repairs)
     p.add_argument("id")
@@ -230,25 +312,33 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("id")
         p.set_defaults(verdict=verdict)
 
+    from .recall.cli import add_parsers as add_recall_parsers
+    from .recall.cli import cmd_repairs_embed
+
+    p = add("embed", cmd_repairs_embed, "backfill repair embeddings (extra [embeddings])", repairs)
+    p.add_argument("--model", help="a local sentence-transformers model directory (default: packaged)")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--all", action="store_true", help="re-embed every repair, not only missing ones")
+    add_recall_parsers(sub, common, only=("guidance",))
     p = add("run-once", cmd_run_once, "queue a manual repair and wait for it")
     p.add_argument("--session", required=True)
     p.add_argument("--context-hash", required=True)
     p.add_argument("--tool")
     p.add_argument("--text", help="user feedback text to classify with it")
-    p.add_argument("--timeout", type=float, default=120.0)
+    p.add_argument("--timeout", type=_timeout, default=120.0, help="seconds to wait (default 120)")
 
     db = sub.add_parser("db", help="schema migrations").add_subparsers(
         dest="db_command", required=True, metavar="ACTION"
     )
-    add("upgrade", cmd_db_upgrade, "migrate the database to the newest schema", db)
-    add("current", cmd_db_current, "show the database's schema revision", db)
+    add("upgrade", cmd_db_upgrade, "create or migrate the database to the newest schema", db)
+    add("current", cmd_db_current, "show the database's schema revision (read-only)", db)
 
     queue = sub.add_parser("queue", help="inspect and operate the durable repair queue").add_subparsers(
         dest="queue_command", required=True, metavar="ACTION"
     )
     p = add("list", cmd_queue_list, "jobs in queue order", queue)
     p.add_argument("--status", choices=("pending", "running", "done", "dead"))
-    p.add_argument("--limit", type=int, default=100)
+    p.add_argument("--limit", type=_limit, default=100, help=f"1..{MAX_LIMIT} (default 100)")
     p.add_argument("--json", action="store_true")
     p = add("retry", cmd_queue_retry, "put a dead job back to pending, attempts reset", queue)
     p.add_argument("id")
@@ -257,24 +347,61 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("stats", cmd_queue_stats, "counts per status, depth, oldest pending age", queue)
     p.add_argument("--json", action="store_true")
 
-    p = add("demo", cmd_demo, "play a scripted agent session on a fresh temporary database")
+    p = add("demo", cmd_demo, "play a scripted agent session on a fresh database")
     p.add_argument(
         "--llm", action="store_true", help="synthesize with the configured OpenAI-compatible endpoint"
     )
+    p.add_argument(
+        "--keep",
+        metavar="DIR",
+        help="keep the database and audit log in DIR (created if missing) and print their paths; "
+        "by default they live in a temporary folder deleted at the end",
+    )
     return parser
+
+
+def _error(message: str) -> None:
+    """One line on stderr (whose ``backslashreplace`` prints even lone surrogates)."""
+    line = " ".join(str(message).split()) or "unknown error"
+    print(f"{PROG}: error: {line}", file=sys.stderr)
+
+
+def _quiet_broken_pipe() -> int:
+    # Python's documented recipe: point stdout at devnull so the flush at
+    # interpreter exit does not raise (and print) BrokenPipeError again.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+    return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    problem = _not_utf8(args)
+    if problem is not None:
+        parser.error(problem)
+    debug = args.debug or os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes", "on")
     handler: Handler = args.handler
     try:
-        return handler(args)
-    except MemosFeedbackError as exc:
-        print(f"memos-feedback: error: {exc}", file=sys.stderr)
-        return 1
+        code = handler(args)
+        sys.stdout.flush()  # a closed pipe shows up here, inside the handler below
+        return code
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
     except KeyboardInterrupt:
         return 130
+    except MemosFeedbackError as exc:
+        _error(str(exc))
+        return 1
+    except Exception as exc:
+        if debug:
+            traceback.print_exc()
+        hint = "" if debug else f" (run with --debug or {DEBUG_ENV}=1 for the traceback)"
+        _error(f"unexpected {type(exc).__name__}: {exc}{hint}")
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,7 +2,10 @@
 
 Values come from defaults, environment variables ``MEMOS_FEEDBACK_<KEY>``
 or a TOML file. All of them go through the same validation, so a bad value
-fails loudly with the key and the value named, wherever it came from.
+fails loudly with the key and the value named, wherever it came from —
+always as ``ConfigError``, whatever the type of what was passed (a
+non-mapping, a non-str environment value, an unreadable or non-UTF-8 file,
+a path with NUL or lone surrogates).
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ from .errors import ConfigError
 __all__ = ["ENV_PREFIX", "FeedbackConfig"]
 
 ENV_PREFIX = "MEMOS_FEEDBACK_"
+
+# Integer settings are milliseconds or counts that end up in BIGINT columns
+# and float arithmetic: beyond 2**53 they are a mistake, not a setting.
+MAX_INT = 2**53
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -65,10 +72,13 @@ class FeedbackConfig:
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], base: FeedbackConfig | None = None) -> FeedbackConfig:
         """Build from a plain mapping; unknown keys raise ``ConfigError``."""
+        if not isinstance(values, Mapping):
+            raise ConfigError("values", values, "must be a mapping of setting name to value")
+        _check_base(base)
         known = set(cls.keys())
         for key in values:
-            if key not in known:
-                raise ConfigError(str(key), values[key], "unknown key")
+            if not isinstance(key, str) or key not in known:
+                raise ConfigError(repr(key) if not isinstance(key, str) else key, values[key], "unknown key")
         return dataclasses.replace(base or cls(), **dict(values))
 
     @classmethod
@@ -81,12 +91,18 @@ class FeedbackConfig:
         prefix is shared with other settings (``MEMOS_FEEDBACK_DB_URL``).
         """
         env = os.environ if environ is None else environ
+        if not isinstance(env, Mapping):
+            raise ConfigError("environ", env, "must be a mapping of variable name to str")
+        _check_base(base)
         types = _field_types()
         values: dict[str, Any] = {}
         for key in cls.keys():  # noqa: SIM118 (a classmethod, not dict.keys)
             raw = env.get(ENV_PREFIX + key.upper())
-            if raw is not None:
-                values[key] = _parse_text(key, raw, types[key])
+            if raw is None:
+                continue
+            if not isinstance(raw, str):
+                raise ConfigError(key, raw, f"{ENV_PREFIX + key.upper()} must be a str")
+            values[key] = _parse_text(key, raw, types[key])
         return cls.from_mapping(values, base)
 
     @classmethod
@@ -96,12 +112,22 @@ class FeedbackConfig:
         Keys may sit at the top level or in a ``[memos_feedback]`` table
         (also ``[tool.memos_feedback]``, so ``pyproject.toml`` works).
         """
+        if not isinstance(path, (str, os.PathLike)):
+            raise ConfigError("path", path, "must be a str or os.PathLike")
+        _check_base(base)
         try:
             data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except OSError as exc:
-            raise ConfigError("path", str(path), f"cannot read file: {exc}") from exc
+            raise ConfigError("path", str(path), f"cannot read file: {exc.strerror or exc}") from exc
+        except UnicodeDecodeError as exc:
+            reason = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+            raise ConfigError("path", str(path), reason) from exc
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError("path", str(path), f"not valid TOML: {exc}") from exc
+        except (ValueError, UnicodeError) as exc:
+            # A path with NUL or lone surrogates (``embedded null byte``,
+            # ``surrogates not allowed``) names no file.
+            raise ConfigError("path", str(path), f"not a usable file name: {exc}") from exc
         table: Any = data
         if isinstance(data.get("tool"), dict) and "memos_feedback" in data["tool"]:
             table = data["tool"]["memos_feedback"]
@@ -113,6 +139,11 @@ class FeedbackConfig:
         if not isinstance(table, dict):
             raise ConfigError("memos_feedback", table, "must be a TOML table")
         return cls.from_mapping(table, base)
+
+
+def _check_base(base: object) -> None:
+    if base is not None and not isinstance(base, FeedbackConfig):
+        raise ConfigError("base", base, "must be a FeedbackConfig or None")
 
 
 def _field_types() -> dict[str, type]:
@@ -148,12 +179,18 @@ def _validate(cfg: FeedbackConfig) -> None:
             # bool is an int subclass; True as a count is a mistake.
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ConfigError(key, value, "expected an integer")
+            if not -MAX_INT <= value <= MAX_INT:
+                raise ConfigError(key, value, f"must be <= 2**53 ({MAX_INT})")
         elif isinstance(default, float):
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise ConfigError(key, value, "expected a number")
-            if value != value or value in (float("inf"), float("-inf")):
+            try:
+                number = float(value)  # an int beyond the float range overflows
+            except OverflowError:
+                raise ConfigError(key, value, "must be finite") from None
+            if number != number or number in (float("inf"), float("-inf")):
                 raise ConfigError(key, value, "must be finite")
-            object.__setattr__(cfg, key, float(value))
+            object.__setattr__(cfg, key, number)
 
     def at_least(key: str, low: float) -> None:
         value = getattr(cfg, key)

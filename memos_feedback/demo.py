@@ -5,6 +5,13 @@ tool fails three times in a row (a burst → a repair), the user corrects
 the agent in Chinese (a preference repair), says thanks (nothing written),
 and the policy the episodes came from gets its ``@repair`` block. Every
 event prints as it happens.
+
+By default the database and the audit log live in a temporary folder that
+is deleted at the end, so no path to them is printed; ``workdir`` (the
+command line's ``--keep DIR``) keeps them in that folder and prints where.
+If stdout closes early (``memos-feedback demo | head -1``) the demo stops
+printing, finishes, cleans up, and raises ``BrokenPipeError`` for the
+caller to handle.
 """
 
 from __future__ import annotations
@@ -12,14 +19,16 @@ from __future__ import annotations
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
 from .audit import AuditLog
 from .config import FeedbackConfig
+from .errors import InvalidInputError
 from .events import FeedbackBus, FeedbackEvent, event_to_dict
 from .llm import OpenAIRepairLLM
-from .store import ToolCall, open_store
+from .store import Store, ToolCall, open_store
 from .subscriber import attach_feedback_subscriber
 
 __all__ = ["run_demo"]
@@ -45,27 +54,73 @@ def _describe(event: FeedbackEvent) -> str:
 
 
 def run_demo(out: TextIO = sys.stdout, use_llm: bool = False, workdir: str | None = None) -> int:
-    tmp = tempfile.TemporaryDirectory(prefix="memos-feedback-demo-") if workdir is None else None
-    base = Path(workdir or tmp.name)  # type: ignore[union-attr]
-    db_url = f"sqlite:///{base / 'demo.db'}"
+    """Play the session; ``workdir`` keeps ``demo.db`` and ``audit.jsonl`` there."""
+    if workdir is not None:
+        keep = Path(workdir).expanduser()
+        if (keep / "demo.db").exists():
+            raise InvalidInputError(f"{keep / 'demo.db'} already exists; give --keep an empty or new folder")
+        try:
+            keep.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InvalidInputError(f"cannot create {keep}: {exc.strerror or exc}") from exc
+        return _play(out, use_llm, keep, kept=True)
+    with tempfile.TemporaryDirectory(prefix="memos-feedback-demo-") as tmp:
+        return _play(out, use_llm, Path(tmp), kept=False)
+
+
+def _play(out: TextIO, use_llm: bool, base: Path, *, kept: bool) -> int:
+    db_path = base / "demo.db"
+    audit_path = base / "audit.jsonl"
     started = time.monotonic()
+    pipe_closed = False
 
     def say(text: str) -> None:
-        print(text, file=out, flush=True)
+        # Events print from the subscriber's threads too: a closed pipe must
+        # not raise there, so remember it and stop printing.
+        nonlocal pipe_closed
+        if pipe_closed:
+            return
+        try:
+            print(text, file=out, flush=True)
+        except BrokenPipeError:
+            pipe_closed = True
 
     def feed(event: FeedbackEvent) -> None:
         say(f"  [{(time.monotonic() - started) * 1000:7.1f} ms] {event.kind:<20} {_describe(event)}")
 
     config = FeedbackConfig(use_llm=use_llm)
     llm = OpenAIRepairLLM() if use_llm else None
-    store = open_store(db_url)
-    bus = FeedbackBus()
-    bus.on_any(feed)
-    audit = AuditLog(base / "audit.jsonl")
-    audit.attach(bus)
-    say(f"memos-feedback demo — database {db_url} (schema {store.revision()})")
-    say(f"synthesis: {'LLM at ' + str(llm.base_url) if llm else 'template (no API key needed)'}\n")
+    store = open_store(f"sqlite:///{db_path}")
+    audit = AuditLog(audit_path)
+    try:
+        bus = FeedbackBus()
+        bus.on_any(feed)
+        audit.attach(bus)
+        where = f"database {db_path}" if kept else "a temporary database (pass --keep DIR to keep it)"
+        say(f"memos-feedback demo — {where} (schema {store.revision()})")
+        say(f"synthesis: {'LLM at ' + str(llm.base_url) if llm else 'template (no API key needed)'}\n")
+        _script(store, bus, llm, config, say)
+        audit_lines = audit_path.read_text(encoding="utf-8").count("\n")
+        if kept:
+            say(f"\naudit log: {audit_lines} lines in {audit_path}")
+            say(f"kept: {db_path} and {audit_path}")
+        else:
+            say(f"\naudit log: {audit_lines} lines (deleted with the temporary database)")
+    finally:
+        audit.close()
+        store.close()
+    if pipe_closed:
+        raise BrokenPipeError("stdout was closed")
+    return 0
 
+
+def _script(
+    store: Store,
+    bus: FeedbackBus,
+    llm: OpenAIRepairLLM | None,
+    config: FeedbackConfig,
+    say: Callable[[str], None],
+) -> None:
     policy = store.policies.add(
         "Install JavaScript dependencies",
         boundary="Install packages with the project's own package manager.\nNever edit lockfiles by hand.",
@@ -122,11 +177,3 @@ def run_demo(out: TextIO = sys.stdout, use_llm: bool = False, workdir: str | Non
     say(f"\npolicy {policy.id} boundary now:")
     for line in store.policies.get(policy.id).boundary.splitlines():
         say(f"  {line}")
-    audit_path = base / "audit.jsonl"
-    audit_lines = audit_path.read_text(encoding="utf-8").count("\n")
-    say(f"\naudit log: {audit_lines} lines in {audit_path}")
-    audit.close()
-    store.close()
-    if tmp is not None:
-        tmp.cleanup()
-    return 0

@@ -56,7 +56,22 @@ class ConfigError(MemosFeedbackError):
         self.key = key
         self.value = value
         self.reason = reason
-        super().__init__(f"invalid config {key}={value!r}: {reason}")
+        super().__init__(f"invalid config {key}={_short_repr(value)}: {reason}")
+
+
+def _short_repr(value: object, limit: int = 80) -> str:
+    """``repr(value)``, cut to ``limit`` characters, never raising.
+
+    A message must not fail to build: ``repr`` of an int past 4300 digits
+    raises ``ValueError``, and a megabyte value would bury the key.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"<int of {value.bit_length()} bits>"
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class StoreError(MemosFeedbackError):

@@ -1,6 +1,6 @@
 """Score the feedback classifier against a labelled JSON Lines file.
 
-    python -m memos_feedback.eval LABELS.jsonl [--errors N] [--by-lang] [--json]
+    python -m memos_feedback.eval LABELS.jsonl [--errors N] [--by-lang] [--json] [--no-context]
     python -m memos_feedback.eval recall CASES.jsonl [--mode lexical|semantic|both] [--json]
 
 Figures, as ``feedback-shapes.md`` ("How a classifier is scored") defines them:
@@ -16,6 +16,10 @@ Figures, as ``feedback-shapes.md`` ("How a classifier is scored") defines them:
   and removing surrounding quotes and punctuation. A field the label does
   not have is not compared: the spec only requires fields "where the message
   contains them", so an extra guess is not an error here.
+
+A line may carry ``agent_text`` (the agent's previous turn); it is passed to
+the classifier as context unless ``--no-context`` is given
+(``tests/data/feedback_context_pairs.jsonl``).
 
 ``evaluate(records)`` returns the same figures as an ``EvalReport`` for tests.
 A malformed line is reported with its number and exit status 2.
@@ -69,6 +73,7 @@ class LabelledMessage:
     shape: str
     lang: str
     fields: dict[str, str]
+    agent_text: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +142,12 @@ def _parse_line(raw: str, line: int) -> LabelledMessage:
         fields[name] = value
     lang = obj.get("lang", "")
     ident = obj.get("id", f"line-{line}")
-    return LabelledMessage(id=str(ident), text=text, shape=shape, lang=str(lang or ""), fields=fields)
+    agent_text = obj.get("agent_text")
+    if agent_text is not None and not isinstance(agent_text, str):
+        raise EvalDataError(line, "'agent_text' must be a string")
+    return LabelledMessage(
+        id=str(ident), text=text, shape=shape, lang=str(lang or ""), fields=fields, agent_text=agent_text
+    )
 
 
 def load_labels(path: str | Path) -> list[LabelledMessage]:
@@ -211,12 +221,26 @@ def _slice(rows: Sequence[tuple[LabelledMessage, ClassifiedFeedback]]) -> SliceR
     )
 
 
+def _run(
+    classify: Callable[..., ClassifiedFeedback], rec: LabelledMessage, context: bool
+) -> ClassifiedFeedback:
+    if context and rec.agent_text is not None:
+        return classify(rec.text, rec.agent_text)
+    return classify(rec.text)
+
+
 def evaluate(
     records: Iterable[LabelledMessage],
-    classify: Callable[[str], ClassifiedFeedback] = classify_feedback,
+    classify: Callable[..., ClassifiedFeedback] = classify_feedback,
+    *,
+    context: bool = True,
 ) -> EvalReport:
-    """Run ``classify`` over labelled messages and compute the scoring figures."""
-    rows = [(rec, classify(rec.text)) for rec in records]
+    """Run ``classify`` over labelled messages and compute the scoring figures.
+
+    A message with ``agent_text`` is classified as ``classify(text, agent_text)``
+    when ``context`` is true, else as ``classify(text)``.
+    """
+    rows = [(rec, _run(classify, rec, context)) for rec in records]
     pairs = [(lab.shape, got.shape.value) for lab, got in rows]
     overall = _slice(rows)
     _, per_shape = _macro_f1(pairs)
@@ -302,6 +326,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--by-lang", action="store_true", help="add per-language figures")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--no-context", action="store_true", help="ignore the agent_text of labelled pairs"
+    )
     args = parser.parse_args(args_in)
     try:
         records = load_labels(args.labels)
@@ -311,7 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         print(f"error: cannot read {args.labels}: {exc}", file=sys.stderr)
         return 2
-    report = evaluate(records)
+    report = evaluate(records, context=not args.no_context)
     if args.json:
         payload = asdict(report)
         payload["errors"] = payload["errors"][: max(args.errors, 0)]

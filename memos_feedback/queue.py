@@ -35,6 +35,7 @@ import os
 import random
 import socket
 import threading
+import time
 import unicodedata
 import uuid
 from collections.abc import Iterable, Sequence
@@ -48,7 +49,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, aliased
 
 from .config import FeedbackConfig
-from .errors import InvalidInputError, NotFoundError, StoreError
+from .errors import InvalidInputError, NotFoundError, StoreBusyError, StoreError
 from .limits import (
     CONTEXT_CHAR_CAP,
     ID_CHAR_CAP,
@@ -57,7 +58,7 @@ from .limits import (
     clean_optional,
     clean_text,
 )
-from .repair import RepairInput, context_lock_key
+from .repair import RepairInput, context_lock_key, cooldown_family
 from .signals import FailureRecord
 from .store import Store
 from .store.models import DecisionRepairModel, RepairJobModel
@@ -242,7 +243,10 @@ def _check_id(job_id: object) -> None:
 
 def backoff_ms(attempt: int, config: FeedbackConfig, rng: random.Random) -> int:
     """Delay before retry number ``attempt`` (1-based): exponential, capped, jittered."""
-    base = config.retry_initial_ms * config.retry_multiplier ** max(0, attempt - 1)
+    try:
+        base = config.retry_initial_ms * config.retry_multiplier ** max(0, attempt - 1)
+    except OverflowError:  # a huge multiplier or attempt count: the cap applies
+        base = float(config.retry_max_ms)
     base = min(base, float(config.retry_max_ms))
     jitter = 1.0 + rng.uniform(-config.retry_jitter, config.retry_jitter)
     return max(0, int(base * jitter))
@@ -436,6 +440,11 @@ class RepairQueue:
         if not isinstance(inp, RepairInput):
             raise InvalidInputError(f"enqueue takes RepairInput, got {type(inp).__name__}")
         request = _EnqueueRequest(inp)
+        # A follower waits for the leader's commit, which is itself bounded by
+        # the store's busy timeout; past twice that something is stuck, and
+        # the caller hears so instead of waiting for ever.
+        patience = 2 * self.store.busy_timeout_ms / 1000 + 1.0
+        deadline = time.monotonic() + patience
         with self._group:
             self._waiting.append(request)
             while not request.finished:
@@ -444,7 +453,15 @@ class RepairQueue:
                     self._committing = True
                     batch, self._waiting = self._waiting, []
                     break
-                self._group.wait()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    if request in self._waiting:
+                        self._waiting.remove(request)
+                        raise StoreBusyError(f"enqueueing a repair job waited {patience:g} s for a commit")
+                    # Taken by a leader already: its commit decides.
+                    deadline = time.monotonic() + patience
+                    continue
+                self._group.wait(timeout=left)
             else:
                 batch = []
         if batch:
@@ -539,7 +556,8 @@ class RepairQueue:
         cooldown = self.config.cooldown_ms
         if cooldown > 0:
             newest = select(DecisionRepairModel.context_hash, func.max(DecisionRepairModel.ts)).where(
-                DecisionRepairModel.context_hash.in_(contexts)
+                DecisionRepairModel.context_hash.in_(contexts),
+                DecisionRepairModel.trigger.in_(cooldown_family("failure-burst")),
             )
             for context_hash, ts in s.execute(newest.group_by(DecisionRepairModel.context_hash)):
                 # abs(): a repair "from the future" (the clock went back) does
@@ -734,7 +752,8 @@ class RepairQueue:
             return [_job_row(r) for r in s.execute(stmt)]
 
     def retry(self, job_id: str) -> JobRow:
-        """Put a dead job (or a done job that wrote no repair) back to pending, attempts reset.
+        """Make a job pending and due now, attempts reset: a dead one, one waiting out a
+        backoff, or a done one that wrote no repair.
 
         A done job that wrote a repair is refused: running it again would
         write a second repair for the same trigger.
@@ -748,8 +767,8 @@ class RepairQueue:
             if row is None:
                 raise NotFoundError(f"no job with id {job_id!r}")
             status, repair_id = row
-            if status in ("running", "pending"):
-                raise InvalidInputError(f"job {job_id} is {status}; retry it once it has finished")
+            if status == "running":
+                raise InvalidInputError(f"job {job_id} is running; retry it once it has finished")
             if repair_id is not None:
                 raise InvalidInputError(f"job {job_id} already wrote repair {repair_id}; not retrying it")
             s.execute(

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from sqlalchemy import text
+from sqlalchemy import bindparam, func, select, text
 from sqlalchemy.orm import Session
 
 from .attach import attach_repair_to_policies
@@ -41,6 +41,7 @@ from .recall.embeddings import check_embedder
 from .recall.indexing import RecallFields, annotate, build_source_text, embed_fields
 from .signals import FailureRecord
 from .store import Store
+from .store.models import DecisionRepairModel
 from .store.rows import now_ms
 from .synthesize import DecisionRepairDraft, synthesize_draft
 
@@ -51,6 +52,7 @@ __all__ = [
     "RepairResult",
     "Trigger",
     "context_lock_key",
+    "cooldown_family",
     "run_repair",
 ]
 
@@ -186,11 +188,33 @@ class _Run:
         cooldown = self.deps.config.cooldown_ms
         if cooldown <= 0:
             return False
-        recent = self.deps.store.repairs.recent_for_context(self.inp.context_hash, session=session)
+        params = {"context_hash": self.inp.context_hash, "triggers": list(cooldown_family(self.inp.trigger))}
+        with self.deps.store.session(action="reading the cooldown", session=session) as s:
+            newest = s.execute(_NEWEST_OF_FAMILY, params).scalar()
         # abs(): a repair stamped in the future (the wall clock went back)
         # holds its context for at most cooldown_ms, not until the clock
         # catches up with it.
-        return recent is not None and abs(self.deps.clock() - recent.ts) < cooldown
+        return newest is not None and abs(self.deps.clock() - int(newest)) < cooldown
+
+
+# A user's correction is new information: it must not be held back because
+# a failure burst of the same tool just wrote a repair (and a burst after a
+# correction is evidence the correction did not help). So the cooldown is
+# kept per family of triggers: what the tool did, what people said.
+_TOOL_TRIGGERS = ("failure-burst",)
+_PEOPLE_TRIGGERS = tuple(t for t in TRIGGERS if t not in _TOOL_TRIGGERS)
+_NEWEST_OF_FAMILY = (
+    select(func.max(DecisionRepairModel.ts))
+    .where(
+        DecisionRepairModel.context_hash == bindparam("context_hash"),
+        DecisionRepairModel.trigger.in_(bindparam("triggers", expanding=True)),
+    )
+)
+
+
+def cooldown_family(trigger: str) -> tuple[str, ...]:
+    """The triggers whose repairs hold ``trigger`` in cooldown."""
+    return _TOOL_TRIGGERS if trigger in _TOOL_TRIGGERS else _PEOPLE_TRIGGERS
 
 
 def _mean(values: Sequence[float]) -> float:

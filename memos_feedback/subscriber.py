@@ -76,6 +76,7 @@ from .queue import (
     default_owner,
     input_from_payload,
 )
+from .recall.guidance import Guidance, guidance_for
 from .repair import RepairDeps, RepairInput, RepairResult, run_repair
 from .signals import FailureBurst, FailureRecord, FailureSignals, context_hash_of
 from .store import Store
@@ -185,6 +186,8 @@ class FeedbackSubscriber:
         self._held: dict[str, RepairInput] = {}
         self._refusals: dict[str, int] = {}
         self._buffer_wake = threading.Event()
+        # session id -> (tool, context) of its newest tool step (hot path writes).
+        self._tool_in_play: dict[str, tuple[str, str]] = {}
         self._bad_calls = 0
         self._bad_reported = 0
         self._last_bad = ""
@@ -244,10 +247,21 @@ class FeedbackSubscriber:
         except InvalidInputError as exc:
             self._bad_call(exc)
             return None
+        if session_id is not None:
+            self._in_play(session_id, tool_id, context)
         if burst is not None:
             self._buffer.append(burst)
             self._buffer_wake.set()
         return burst
+
+    def _in_play(self, session_id: str, tool_id: str, context: str) -> None:
+        """Remember the session's newest tool step: a correction typed next is about it."""
+        in_play = self._tool_in_play
+        in_play[session_id] = (tool_id, context)
+        if len(in_play) > self.config.max_tracked_contexts:
+            # Bounded like the failure windows: forget the oldest session.
+            # (Under a race another thread may pop first; that is harmless.)
+            in_play.pop(next(iter(in_play)), None)
 
     def record_tool_success(
         self, tool_id: str, context: str, step: int, session_id: str | None = None
@@ -260,6 +274,9 @@ class FeedbackSubscriber:
             self._record_success(tool_id, context, step)
         except InvalidInputError as exc:
             self._bad_call(exc)
+            return
+        if session_id is not None:
+            self._in_play(session_id, tool_id, context)
 
     def _bad_call(self, why: object) -> None:
         # Plain attribute writes: a lost increment under a race only makes
@@ -293,9 +310,22 @@ class FeedbackSubscriber:
         context: str | None = None,
         episode_id: str | None = None,
     ) -> tuple[ClassifiedFeedback, Future[RepairResult]]:
-        """Classify now; queue (durably) a repair when the shape calls for one."""
+        """Classify now; queue (durably) a repair when the shape calls for one.
+
+        The repair is keyed to the tool in play: ``tool_id``/``context`` when
+        given, else the session's newest recorded tool step, else the
+        session itself (``guidance_for`` finds it by its text either way).
+        """
         self._check_open()
+        for name, value in (("session_id", session_id), ("tool_id", tool_id), ("context", context)):
+            if value is not None and not isinstance(value, str):
+                raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
         feedback = classify_feedback(text)
+        if tool_id is None and session_id is not None:
+            in_play = self._tool_in_play.get(session_id)
+            if in_play is not None:
+                tool_id = in_play[0]
+                context = in_play[1] if context is None else context
         tool = tool_id or USER_TOOL
         ctx = context if context is not None else (session_id or "")
         context_hash = context_hash_of(tool, ctx)
@@ -467,6 +497,28 @@ class FeedbackSubscriber:
             # The block's own exception is the one the caller must see.
             logger.exception("closing the feedback subscriber after an error failed")
 
+    def guidance_for(
+        self,
+        *,
+        tool_id: str | None = None,
+        context: str | None = None,
+        query: str | None = None,
+        project: str | None = None,
+        session_id: str | None = None,
+        limit: int | None = None,
+    ) -> Guidance:
+        """The repairs that apply now: ``guidance_for`` on this handle's store and embedder."""
+        return guidance_for(
+            self.store,
+            tool_id=tool_id,
+            context=context,
+            query=query,
+            project=project,
+            session_id=session_id,
+            limit=limit,
+            embedder=self._embedder,
+        )
+
     def metrics(self) -> dict[str, int | float | None]:
         """Counters since start and queue gauges (depth, oldest pending age)."""
         with self._lock:
@@ -525,7 +577,9 @@ class FeedbackSubscriber:
             burst = self._buffer.popleft()
             # A newer burst of the same context replaces the older one: its
             # window holds the latest evidence, and one job covers both.
-            held.pop(burst.context_hash, None)
+            if held.pop(burst.context_hash, None) is not None:
+                with self._lock:
+                    self._counts["coalesced"] += 1
             held[burst.context_hash] = _burst_input(burst)
         if not held:
             return True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -449,3 +450,50 @@ def test_config_doc_lists_every_key_env_var_and_default() -> None:
         cells = [re.sub(r"[`_]", "", c.strip()) for c in row.split("|")]
         assert shown.replace("_", "") in cells, f"default of {key} ({shown}) not in {row!r}"
     assert "MEMOS_FEEDBACK_DB_URL" in doc
+
+
+# -- issue 9, item 15: wrong types anywhere are ConfigError, never a raw error ----
+
+S = "\ud83d"
+
+
+def _toml(tmp_path: Path, body: bytes) -> Path:
+    path = tmp_path / "bad.toml"
+    path.write_bytes(body)
+    return path
+
+
+BAD_CONFIG_CALLS: list[tuple[str, Callable[[Path], object]]] = [
+    ("constructor int huge", lambda p: FeedbackConfig(cooldown_ms=2**70)),
+    ("constructor int gigantic", lambda p: FeedbackConfig(lease_ms=10**5000)),
+    ("constructor float huge int", lambda p: FeedbackConfig(value_delta=2**1100)),
+    ("constructor str", lambda p: FeedbackConfig(failure_threshold="3")),  # type: ignore[arg-type]
+    ("constructor surrogate", lambda p: FeedbackConfig(use_llm=S)),  # type: ignore[arg-type]
+    ("from_mapping non-mapping", lambda p: FeedbackConfig.from_mapping(5)),  # type: ignore[arg-type]
+    ("from_mapping list", lambda p: FeedbackConfig.from_mapping([("cooldown_ms", 1)])),  # type: ignore[arg-type]
+    ("from_mapping int key", lambda p: FeedbackConfig.from_mapping({1: 2})),  # type: ignore[dict-item]
+    ("from_mapping tuple key", lambda p: FeedbackConfig.from_mapping({("a",): 2})),  # type: ignore[dict-item]
+    ("from_mapping surrogate key", lambda p: FeedbackConfig.from_mapping({S: 2})),
+    ("from_mapping wrong value", lambda p: FeedbackConfig.from_mapping({"cooldown_ms": [1]})),
+    ("from_mapping bad base", lambda p: FeedbackConfig.from_mapping({}, base="x")),  # type: ignore[arg-type]
+    ("from_env non-mapping", lambda p: FeedbackConfig.from_env(environ=5)),  # type: ignore[arg-type]
+    ("from_env int value", lambda p: FeedbackConfig.from_env({"MEMOS_FEEDBACK_LEASE_MS": 5})),  # type: ignore
+    ("from_env surrogate", lambda p: FeedbackConfig.from_env({"MEMOS_FEEDBACK_COOLDOWN_MS": S})),
+    ("from_env huge", lambda p: FeedbackConfig.from_env({"MEMOS_FEEDBACK_COOLDOWN_MS": "9" * 30})),
+    ("from_env digits", lambda p: FeedbackConfig.from_env({"MEMOS_FEEDBACK_COOLDOWN_MS": "9" * 5000})),
+    ("from_env bad base", lambda p: FeedbackConfig.from_env({}, base=5)),  # type: ignore[arg-type]
+    ("from_toml int path", lambda p: FeedbackConfig.from_toml(5)),  # type: ignore[arg-type]
+    ("from_toml surrogate path", lambda p: FeedbackConfig.from_toml(str(p / S))),
+    ("from_toml NUL path", lambda p: FeedbackConfig.from_toml(str(p / "a\x00b"))),
+    ("from_toml directory", lambda p: FeedbackConfig.from_toml(p)),
+    ("from_toml not UTF-8", lambda p: FeedbackConfig.from_toml(_toml(p, b"cooldown_ms = 1 # \xff"))),
+    ("from_toml huge int", lambda p: FeedbackConfig.from_toml(_toml(p, b"lease_ms = 9223372036854775000"))),
+    ("from_toml array", lambda p: FeedbackConfig.from_toml(_toml(p, b"cooldown_ms = [1]\n"))),
+]
+
+
+@pytest.mark.parametrize("call", [c for _, c in BAD_CONFIG_CALLS], ids=[n for n, _ in BAD_CONFIG_CALLS])
+def test_bad_config_input_is_a_config_error(tmp_path: Path, call: Callable[[Path], object]) -> None:
+    with pytest.raises(ConfigError) as info:
+        call(tmp_path)
+    assert len(str(info.value)) < 400  # one readable line, whatever was passed

@@ -424,7 +424,8 @@ def test_recall_columns_and_indexes(db_url: str) -> None:
         for name in ("category", "project", "source_text", "embedding", "embedding_model"):
             assert columns[name]["nullable"], name
         names = {ix["name"] for ix in insp.get_indexes("decision_repairs")}
-        assert {"ix_decision_repairs_ts", "ix_decision_repairs_project_ts", "ix_decision_repairs_tool_id_ts"} <= names
+        wanted = {f"ix_decision_repairs_{c}" for c in ("ts", "project_ts", "tool_id_ts")}
+        assert wanted <= names
         with s.engine.connect() as conn:
             if s.dialect == "postgresql":
                 assert "ix_decision_repairs_source_text_trgm" in names
@@ -443,7 +444,7 @@ def test_recall_columns_and_indexes(db_url: str) -> None:
                 triggers = set(
                     conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'trigger'").scalars()
                 )
-                assert triggers == {"decision_repairs_fts_ai", "decision_repairs_fts_au", "decision_repairs_fts_ad"}
+                assert triggers == {f"decision_repairs_fts_{k}" for k in ("ai", "au", "ad")}
 
 
 def test_old_repairs_survive_0005_and_are_searchable(db_url: str) -> None:
@@ -463,7 +464,8 @@ def test_old_repairs_survive_0005_and_are_searchable(db_url: str) -> None:
         with s.engine.connect() as conn:
             if s.dialect == "sqlite":
                 hit = conn.exec_driver_sql(
-                    "SELECT repair_id FROM decision_repairs_fts WHERE decision_repairs_fts MATCH '\"break-system\"'"
+                    "SELECT repair_id FROM decision_repairs_fts "
+                    "WHERE decision_repairs_fts MATCH '\"break-system\"'"
                 ).scalar()
                 assert hit == "dr_old"
         # and down again keeps the row, without the new columns
@@ -471,6 +473,7 @@ def test_old_repairs_survive_0005_and_are_searchable(db_url: str) -> None:
         columns = {c["name"] for c in inspect(s.engine).get_columns("decision_repairs")}
         assert "source_text" not in columns
         with s.engine.connect() as conn:
-            kept = conn.exec_driver_sql("SELECT anti_pattern FROM decision_repairs WHERE id = 'dr_old'").scalar()
+            sql = "SELECT anti_pattern FROM decision_repairs WHERE id = 'dr_old'"
+            kept = conn.exec_driver_sql(sql).scalar()
         assert kept == "Avoid: pip install --break-system-packages"
         assert not fts_tables(s.engine)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import sqlite3
+import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from memos_feedback.errors import (
     InvalidInputError,
     MemosFeedbackError,
     NotFoundError,
+    StoreBusyError,
     StoreError,
 )
 from memos_feedback.store import (
@@ -623,6 +626,109 @@ def test_sqlite_writer_waits_for_a_lock_instead_of_failing(sqlite_url: str, tmp_
             other.close()
 
 
+# A second, real process holding SQLite's write lock until its stdin closes.
+_LOCK_HOLDER = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute(sys.argv[2])
+print("locked", flush=True)
+sys.stdin.read()
+conn.execute("COMMIT")
+"""
+# The machine running the suite is shared and slow: allow this much on top
+# of the busy timeout. Stacked waits (the bug) take a whole timeout more
+# per waiter, so they still show.
+_SLACK_S = 1.5
+
+
+def _hold_lock(path: Path, begin: str = "BEGIN IMMEDIATE") -> subprocess.Popen[str]:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _LOCK_HOLDER, str(path), begin],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    return holder
+
+
+def _release(holder: subprocess.Popen[str]) -> None:
+    assert holder.stdin is not None
+    holder.stdin.close()
+    assert holder.wait(timeout=30) == 0
+
+
+def test_write_gives_up_after_the_busy_timeout_when_another_process_holds_the_lock(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    with open_store(sqlite_url, busy_timeout_ms=1_000) as s:
+        holder = _hold_lock(tmp_path / "memos_feedback.db")
+        try:
+            started = time.monotonic()
+            with pytest.raises(StoreBusyError, match="locked"):
+                s.traces.add(session_id="s")
+            elapsed = time.monotonic() - started
+        finally:
+            _release(holder)
+        assert 0.9 <= elapsed < 1.0 + _SLACK_S, elapsed
+        assert s.traces.add(session_id="s").session_id == "s"  # usable again once released
+
+
+def test_threads_queueing_on_the_write_lock_share_the_busy_timeout(sqlite_url: str, tmp_path: Path) -> None:
+    """Each thread's write gives up one timeout after *it* started, not after the others."""
+    threads = 5
+    with open_store(sqlite_url, busy_timeout_ms=1_000) as s:
+        holder = _hold_lock(tmp_path / "memos_feedback.db")
+        outcomes: list[tuple[BaseException | None, float]] = []
+        start = threading.Barrier(threads)
+
+        def write() -> None:
+            start.wait()
+            began = time.monotonic()
+            try:
+                s.traces.add(session_id="s")
+                outcomes.append((None, time.monotonic() - began))
+            except BaseException as exc:
+                outcomes.append((exc, time.monotonic() - began))
+
+        workers = [threading.Thread(target=write) for _ in range(threads)]
+        try:
+            for t in workers:
+                t.start()
+            for t in workers:
+                t.join(timeout=60)
+        finally:
+            _release(holder)
+    assert len(outcomes) == threads
+    for exc, elapsed in outcomes:
+        assert isinstance(exc, StoreBusyError), exc
+        assert elapsed < 1.0 + _SLACK_S, elapsed
+
+
+def test_opening_a_locked_non_wal_file_gives_up_after_the_busy_timeout(tmp_path: Path) -> None:
+    """The connect-time switch to WAL is bounded by the same timeout."""
+    path = tmp_path / "rollback.db"
+    plain = sqlite3.connect(path)
+    plain.execute("CREATE TABLE t (x)")
+    plain.commit()
+    plain.close()
+    holder = _hold_lock(path, "BEGIN EXCLUSIVE")
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreBusyError):
+            open_store(f"sqlite:///{path}", busy_timeout_ms=1_000)
+        elapsed = time.monotonic() - started
+    finally:
+        _release(holder)
+    assert elapsed < 1.0 + _SLACK_S, elapsed
+
+
+@pytest.mark.parametrize("value", [-1, 2**70, 1.5, True, "1000", None])
+def test_busy_timeout_must_be_a_sane_int(sqlite_url: str, value: object) -> None:
+    with pytest.raises(InvalidInputError, match="busy_timeout_ms"):
+        open_store(sqlite_url, busy_timeout_ms=value)  # type: ignore[arg-type]
+
+
 def test_in_memory_store_works() -> None:
     with open_store("sqlite://") as s:
         assert s.revision() == head_revision()
@@ -700,3 +806,108 @@ def test_empty_env_url_falls_back_to_the_data_dir(clean_env: pytest.MonkeyPatch,
     clean_env.setenv("MEMOS_FEEDBACK_DB_URL", "")
     clean_env.setattr(platformdirs, "user_data_dir", lambda *a, **k: str(tmp_path))
     assert default_url() == f"sqlite:///{tmp_path / 'memos_feedback.db'}"
+
+
+# -- issue 9, item 15: bad input is always InvalidInputError ----------------------
+
+S = "\ud83d"  # a lone surrogate: not Unicode text, no driver can encode it
+HUGE = 2**70  # beyond BIGINT
+HUGER = 2**1100  # beyond float
+
+
+def _new_policy(s: Store) -> str:
+    return s.policies.add("t").id
+
+
+def _repair(**overrides: Any) -> Callable[[Store], object]:
+    kwargs: dict[str, Any] = {"context_hash": "c", "trigger": "manual", "preference": "p"}
+    kwargs["anti_pattern"] = "a"
+    kwargs.update(overrides)
+    return lambda s: s.repairs.insert(**kwargs)
+
+
+BAD_CALLS: list[tuple[str, Callable[[Store], object]]] = [
+    # traces
+    *[(f"traces.add {k}", lambda s, k=k: s.traces.add(**{"session_id": "s", k: S})) for k in (
+        "session_id", "user_text", "agent_text", "reflection", "episode_id", "id")],
+    ("traces.add tool name", lambda s: s.traces.add("s", tool_calls=[ToolCall(S)])),
+    ("traces.add tool error", lambda s: s.traces.add("s", tool_calls=[ToolCall("t", S)])),
+    ("traces.add tool mapping", lambda s: s.traces.add("s", tool_calls=[{"name": S}])),
+    ("traces.add NUL", lambda s: s.traces.add("s", agent_text="a\x00b")),
+    ("traces.add ts huge", lambda s: s.traces.add("s", ts=HUGE)),
+    ("traces.add value huge", lambda s: s.traces.add("s", value=HUGER)),
+    ("traces.add value str", lambda s: s.traces.add("s", value="0.5")),
+    ("traces.add long id", lambda s: s.traces.add("s", id="x" * 65)),
+    ("traces.add long session", lambda s: s.traces.add("x" * 256)),
+    ("traces.add tool_calls int", lambda s: s.traces.add("s", tool_calls=5)),
+    ("traces.get surrogate", lambda s: s.traces.get(S)),
+    ("traces.get int", lambda s: s.traces.get(5)),
+    ("traces.list surrogate", lambda s: s.traces.list(S)),
+    ("traces.list limit str", lambda s: s.traces.list("s", limit="x")),
+    ("traces.list limit huge", lambda s: s.traces.list("s", limit=HUGE)),
+    # policies
+    *[(f"policies.add {k}", lambda s, k=k: s.policies.add(**{"title": "t", k: S})) for k in (
+        "title", "boundary", "status", "id")],
+    ("policies.add episode", lambda s: s.policies.add("t", source_episode_ids=[S])),
+    ("policies.add episodes str", lambda s: s.policies.add("t", source_episode_ids="ep")),
+    ("policies.add long status", lambda s: s.policies.add("t", status="x" * 33)),
+    ("policies.get surrogate", lambda s: s.policies.get(S)),
+    ("policies.list surrogate", lambda s: s.policies.list(status=S)),
+    ("policies.list int", lambda s: s.policies.list(status=5)),
+    ("policies.with_source_episodes surrogate", lambda s: s.policies.with_source_episodes([S])),
+    ("policies.with_source_episodes int", lambda s: s.policies.with_source_episodes(5)),
+    ("policies.with_source_episodes status", lambda s: s.policies.with_source_episodes(["e"], status=S)),
+    ("policies.upsert not a row", lambda s: s.policies.upsert("row")),
+    ("policies.upsert surrogate id", lambda s: s.policies.upsert(PolicyRow(S, "t", "", "active", (), 0))),
+    ("policies.upsert surrogate title", lambda s: s.policies.upsert(PolicyRow("p", S, "", "active", (), 0))),
+    ("policies.update_boundary id", lambda s: s.policies.update_boundary(S, lambda b: b)),
+    ("policies.update_boundary not callable", lambda s: s.policies.update_boundary(_new_policy(s), "x")),
+    ("policies.update_boundary returns surrogate",
+     lambda s: s.policies.update_boundary(_new_policy(s), lambda b: b + S)),
+    ("policies.update_boundary returns int",
+     lambda s: s.policies.update_boundary(_new_policy(s), lambda b: 5)),
+    ("policies.update_boundary session", lambda s: s.policies.update_boundary("p", lambda b: b, session="x")),
+    # repairs
+    *[(f"repairs.insert {k}", _repair(**{k: S})) for k in (
+        "context_hash", "trigger", "preference", "anti_pattern", "severity", "tool_id", "context",
+        "session_id", "id")],
+    ("repairs.insert severity list", _repair(severity=["info"])),
+    ("repairs.insert evidence", _repair(high_value_trace_ids=[S])),
+    ("repairs.insert confidence huge", _repair(confidence=HUGER)),
+    ("repairs.insert ts huge", _repair(ts=HUGE)),
+    ("repairs.insert long trigger", _repair(trigger="x" * 33)),
+    ("repairs.insert session", _repair(session="x")),
+    ("repairs.get surrogate", lambda s: s.repairs.get(S)),
+    ("repairs.list surrogate", lambda s: s.repairs.list(context_hash=S)),
+    ("repairs.list limit str", lambda s: s.repairs.list(limit="x")),
+    ("repairs.list limit huge", lambda s: s.repairs.list(limit=HUGE)),
+    ("repairs.recent_for_context surrogate", lambda s: s.repairs.recent_for_context(S)),
+    ("repairs.recent_for_context int", lambda s: s.repairs.recent_for_context(5)),
+    ("repairs.recent_for_context session", lambda s: s.repairs.recent_for_context("c", session="x")),
+    ("repairs.validate surrogate", lambda s: s.repairs.validate(S)),
+    ("repairs.reject surrogate", lambda s: s.repairs.reject(S)),
+    ("repairs.validate int", lambda s: s.repairs.validate(5)),
+    # the store itself
+    ("Store engine", lambda s: Store("engine", "sqlite://")),  # type: ignore[arg-type]
+    ("Store url surrogate", lambda s: Store(s.engine, S)),
+    ("Store url int", lambda s: Store(s.engine, 5)),  # type: ignore[arg-type]
+    ("Store busy timeout", lambda s: Store(s.engine, "u", busy_timeout_ms=HUGE)),
+    ("Store read_only", lambda s: Store(s.engine, "u", read_only="no")),  # type: ignore[arg-type]
+    ("open_store surrogate", lambda s: open_store(f"sqlite:///{S}.db")),
+    ("open_store int", lambda s: open_store(5)),  # type: ignore[arg-type]
+    ("open_store read_only", lambda s: open_store(s.url, read_only="yes")),  # type: ignore[arg-type]
+    ("open_store migrate_to_head", lambda s: open_store(s.url, migrate_to_head=1)),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize("call", [c for _, c in BAD_CALLS], ids=[name for name, _ in BAD_CALLS])
+def test_bad_input_to_any_public_call_is_invalid_input_error(
+    store: Store, call: Callable[[Store], object]
+) -> None:
+    """Never a raw TypeError, UnicodeEncodeError, OverflowError or driver error; nothing written."""
+    before = (store.traces.list("s"), store.repairs.list())
+    with pytest.raises(InvalidInputError):
+        call(store)
+    assert (store.traces.list("s"), store.repairs.list()) == before
+    for policy in store.policies.list():
+        assert S not in policy.boundary

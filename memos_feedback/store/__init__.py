@@ -2,25 +2,36 @@
 
 ``open_store(url)`` returns a migrated ``Store``; its repositories
 (``traces``, ``policies``, ``repairs``) are the only way the rest of the
-library touches the database.
+library touches the database. ``open_store(url, read_only=True)`` is for
+readers (the command line's list/show commands): it never creates,
+migrates or changes the database, and refuses one that is not at head.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from types import TracebackType
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, SchemaError, StoreBusyError, StoreError
 from . import migrate
 from .checkpoint import WalCheckpointer
-from .engine import WRITE_OPTION, create_store_engine, default_url, sqlite_file_path, translate_errors
-from .repositories import PolicyRepository, RepairRepository, TraceRepository
+from .engine import (
+    MAX_BUSY_TIMEOUT_MS,
+    SQLITE_BUSY_TIMEOUT_MS,
+    WRITE_OPTION,
+    create_store_engine,
+    default_url,
+    sqlite_file_path,
+    translate_errors,
+)
+from .repositories import PolicyRepository, RepairRepository, TraceRepository, check_text
 from .rows import DecisionRepairRow, PolicyRow, ToolCall, TraceRow
 
 __all__ = [
@@ -38,23 +49,54 @@ __all__ = [
 logger = logging.getLogger("memos_feedback.store")
 
 
-class Store:
-    """A migrated database and its repositories. Thread-safe; close when done."""
+def _busy_timeout(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_BUSY_TIMEOUT_MS:
+        raise InvalidInputError(
+            f"busy_timeout_ms must be an int in [0, {MAX_BUSY_TIMEOUT_MS}], got {value!r:.80}"
+        )
+    return value
 
-    def __init__(self, engine: Engine, url: str) -> None:
+
+def _flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidInputError(f"{name} must be True or False, got {value!r:.80}")
+    return value
+
+
+class Store:
+    """A migrated database and its repositories. Thread-safe; close when done.
+
+    ``busy_timeout_ms`` bounds every write in total: waiting for this
+    process's other writers, for a pooled connection and for another
+    process's lock together; past it the write raises ``StoreBusyError``.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        url: str,
+        *,
+        busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS,
+        read_only: bool = False,
+    ) -> None:
+        if not isinstance(engine, Engine):
+            raise InvalidInputError(f"engine must be a SQLAlchemy Engine, got {type(engine).__name__}")
         self.engine = engine
-        self.url = url
+        self.url = check_text("url", url, empty=False)
+        self.busy_timeout_ms = _busy_timeout(busy_timeout_ms)
+        self.read_only = _flag("read_only", read_only)
         self.traces = TraceRepository(self)
         self.policies = PolicyRepository(self)
         self.repairs = RepairRepository(self)
         # SQLite has one writer at a time. Threads of this process queue on
         # a Python lock instead of SQLite's busy handler, whose sleeps (up
         # to 100 ms each) would put a long tail on every contended write.
-        self._write_lock: AbstractContextManager[object] = (
-            threading.RLock() if engine.dialect.name == "sqlite" else nullcontext()
-        )
+        # The wait is bounded by the busy timeout (see ``session``).
+        sqlite = engine.dialect.name == "sqlite"
+        self._write_lock: threading.RLock | None = threading.RLock() if sqlite else None
         path = sqlite_file_path(engine)
-        self._checkpointer = WalCheckpointer(path) if path is not None else None
+        # A reader must not write the file, and a checkpoint does.
+        self._checkpointer = WalCheckpointer(path) if path is not None and not read_only else None
 
     @property
     def dialect(self) -> str:
@@ -83,10 +125,29 @@ class Store:
                 ):
                     yield s
                 return
-            with self._write_lock, self.engine.connect() as conn:
-                conn.execution_options(**{WRITE_OPTION: True})
-                with Session(bind=conn, expire_on_commit=False) as s, s.begin():
-                    yield s
+            if self.read_only:
+                raise StoreError(f"{action} failed: the store was opened read-only")
+            # One budget for the whole write: the lock below, the pool
+            # checkout and SQLite's busy handler all draw on it.
+            budget = self.busy_timeout_ms / 1000
+            deadline = time.monotonic() + budget
+            lock = self._write_lock
+            if lock is not None and not lock.acquire(timeout=budget):
+                raise StoreBusyError(
+                    f"{action} failed: database is locked (another writer held it past the "
+                    f"{budget:g} s busy timeout)"
+                )
+            try:
+                with self.engine.connect() as conn:
+                    # Remaining budget in ms (at least 1, so a write that just
+                    # got the lock still tries once) for the begin hook.
+                    remaining = max(1, int((deadline - time.monotonic()) * 1000))
+                    conn.execution_options(**{WRITE_OPTION: remaining if lock is not None else True})
+                    with Session(bind=conn, expire_on_commit=False) as s, s.begin():
+                        yield s
+            finally:
+                if lock is not None:
+                    lock.release()
 
     def revision(self) -> str | None:
         """The database's Alembic revision."""
@@ -110,22 +171,58 @@ class Store:
         return f"Store({self.engine.url.render_as_string(hide_password=True)!r})"
 
 
-def open_store(url: str | None = None, *, migrate_to_head: bool = True) -> Store:
+def open_store(
+    url: str | None = None,
+    *,
+    migrate_to_head: bool = True,
+    read_only: bool = False,
+    busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS,
+) -> Store:
     """Open (and by default migrate to head) the database at ``url``.
 
     ``url`` defaults to ``MEMOS_FEEDBACK_DB_URL``, else a SQLite file in
     the user data directory. Raises ``SchemaError`` for a database whose
     revision this code does not know, ``StoreError`` for anything else.
+
+    ``read_only=True`` never creates, migrates or changes the database: a
+    missing SQLite file is a ``StoreError``, and a database that is not at
+    the head revision a ``SchemaError`` saying to upgrade (with
+    ``migrate_to_head=False`` any revision is accepted, for tools that
+    only inspect it). ``busy_timeout_ms`` bounds each write in total.
     """
     resolved = default_url() if url is None else url
     if not isinstance(resolved, str) or not resolved.strip():
-        raise InvalidInputError(f"url must be a non-empty str, got {resolved!r}")
-    engine = create_store_engine(resolved)
+        raise InvalidInputError(f"url must be a non-empty str, got {resolved!r:.80}")
+    check_text("url", resolved)
+    migrate_to_head = _flag("migrate_to_head", migrate_to_head)
+    read_only = _flag("read_only", read_only)
+    busy_timeout_ms = _busy_timeout(busy_timeout_ms)
+    engine = create_store_engine(resolved, busy_timeout_ms=busy_timeout_ms, read_only=read_only)
     try:
-        if migrate_to_head:
+        if migrate_to_head and read_only:
+            _require_head(engine)
+        elif migrate_to_head:
             migrate.upgrade(engine)
     except BaseException:
         engine.dispose()
         raise
     logger.debug("opened store %s", engine.url.render_as_string(hide_password=True))
-    return Store(engine, resolved)
+    return Store(engine, resolved, busy_timeout_ms=busy_timeout_ms, read_only=read_only)
+
+
+def _require_head(engine: Engine) -> None:
+    """A reader's check: the schema is the one this code reads, or say what to do."""
+    current = migrate.current_revision(engine)
+    head = migrate.head_revision()
+    if current == head:
+        return
+    if current is None:
+        raise SchemaError(
+            "the database has no memos-feedback schema (run `memos-feedback db upgrade` to create it)"
+        )
+    if not migrate.is_known(current):
+        raise SchemaError(migrate.unknown_revision_message(current))
+    raise SchemaError(
+        f"the database is at schema revision {current!r}, this code reads {head!r} "
+        "(run `memos-feedback db upgrade`)"
+    )

@@ -4,13 +4,26 @@ SQLite gets WAL (readers never block the writer), a busy timeout, and
 explicit ``BEGIN`` handling: pysqlite's own transaction emulation cannot
 issue ``BEGIN IMMEDIATE``, which write transactions need so that two
 processes never both read-then-write the same rows.
+
+The busy timeout is a budget for a whole write, not per wait: the store
+passes each write's remaining time (after it queued on the process-local
+write lock) down to the begin hook, which lowers the connection's
+``busy_timeout`` to it, so lock, checkout and SQLite's busy handler
+together never exceed it.
+
+A read-only engine (``read_only=True``) never creates, migrates or
+changes a database: no folder is made, a missing SQLite file is an error,
+the file is opened with ``mode=ro`` and left in whatever journal mode it
+has; PostgreSQL sessions default to read-only transactions.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import time
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,19 +33,34 @@ import platformdirs
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.pool import StaticPool
 
 from ..errors import StoreBusyError, StoreError
 
-__all__ = ["DB_URL_ENV", "SQLITE_BUSY_TIMEOUT_MS", "create_store_engine", "default_url", "translate_errors"]
+__all__ = [
+    "DB_URL_ENV",
+    "MAX_BUSY_TIMEOUT_MS",
+    "SQLITE_BUSY_TIMEOUT_MS",
+    "create_store_engine",
+    "default_url",
+    "translate_errors",
+]
 
 logger = logging.getLogger("memos_feedback.store")
 
 DB_URL_ENV = "MEMOS_FEEDBACK_DB_URL"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# SQLite takes the busy timeout as a C int; a day is more than anyone means.
+MAX_BUSY_TIMEOUT_MS = 86_400_000
 
-# Execution option that asks the SQLite begin hook for BEGIN IMMEDIATE.
+# Execution option that asks the SQLite begin hook for BEGIN IMMEDIATE. Its
+# value is True or, from the store, the write's remaining budget in ms.
 WRITE_OPTION = "memos_feedback_write"
+# Where a pooled SQLite connection remembers its current busy_timeout.
+_BUSY_INFO = "memos_feedback_busy_ms"
+# Lowering busy_timeout costs a statement; skip it for differences this small.
+_BUSY_SLACK_MS = 20
 
 # PostgreSQL SQLSTATEs that mean "try again": serialization failure,
 # deadlock, lock not available, connection trouble.
@@ -48,22 +76,40 @@ def default_url() -> str:
     return f"sqlite:///{data_dir / 'memos_feedback.db'}"
 
 
-def create_store_engine(url: str) -> Engine:
+def no_database_message(path: str) -> str:
+    return f"no database at {path} (run `memos-feedback db upgrade` to create one)"
+
+
+def create_store_engine(
+    url: str, *, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS, read_only: bool = False
+) -> Engine:
+    """An engine for ``url``; see the module docstring for ``read_only``."""
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
         raise StoreError(f"not a database URL: {url!r}") from exc
     try:
         if parsed.get_backend_name() == "sqlite":
-            return _sqlite_engine(url)
-        return create_engine(parsed, pool_pre_ping=True, pool_size=5, max_overflow=5)
+            return _sqlite_engine(url, busy_timeout_ms, read_only)
+        connect_args: dict[str, Any] = {}
+        if read_only and parsed.get_backend_name() == "postgresql":
+            # Every transaction of every pooled connection is READ ONLY.
+            connect_args["options"] = "-c default_transaction_read_only=on"
+        return create_engine(
+            parsed,
+            pool_pre_ping=True,
+            pool_size=5,
+            max_overflow=5,
+            pool_timeout=busy_timeout_ms / 1000,
+            connect_args=connect_args,
+        )
     except NoSuchModuleError as exc:
         raise StoreError(f"no driver for {parsed.drivername!r}; is the right extra installed?") from exc
     except ImportError as exc:
         raise StoreError(f"database driver missing for {parsed.drivername!r}: {exc}") from exc
 
 
-def _sqlite_engine(url: str) -> Engine:
+def _sqlite_engine(url: str, busy_timeout_ms: int, read_only: bool) -> Engine:
     parsed = make_url(url)
     database = parsed.database or ""
     memory = database in ("", ":memory:") or parsed.query.get("mode") == "memory"
@@ -72,29 +118,89 @@ def _sqlite_engine(url: str) -> Engine:
         # One shared connection, or every checkout would see an empty database.
         kwargs["poolclass"] = StaticPool
     else:
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        kwargs["connect_args"]["timeout"] = SQLITE_BUSY_TIMEOUT_MS / 1000
+        path = Path(database).expanduser()
+        if read_only:
+            if not path.is_file():
+                raise StoreError(no_database_message(str(path)))
+            # mode=ro: SQLite itself refuses writes, and a file we may not
+            # write (chmod 444, read-only folder) opens at all.
+            uri = f"file:{urllib.parse.quote(str(path.absolute()))}?mode=ro"
+
+            def creator() -> sqlite3.Connection:
+                try:
+                    return _connect_ro(uri, busy_timeout_ms)
+                except sqlite3.OperationalError:
+                    # A WAL file in a folder we cannot write: SQLite cannot
+                    # make the -shm file it reads through. With no -wal file
+                    # beside it, the database file holds every commit, so
+                    # reading it as immutable is exact (nobody who could
+                    # write it is writing: they would need that -wal file).
+                    if Path(f"{path}-wal").exists() or os.access(path.parent, os.W_OK):
+                        raise
+                    return _connect_ro(uri + "&immutable=1", busy_timeout_ms)
+
+            kwargs["creator"] = creator
+        else:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the folder for {path}: {exc.strerror or exc}"
+                ) from exc
+            kwargs["connect_args"]["timeout"] = busy_timeout_ms / 1000
+        # Pool checkout counts against the same budget as the lock.
+        kwargs["pool_timeout"] = busy_timeout_ms / 1000
     engine = create_engine(url, **kwargs)
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+    def _on_connect(dbapi_conn: Any, record: Any) -> None:
         dbapi_conn.isolation_level = None  # we emit BEGIN ourselves
         cur = dbapi_conn.cursor()
-        cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        if not memory:
-            _enable_wal(cur)
+        if not memory and not read_only:
+            # Switching to WAL must not wait in the busy handler: each try
+            # gets busy_timeout=0 and _enable_wal bounds the whole loop.
+            cur.execute("PRAGMA busy_timeout=0")
+            _enable_wal(cur, busy_timeout_ms)
             cur.execute("PRAGMA synchronous=NORMAL")
             # Checkpoints run in the store's background thread (checkpoint.py).
             cur.execute("PRAGMA wal_autocheckpoint=0")
+        cur.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        record.info[_BUSY_INFO] = int(busy_timeout_ms)
+        if read_only:
+            cur.execute("PRAGMA query_only=ON")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         write = conn.get_execution_options().get(WRITE_OPTION, False)
+        # An int is the store's remaining budget for this write (ms, >= 1);
+        # anything else gets the full timeout back (a pooled connection may
+        # still carry a lowered one from an earlier write).
+        budget = write if isinstance(write, int) and not isinstance(write, bool) else busy_timeout_ms
+        _set_busy_timeout(conn, budget)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
+
+
+def _connect_ro(uri: str, busy_timeout_ms: int) -> sqlite3.Connection:
+    conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout_ms / 1000, check_same_thread=False)
+    try:
+        # Opening is lazy: touch the schema so a file SQLite cannot read fails here.
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _set_busy_timeout(conn: Connection, ms: int) -> None:
+    """Give the connection ``ms`` of busy timeout, unless it (nearly) has it."""
+    info = conn.connection.info
+    if abs(info.get(_BUSY_INFO, -_BUSY_SLACK_MS * 2) - ms) > _BUSY_SLACK_MS:
+        conn.exec_driver_sql(f"PRAGMA busy_timeout={int(ms)}")
+        info[_BUSY_INFO] = ms
 
 
 def sqlite_file_path(engine: Engine) -> str | None:
@@ -107,21 +213,24 @@ def sqlite_file_path(engine: Engine) -> str | None:
     return str(Path(database).expanduser())
 
 
-def _enable_wal(cur: Any) -> None:
-    """``PRAGMA journal_mode=WAL``, retried while another connection holds the lock.
+def _enable_wal(cur: Any, budget_ms: int) -> None:
+    """``PRAGMA journal_mode=WAL``, retried for up to ``budget_ms`` while the file is locked.
 
     Switching a fresh file to WAL needs an exclusive lock, and SQLite may
     answer "database is locked" at once, without calling the busy handler,
-    when another process is switching or migrating the same file.
+    when another process is switching or migrating the same file. The
+    caller sets busy_timeout=0, so each try returns at once and the waits
+    counted here are the whole time spent (counted, not read from a clock:
+    tests freeze clocks).
     """
-    waited, delay = 0.0, 0.005  # counted, not read from a clock (tests freeze clocks)
+    waited, delay = 0.0, 0.005
     while True:
         try:
             cur.execute("PRAGMA journal_mode=WAL")
             return
         except Exception as exc:
             text = str(exc).lower()
-            if ("locked" not in text and "busy" not in text) or waited >= SQLITE_BUSY_TIMEOUT_MS / 1000:
+            if ("locked" not in text and "busy" not in text) or waited >= budget_ms / 1000:
                 raise
             time.sleep(delay)
             waited += delay
@@ -130,7 +239,7 @@ def _enable_wal(cur: Any) -> None:
 
 def is_transient(exc: BaseException) -> bool:
     """True for database errors worth retrying (busy, locked, deadlock)."""
-    if isinstance(exc, StoreBusyError):
+    if isinstance(exc, (StoreBusyError, PoolTimeoutError)):
         return True
     if isinstance(exc, DBAPIError):
         if exc.connection_invalidated:

@@ -17,7 +17,15 @@ from sqlalchemy.engine import Connection, Engine
 from ..errors import SchemaError, StoreError
 from .engine import WRITE_OPTION, translate_errors
 
-__all__ = ["current_revision", "downgrade", "head_revision", "migrations_dir", "upgrade"]
+__all__ = [
+    "current_revision",
+    "downgrade",
+    "head_revision",
+    "is_known",
+    "migrations_dir",
+    "unknown_revision_message",
+    "upgrade",
+]
 
 # Serializes concurrent first-time migrations on one PostgreSQL database.
 _PG_MIGRATION_LOCK = zlib.crc32(b"memos_feedback.migrate")
@@ -55,20 +63,26 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
-def _check_known(conn: Connection) -> None:
-    rev = MigrationContext.configure(conn).get_current_revision()
-    if rev is None:
-        return
+def is_known(revision: str) -> bool:
+    """Whether this code's migrations contain ``revision``."""
     script = ScriptDirectory.from_config(_config())
     try:
-        known = script.get_revision(rev) is not None
+        return script.get_revision(revision) is not None
     except CommandError:
-        known = False
-    if not known:
-        raise SchemaError(
-            f"database schema revision {rev!r} is unknown to memos-feedback "
-            f"(head is {head_revision()!r}); it was probably written by a newer version"
-        )
+        return False
+
+
+def unknown_revision_message(revision: str) -> str:
+    return (
+        f"database schema revision {revision!r} is unknown to memos-feedback "
+        f"(head is {head_revision()!r}); it was probably written by a newer version"
+    )
+
+
+def _check_known(conn: Connection) -> None:
+    rev = MigrationContext.configure(conn).get_current_revision()
+    if rev is not None and not is_known(rev):
+        raise SchemaError(unknown_revision_message(rev))
 
 
 def upgrade(engine: Engine, target: str = "head") -> None:

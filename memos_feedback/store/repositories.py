@@ -8,6 +8,7 @@ repair and finishes its job in one commit).
 from __future__ import annotations
 
 import builtins
+import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,7 @@ from .rows import DecisionRepairRow, PolicyRow, ToolCall, TraceRow, new_id, now_
 if TYPE_CHECKING:
     from . import Store
 
-__all__ = ["PolicyRepository", "RepairRepository", "TraceRepository"]
+__all__ = ["MAX_LIMIT", "PolicyRepository", "RepairRepository", "TraceRepository", "check_text"]
 
 SEVERITIES = ("info", "warn")
 MAX_LIMIT = 10_000
@@ -82,35 +83,74 @@ _NEWEST_REPAIR_OF_CONTEXT = (
 # -- argument checks ------------------------------------------------------
 
 
-def _str(name: str, value: object, *, empty: bool = True) -> str:
+# Column widths (VARCHAR(n)) of the models: a longer value is the caller's
+# mistake, said before PostgreSQL would refuse it (SQLite would not).
+_ID_MAX = 64
+_NAME_MAX = 255
+_SHORT_MAX = 32
+# BIGINT, the type of every epoch-ms column.
+_MAX_MILLIS = 2**63 - 1
+
+
+def check_text(name: str, value: object, *, empty: bool = True, max_len: int | None = None) -> str:
+    """``value`` if it is a str both backends can store, else ``InvalidInputError``.
+
+    Refused: non-str, empty (when ``empty`` is False), longer than
+    ``max_len``, NUL characters (PostgreSQL cannot store them) and lone
+    surrogates such as ``"\\ud83d"`` (not Unicode text; no driver can
+    encode them).
+    """
     if not isinstance(value, str):
         raise InvalidInputError(f"{name} must be a str, got {type(value).__name__}")
     if not empty and not value.strip():
         raise InvalidInputError(f"{name} must not be empty")
+    if max_len is not None and len(value) > max_len:
+        raise InvalidInputError(f"{name} must be at most {max_len} characters, got {len(value)}")
+    if "\x00" in value:
+        raise InvalidInputError(f"{name} must not contain NUL characters")
+    if not value.isascii():  # the common case skips the encode below
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidInputError(
+                f"{name} is not valid Unicode text (lone surrogate at position {exc.start})"
+            ) from None
     return value
 
 
-def _opt_str(name: str, value: object) -> str | None:
-    return None if value is None else _str(name, value)
+def _str(name: str, value: object, *, empty: bool = True, max_len: int | None = None) -> str:
+    return check_text(name, value, empty=empty, max_len=max_len)
+
+
+def _opt_str(name: str, value: object, *, max_len: int | None = None) -> str | None:
+    return None if value is None else _str(name, value, max_len=max_len)
 
 
 def _number(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInputError(f"{name} must be a finite number, got {value!r:.80}")
+    try:
+        number = float(value)  # an int beyond the float range overflows here
+    except OverflowError:
+        raise InvalidInputError(f"{name} must be a finite number, got a huge int") from None
+    if not math.isfinite(number):
         raise InvalidInputError(f"{name} must be a finite number, got {value!r}")
-    return float(value)
+    return number
 
 
 def _millis(name: str, value: object) -> int:
     if value is None:
         return now_ms()
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInputError(f"{name} must be epoch milliseconds (int >= 0), got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_MILLIS:
+        raise InvalidInputError(
+            f"{name} must be epoch milliseconds (int in [0, 2**63-1]), got {value!r:.80}"
+        )
     return value
 
 
 def _limit(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:
-        raise InvalidInputError(f"limit must be an int in [1, {MAX_LIMIT}], got {value!r}")
+        raise InvalidInputError(f"limit must be an int in [1, {MAX_LIMIT}], got {value!r:.80}")
     return value
 
 
@@ -121,6 +161,11 @@ def _str_tuple(name: str, values: object) -> tuple[str, ...]:
     for v in out:
         _str(name + " item", v)
     return out
+
+
+def _session_arg(session: object) -> None:
+    if session is not None and not isinstance(session, Session):
+        raise InvalidInputError(f"session must be a SQLAlchemy Session or None, got {type(session).__name__}")
 
 
 def _tool_calls(values: object) -> tuple[ToolCall, ...]:
@@ -185,7 +230,14 @@ def repair_row(m: DecisionRepairModel) -> DecisionRepairRow:
         low_value_trace_ids=tuple(m.low_value_trace_ids or ()),
         validated=bool(m.validated),
         rejected=bool(m.rejected),
+        category=m.category,
+        project=m.project,
     )
+
+
+def _like_literal(text: str) -> str:
+    """``text`` for a LIKE pattern, its wildcards escaped with ``\\``."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 class _Repository:
@@ -207,9 +259,9 @@ class TraceRepository(_Repository):
         id: str | None = None,
     ) -> TraceRow:
         model = TraceModel(
-            id=new_id("tr_") if id is None else _str("id", id, empty=False),
-            session_id=_str("session_id", session_id, empty=False),
-            episode_id=_opt_str("episode_id", episode_id),
+            id=new_id("tr_") if id is None else _str("id", id, empty=False, max_len=_ID_MAX),
+            session_id=_str("session_id", session_id, empty=False, max_len=_NAME_MAX),
+            episode_id=_opt_str("episode_id", episode_id, max_len=_NAME_MAX),
             ts=_millis("ts", ts),
             user_text=_str("user_text", user_text),
             agent_text=_str("agent_text", agent_text),
@@ -247,10 +299,10 @@ class PolicyRepository(_Repository):
         id: str | None = None,
     ) -> PolicyRow:
         model = PolicyModel(
-            id=new_id("po_") if id is None else _str("id", id, empty=False),
+            id=new_id("po_") if id is None else _str("id", id, empty=False, max_len=_ID_MAX),
             title=_str("title", title),
             boundary=_str("boundary", boundary),
-            status=_str("status", status, empty=False),
+            status=_str("status", status, empty=False, max_len=_SHORT_MAX),
             source_episode_ids=list(_str_tuple("source_episode_ids", source_episode_ids)),
             updated_at=now_ms(),
         )
@@ -295,15 +347,16 @@ class PolicyRepository(_Repository):
         """Insert the row, or overwrite every field of the policy with its id."""
         if not isinstance(row, PolicyRow):
             raise InvalidInputError(f"upsert takes a PolicyRow, got {type(row).__name__}")
+        _str("id", row.id, empty=False, max_len=_ID_MAX)
         fields: dict[str, Any] = {
             "title": _str("title", row.title),
             "boundary": _str("boundary", row.boundary),
-            "status": _str("status", row.status, empty=False),
+            "status": _str("status", row.status, empty=False, max_len=_SHORT_MAX),
             "source_episode_ids": list(_str_tuple("source_episode_ids", row.source_episode_ids)),
             "updated_at": now_ms(),
         }
         with self._store.session(write=True, action="upserting a policy") as s:
-            model = s.get(PolicyModel, _str("id", row.id, empty=False), with_for_update=True)
+            model = s.get(PolicyModel, row.id, with_for_update=True)
             if model is None:
                 model = PolicyModel(id=row.id, **fields)
                 s.add(model)
@@ -324,11 +377,18 @@ class PolicyRepository(_Repository):
         (``SELECT … FOR UPDATE``; ``BEGIN IMMEDIATE`` on SQLite), so two
         merges never overwrite each other.
         """
+        _str("id", id)
+        if not callable(change):
+            raise InvalidInputError(f"change must be callable, got {type(change).__name__}")
+        _session_arg(session)
         with self._store.session(write=True, action="updating a policy", session=session) as s:
-            model = s.get(PolicyModel, _str("id", id), with_for_update=True)
+            model = s.get(PolicyModel, id, with_for_update=True)
             if model is None:
                 raise NotFoundError(f"no policy with id {id!r}")
             new = change(model.boundary)
+            if new is not None:
+                # Raising here rolls the transaction back: nothing half-written.
+                _str("the boundary returned by change", new)
             if new is None or new == model.boundary:
                 return None
             model.boundary = new
@@ -356,19 +416,20 @@ class RepairRepository(_Repository):
         id: str | None = None,
         session: Session | None = None,
     ) -> DecisionRepairRow:
-        if severity not in SEVERITIES:
-            raise InvalidInputError(f"severity must be one of {SEVERITIES}, got {severity!r}")
+        _session_arg(session)
+        if not isinstance(severity, str) or severity not in SEVERITIES:
+            raise InvalidInputError(f"severity must be one of {SEVERITIES}, got {severity!r:.80}")
         conf = _number("confidence", confidence)
         if not 0.0 <= conf <= 1.0:
             raise InvalidInputError(f"confidence must be in [0, 1], got {conf!r}")
         model = DecisionRepairModel(
-            id=new_id("dr_") if id is None else _str("id", id, empty=False),
+            id=new_id("dr_") if id is None else _str("id", id, empty=False, max_len=_ID_MAX),
             ts=_millis("ts", ts),
-            context_hash=_str("context_hash", context_hash, empty=False),
+            context_hash=_str("context_hash", context_hash, empty=False, max_len=_ID_MAX),
             tool_id=_opt_str("tool_id", tool_id),
             context=_opt_str("context", context),
-            trigger=_str("trigger", trigger, empty=False),
-            session_id=_opt_str("session_id", session_id),
+            trigger=_str("trigger", trigger, empty=False, max_len=_SHORT_MAX),
+            session_id=_opt_str("session_id", session_id, max_len=_NAME_MAX),
             preference=_str("preference", preference),
             anti_pattern=_str("anti_pattern", anti_pattern),
             severity=severity,
@@ -406,6 +467,7 @@ class RepairRepository(_Repository):
     ) -> DecisionRepairRow | None:
         """The newest repair for ``context_hash``, or None."""
         params = {"context_hash": _str("context_hash", context_hash)}
+        _session_arg(session)
         with self._store.session(action="reading recent repairs", session=session) as s:
             model = s.scalars(_NEWEST_REPAIR_OF_CONTEXT, params).first()
             return None if model is None else repair_row(model)
@@ -415,7 +477,7 @@ class RepairRepository(_Repository):
         return self._set_verdict(id, validated=True)
 
     def reject(self, id: str) -> DecisionRepairRow:
-        """Mark a repair as rejected; clears a validation."""
+        """Mark a repair as rejected (clears a validation) and remove its lines from every policy block."""
         return self._set_verdict(id, validated=False)
 
     def _set_verdict(self, id: str, *, validated: bool) -> DecisionRepairRow:
@@ -427,4 +489,28 @@ class RepairRepository(_Repository):
             model.validated = validated
             model.rejected = not validated
             s.flush()
+            if not validated:
+                # Rejected means gone: its lines leave every policy block in
+                # this same transaction, so no prompt can read them again.
+                self._detach(s, model.preference, model.anti_pattern)
             return repair_row(model)
+
+    def _detach(self, s: Session, preference: str, anti_pattern: str) -> None:
+        """Remove a repair's two lines from every policy ``@repair`` block holding them."""
+        from ..boundary import remove_repair_lines  # boundary imports nothing of the store
+
+        # The block stores lines JSON-escaped; a policy whose boundary does
+        # not contain the escaped preference cannot hold the line.
+        needle = json.dumps(preference.strip(), ensure_ascii=False)[1:-1]
+        pattern = "%@repair%" + _like_literal(needle) + "%"
+        ids = s.scalars(
+            select(PolicyModel.id)
+            .where(PolicyModel.boundary.like(pattern, escape="\\"))
+            .order_by(PolicyModel.id)  # lock order, as attach does
+        ).all()
+        for policy_id in ids:
+            self._store.policies.update_boundary(
+                policy_id,
+                lambda boundary: remove_repair_lines(boundary, [preference], [anti_pattern]),
+                session=s,
+            )

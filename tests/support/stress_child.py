@@ -39,12 +39,14 @@ def burst_input(index: int, i: int, contexts: int) -> RepairInput:
     c = (index * 7 + i) % contexts
     tool, ctx = "pip.install", context_name(c)
     # Steps and times unique per (process, trigger): every trigger is a distinct job.
+    # "manual", not "failure-burst": bursts of one context coalesce into its
+    # pending job, and this test counts one job per trigger.
     base = (index * 100_000 + i) * 10
     failures = tuple(
         FailureRecord(tool, ctx, base + k, "E", 1_000 + base + k, session_of(c)) for k in range(3)
     )
     return RepairInput(
-        trigger="failure-burst",
+        trigger="manual",
         context_hash=context_hash_of(tool, ctx),
         tool_id=tool,
         session_id=session_of(c),

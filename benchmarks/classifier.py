@@ -1,0 +1,93 @@
+"""Classifier benchmark: per-message time, model load, 1 MB inputs, import time.
+
+    python -m benchmarks.classifier [--baseline DIR]
+
+``--baseline DIR`` also times ``import memos_feedback`` in another checkout
+(e.g. ``git archive e498bab | tar -x -C /tmp/base``), in the same run, so the
+import figures compare like with like.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DATA = REPO_ROOT / "tests" / "data"
+
+
+def _import_seconds(root: Path, runs: int = 7) -> float:
+    code = "import time; t = time.perf_counter(); import memos_feedback; print(time.perf_counter() - t)"
+    times = []
+    for _ in range(runs):
+        out = subprocess.run(
+            [sys.executable, "-X", "frozen_modules=on", "-c", code],
+            cwd=root,
+            env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        times.append(float(out.stdout.strip()))
+    return statistics.median(times)
+
+
+def _per_message(classify, texts: list[str], repeat: int = 7) -> float:  # type: ignore[no-untyped-def]
+    per: list[float] = []
+    for text in texts:
+        best = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            classify(text)
+            best.append(time.perf_counter() - t)
+        per.append(statistics.median(best))
+    return statistics.median(per)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.classifier")
+    parser.add_argument("--baseline", type=Path, default=None, help="another checkout to time imports of")
+    args = parser.parse_args(argv)
+
+    from memos_feedback import classifier, learned
+
+    lines = (DATA / "feedback_dev.jsonl").read_text("utf-8").splitlines()
+    texts = [json.loads(line)["text"] for line in lines if line]
+    t = time.perf_counter()
+    model = learned.shipped_model()
+    load = time.perf_counter() - t
+    combined = _per_message(lambda s: classifier.classify_with(s, model=model), texts)
+    rules_only = _per_message(lambda s: classifier.classify_with(s, model=None), texts)
+    assert model is not None
+    learned_only = _per_message(lambda s: model.probabilities(classifier.prepared_text(s)), texts)
+
+    sys.path.insert(0, str(REPO_ROOT))
+    from tests.test_classifier import ADVERSARIAL
+
+    worst_name, worst = "", 0.0
+    for name, text in ADVERSARIAL.items():
+        t = time.perf_counter()
+        classifier.classify_feedback(text)
+        took = time.perf_counter() - t
+        if took > worst:
+            worst_name, worst = name, took
+
+    print(f"dev messages:                          {len(texts)}")
+    print(f"classify_feedback median (both tiers): {combined * 1e6:.1f} µs")
+    print(f"  rules alone median:                  {rules_only * 1e6:.1f} µs")
+    print(f"  learned tier alone median:           {learned_only * 1e6:.1f} µs")
+    print(f"model load (first call, once):         {load * 1e3:.1f} ms")
+    print(f"worst 1 MB adversarial input:          {worst * 1e3:.1f} ms ({worst_name})")
+    print(f"import memos_feedback (median of 7):   {_import_seconds(REPO_ROOT):.3f} s")
+    if args.baseline is not None:
+        print(f"  baseline {args.baseline}:        {_import_seconds(args.baseline):.3f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
