@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
-from ..recall import Guidance, guidance_for
+from ..recall import Guidance
 from ..signals import FailureBurst
 from ..store import ToolCall
 from ..subscriber import FeedbackSubscriber
@@ -156,27 +156,13 @@ def recall(
     session_id: str | None = None,
     limit: int = 5,
 ) -> Guidance:
-    """The one place adapters ask for guidance.
+    """The one place adapters ask for guidance: ``subscriber.guidance_for``.
 
-    Uses ``FeedbackSubscriber.guidance_for`` when the subscriber has it,
-    else the module-level ``guidance_for`` with the subscriber's store and
-    embedder (the same call the method makes).
+    Kept as a function so every adapter asks the same way (and a test can
+    see which arguments a recall gets).
     """
-    method = getattr(subscriber, "guidance_for", None)
-    if method is not None:
-        got: Guidance = method(
-            tool_id=tool_id, context=context, query=query, project=project, session_id=session_id, limit=limit
-        )
-        return got
-    return guidance_for(
-        subscriber.store,
-        tool_id=tool_id,
-        context=context,
-        query=query,
-        project=project,
-        session_id=session_id,
-        limit=limit,
-        embedder=getattr(subscriber, "_embedder", None),
+    return subscriber.guidance_for(
+        tool_id=tool_id, context=context, query=query, project=project, session_id=session_id, limit=limit
     )
 
 

@@ -19,7 +19,7 @@ from langchain_core.tools import ToolException, tool  # noqa: E402
 from memos_feedback.adapters.core import default_context_of  # noqa: E402
 from memos_feedback.adapters.langchain import FeedbackCallbackHandler, FeedbackMiddleware  # noqa: E402
 from memos_feedback.subscriber import FeedbackSubscriber  # noqa: E402
-from tests.adapters.conftest import Boom  # noqa: E402
+from tests.adapters.conftest import Boom, requests_made  # noqa: E402
 
 
 class ScriptedChat(GenericFakeChatModel):
@@ -156,50 +156,34 @@ def test_raised_validation_and_unknown_tool_failures_are_recorded(subscriber: Fe
     assert subscriber.signals is not None
 
 
-def test_user_message_is_classified_once(
-    subscriber: FeedbackSubscriber, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    seen: list[str] = []
-    real = subscriber.submit_user_feedback
-
-    def spy(text: str, session_id: str | None, **kw: Any) -> Any:
-        seen.append(text)
-        return real(text, session_id, **kw)
-
-    monkeypatch.setattr(subscriber, "submit_user_feedback", spy)
+def test_user_message_is_classified_once(subscriber: FeedbackSubscriber) -> None:
     model = ScriptedChat(
         [_call("echo", {"text": "a"}, 1), _call("echo", {"text": "b"}, 2), AIMessage("done")]
     )
     agent = create_agent(model, tools=[echo], middleware=[FeedbackMiddleware(subscriber, session_id="lc-3")])
     agent.invoke({"messages": [{"role": "user", "content": "use uv instead of pip"}]})
-    assert seen == ["use uv instead of pip"]  # three model calls, one classification
+    assert len(model.seen) == 3
+    # Three model calls, one classification: the preference was queued as one repair request.
+    assert requests_made(subscriber) == 1
+    assert subscriber.flush(timeout=10)
+    assert [r.trigger for r in subscriber.store.repairs.list()] == ["user.preference"]
 
 
-def test_adapter_errors_do_not_break_the_run(
-    subscriber: FeedbackSubscriber, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def broken(*args: Any, **kwargs: Any) -> Any:
-        raise Boom("database on fire")
-
-    monkeypatch.setattr(subscriber, "record_tool_failure", broken)
-    monkeypatch.setattr(subscriber, "record_tool_success", broken)
-    monkeypatch.setattr(subscriber, "submit_user_feedback", broken)
-    monkeypatch.setattr(subscriber.store.traces, "add", broken)
-    monkeypatch.setattr("memos_feedback.adapters.core.guidance_for", broken)
-
+def test_adapter_errors_do_not_break_the_run(broken_subscriber: FeedbackSubscriber) -> None:
     def bad_context(tool: str, args: Any) -> str:
         raise Boom("bad context_of")
 
     model = ScriptedChat([*_three_failures()[:3], _call("echo", {"text": "x"}, 9), AIMessage("done")])
-    agent = create_agent(
-        model,
-        tools=[install, echo],
-        system_prompt="Sys.",
-        middleware=[FeedbackMiddleware(subscriber, session_id="lc-4", context_of=bad_context)],
+    middleware = FeedbackMiddleware(
+        broken_subscriber, session_id="lc-4", context_of=bad_context, repair_wait=0.1
     )
+    agent = create_agent(model, tools=[install, echo], system_prompt="Sys.", middleware=[middleware])
     out = agent.invoke({"messages": [{"role": "user", "content": "install react"}]})
     assert out["messages"][-1].content == "done"
     assert model.system_prompts() == ["Sys."] * 5
+    # The tool results the model saw are the runtime's own.
+    errors = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.status == "error"]
+    assert len(errors) == 3
 
 
 def test_callback_handler_sees_errors_and_error_messages(subscriber: FeedbackSubscriber) -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import pytest
-
 from tests.support.runtimes import require_runtime
 
 require_runtime("agents.testing", "openai-agents")
@@ -16,7 +14,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call  # no
 
 from memos_feedback.adapters.openai_agents import OpenAIAgentsFeedback  # noqa: E402
 from memos_feedback.subscriber import FeedbackSubscriber  # noqa: E402
-from tests.adapters.conftest import Boom  # noqa: E402
+from tests.adapters.conftest import Boom, requests_made  # noqa: E402
 
 
 @function_tool
@@ -126,33 +124,23 @@ def test_unknown_tool_and_success_recorded(subscriber: FeedbackSubscriber) -> No
     assert rows == [("echo", None), ("nope", "tool-not-found")]
 
 
-def test_user_input_classified_once(subscriber: FeedbackSubscriber, monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list[str] = []
-    real = subscriber.submit_user_feedback
-
-    def spy(text: str, session_id: str | None, **kw: Any) -> Any:
-        seen.append(text)
-        return real(text, session_id, **kw)
-
-    monkeypatch.setattr(subscriber, "submit_user_feedback", spy)
+def test_user_input_classified_once(subscriber: FeedbackSubscriber) -> None:
     feedback = OpenAIAgentsFeedback(subscriber, session_id="oa-4")
     model = ScriptedModel([[function_call("echo", {"text": "a"}, call_id="c1")], [assistant_message("ok")]])
     agent = Agent(name="a", instructions=feedback.with_guidance("Sys."), tools=[echo], model=model)
     _run(agent, feedback, "use uv instead of pip")
-    assert seen == ["use uv instead of pip"]
+    assert len(model.calls) == 2
+    # Two model calls (instructions and on_llm_start both see the input): one repair request.
+    assert requests_made(subscriber) == 1
+    assert subscriber.flush(timeout=10)
+    assert [r.trigger for r in subscriber.store.repairs.list()] == ["user.preference"]
 
 
-def test_adapter_errors_do_not_break_the_run(
-    subscriber: FeedbackSubscriber, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def broken(*args: Any, **kwargs: Any) -> Any:
-        raise Boom("database on fire")
+def test_adapter_errors_do_not_break_the_run(broken_subscriber: FeedbackSubscriber) -> None:
+    def broken_session(ctx: Any) -> str:
+        raise Boom("bad session_id callable")
 
-    for name in ("record_tool_failure", "record_tool_success", "submit_user_feedback", "flush"):
-        monkeypatch.setattr(subscriber, name, broken)
-    monkeypatch.setattr(subscriber.store.traces, "add", broken)
-    monkeypatch.setattr("memos_feedback.adapters.core.guidance_for", broken)
-    feedback = OpenAIAgentsFeedback(subscriber, session_id=broken)
+    feedback = OpenAIAgentsFeedback(broken_subscriber, session_id=broken_session, repair_wait=0.1)
     model = ScriptedModel(
         [
             *_failing_calls()[:3],
@@ -161,6 +149,8 @@ def test_adapter_errors_do_not_break_the_run(
         ]
     )
     agent = Agent(name="a", instructions=feedback.with_guidance("Sys."), tools=[install, echo], model=model)
-    result = _run(agent, feedback, "install react")
+    result = _run(agent, feedback, "use uv instead of pip")
     assert result.final_output == "done"
     assert [c.system_instructions for c in model.calls] == ["Sys."] * 5
+    outputs = [str(i.output) for i in result.new_items if i.type == "tool_call_output_item"]
+    assert len(outputs) == 4 and outputs[-1] == "x"
