@@ -4,20 +4,21 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test lint typecheck demo bench test-postgres clean
+.PHONY: venv test lint typecheck demo bench test-postgres test-claude-cli clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	# The CPU wheel of torch first (a plain `torch` would pull the CUDA build), then the extras.
+	# The CPU wheel of torch first (a plain `torch` would pull the CUDA build), then the extras:
+	# the three agent runtimes too, so the adapter tests run (under CI they fail when missing).
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[dev,embeddings]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,embeddings,langchain,openai-agents,claude-agent]'
 	touch $(STAMP)
 
 venv: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check memos_feedback tests benchmarks migrations
+	$(BIN)/ruff check memos_feedback tests benchmarks migrations examples
 	$(BIN)/mypy --strict memos_feedback
 
 test: lint
