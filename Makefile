@@ -41,5 +41,10 @@ test-postgres: $(STAMP)
 	  trap "scripts/pg-cluster.sh stop $$dir" EXIT && \
 	  MEMOS_FEEDBACK_TEST_PG_URL=$$url $(MAKE) test
 
+# Optional, not in CI: the Claude Agent SDK's bundled CLI against a fake Messages API
+# on 127.0.0.1 (tests/support/fake_messages_api.py); docs/ADAPTERS.md.
+test-claude-cli: $(STAMP)
+	$(BIN)/python -m pytest -q -m claude_cli tests/adapters/test_claude_cli.py
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist
