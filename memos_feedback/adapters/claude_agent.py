@@ -26,10 +26,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from claude_agent_sdk import HookContext, HookInput, HookJSONOutput, HookMatcher
-
 from ..subscriber import FeedbackSubscriber
-from .core import AdapterCore, ContextOf, default_context_of, log_adapter_error
+from .core import AdapterCore, ContextOf, default_context_of, log_adapter_error, missing_extra
+
+# The runtime comes with the extra; without it, one clear line instead of a bare
+# ModuleNotFoundError from deep inside the import.
+try:
+    from claude_agent_sdk import HookContext, HookInput, HookJSONOutput, HookMatcher
+except ImportError as exc:
+    raise missing_extra(__name__, "claude-agent", exc) from exc
 
 __all__ = ["bash_exit_code", "claude_context_of", "feedback_hooks"]
 

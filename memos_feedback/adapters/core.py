@@ -51,6 +51,7 @@ __all__ = [
     "AdapterCore",
     "ContextOf",
     "default_context_of",
+    "missing_extra",
     "recall",
     "soft",
 ]
@@ -97,6 +98,15 @@ def soft(default: Any) -> Callable[[Callable[P, R]], Callable[P, R]]:
         return wrapper
 
     return decorate
+
+
+def missing_extra(module: str, extra: str, exc: ImportError) -> ImportError:
+    """The one-line error an adapter module raises when its runtime is not installed."""
+    missing = exc.name.partition(".")[0] if exc.name else str(exc)  # the distribution's top package
+    return ImportError(
+        f"{module} needs the [{extra}] extra ({missing} is not installed): "
+        f"pip install 'memos-feedback[{extra}]'"
+    )
 
 
 def log_adapter_error(where: str) -> None:

@@ -26,16 +26,21 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 from uuid import UUID
 
-from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
-from langchain.agents.middleware.types import ModelCallResult, ToolCallRequest
-from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langgraph.errors import GraphBubbleUp
-from langgraph.runtime import Runtime
-from langgraph.types import Command
-
 from ..subscriber import FeedbackSubscriber
-from .core import AdapterCore, ContextOf, log_adapter_error, soft, with_block
+from .core import AdapterCore, ContextOf, log_adapter_error, missing_extra, soft, with_block
+
+# The runtime comes with the extra; without it, one clear line instead of a bare
+# ModuleNotFoundError from deep inside the import.
+try:
+    from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+    from langchain.agents.middleware.types import ModelCallResult, ToolCallRequest
+    from langchain_core.callbacks import BaseCallbackHandler
+    from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
+    from langgraph.errors import GraphBubbleUp
+    from langgraph.runtime import Runtime
+    from langgraph.types import Command
+except ImportError as exc:
+    raise missing_extra(__name__, "langchain", exc) from exc
 
 __all__ = ["FeedbackCallbackHandler", "FeedbackMiddleware"]
 

@@ -35,13 +35,18 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from agents import Agent, RunContextWrapper, RunHooks, Tool
-from agents.run_config import ToolErrorFormatterArgs
-from agents.tool import default_tool_error_function
-from agents.tool_context import ToolContext
-
 from ..subscriber import FeedbackSubscriber
-from .core import AdapterCore, ContextOf, log_adapter_error, soft, with_block
+from .core import AdapterCore, ContextOf, log_adapter_error, missing_extra, soft, with_block
+
+# The runtime comes with the extra; without it, one clear line instead of a bare
+# ModuleNotFoundError from deep inside the import.
+try:
+    from agents import Agent, RunContextWrapper, RunHooks, Tool
+    from agents.run_config import ToolErrorFormatterArgs
+    from agents.tool import default_tool_error_function
+    from agents.tool_context import ToolContext
+except ImportError as exc:
+    raise missing_extra(__name__, "openai-agents", exc) from exc
 
 __all__ = ["FeedbackRunHooks", "OpenAIAgentsFeedback"]
 
