@@ -11,13 +11,27 @@ carry it.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sys
+from typing import Any
 
 from _common import finish, show_prompt, start
 from agents import Agent, RunConfig, Runner, function_tool
 from agents.testing import ScriptedModel, assistant_message, function_call
 
-from memos_feedback.adapters.openai_agents import OpenAIAgentsFeedback
+from memos_feedback.adapters.openai_agents import FeedbackRunHooks, OpenAIAgentsFeedback
+
+CALLS = itertools.count(1)
+
+
+class PrintingHooks(FeedbackRunHooks):
+    """The adapter's run hooks, plus a print of each model call's instructions as it starts."""
+
+    async def on_llm_start(
+        self, context: Any, agent: Any, system_prompt: str | None, input_items: Any
+    ) -> None:
+        show_prompt(next(CALLS), system_prompt or "")
+        await super().on_llm_start(context, agent, system_prompt, input_items)
 
 
 @function_tool
@@ -53,10 +67,9 @@ def main() -> int:
         model=model,
     )
     config = RunConfig(tool_error_formatter=feedback.tool_error_formatter, tracing_disabled=True)
-    asyncio.run(Runner.run(agent, "install react for the web app", run_config=config, hooks=feedback.hooks))
-    prompts = [c.system_instructions or "" for c in model.calls]
-    for n, prompt in enumerate(prompts, start=1):
-        show_prompt(n, prompt)
+    hooks = PrintingHooks(feedback)
+    asyncio.run(Runner.run(agent, "install react for the web app", run_config=config, hooks=hooks))
+    prompts = [c.system_instructions or "" for c in model.calls]  # what the model really got
     repairs = subscriber.store.repairs.list()
     carried = bool(repairs) and repairs[0].preference in prompts[-1]
     return finish(subscriber, carried)
