@@ -6,7 +6,9 @@ No CLI and no network: ``ScriptedCLI`` is a ``Transport`` that plays the
 CLI's side — it registers the hooks, then reports three failed Bash runs
 (``PostToolUseFailure``, exit code 1) the way the CLI does. The third is a
 burst, a repair is written, and the hook's answer carries it as
-``additionalContext``, which the CLI puts in front of the model's next call.
+``additionalContext``. The real CLI appends that to the failed tool result
+the model reads on its next call (``make test-claude-cli`` checks this with
+the CLI bundled in the SDK; docs/ADAPTERS.md).
 """
 
 from __future__ import annotations
