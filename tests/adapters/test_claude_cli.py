@@ -40,6 +40,12 @@ MISSING = "/nonexistent/memos-feedback-notes.txt"
 COMMANDS = [f"cat {MISSING}", f"cat -n {MISSING}", f"cat -A {MISSING}"]
 
 
+@pytest.fixture
+def backend() -> str:
+    """SQLite only: this test is about the CLI, and must not ride along with ``-m postgres``."""
+    return "sqlite"
+
+
 def _script() -> list[list[dict[str, Any]]]:
     calls = [
         [tool_use_block(f"toolu_{n}", "Bash", {"command": command, "description": f"attempt {n}"})]
