@@ -42,6 +42,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
+from ..errors import MissingExtraError
 from ..recall import Guidance
 from ..signals import FailureBurst
 from ..store import ToolCall
@@ -100,13 +101,10 @@ def soft(default: Any) -> Callable[[Callable[P, R]], Callable[P, R]]:
     return decorate
 
 
-def missing_extra(module: str, extra: str, exc: ImportError) -> ImportError:
+def missing_extra(module: str, extra: str, exc: ImportError) -> MissingExtraError:
     """The one-line error an adapter module raises when its runtime is not installed."""
     missing = exc.name.partition(".")[0] if exc.name else str(exc)  # the distribution's top package
-    return ImportError(
-        f"{module} needs the [{extra}] extra ({missing} is not installed): "
-        f"pip install 'memos-feedback[{extra}]'"
-    )
+    return MissingExtraError(module, extra, missing)
 
 
 def log_adapter_error(where: str) -> None:

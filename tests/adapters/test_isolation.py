@@ -55,6 +55,8 @@ def test_missing_runtime_is_one_line_naming_the_extra(adapter: str) -> None:
         try:
             import memos_feedback.adapters.{adapter}
         except ImportError as exc:
+            from memos_feedback.errors import MissingExtraError
+            assert isinstance(exc, MissingExtraError) and exc.extra == {extra!r}, repr(exc)
             print(exc)
         else:
             print("imported")
