@@ -4,20 +4,21 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test lint typecheck demo bench test-postgres clean
+.PHONY: venv test lint typecheck demo bench test-postgres test-claude-cli clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	# The CPU wheel of torch first (a plain `torch` would pull the CUDA build), then the extras.
+	# The CPU wheel of torch first (a plain `torch` would pull the CUDA build), then the extras:
+	# the three agent runtimes too, so the adapter tests run (under CI they fail when missing).
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[dev,embeddings]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,embeddings,langchain,openai-agents,claude-agent]'
 	touch $(STAMP)
 
 venv: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check memos_feedback tests benchmarks migrations
+	$(BIN)/ruff check memos_feedback tests benchmarks migrations examples
 	$(BIN)/mypy --strict memos_feedback
 
 test: lint
@@ -39,6 +40,11 @@ test-postgres: $(STAMP)
 	  url=$$(scripts/pg-cluster.sh start $$dir) && \
 	  trap "scripts/pg-cluster.sh stop $$dir" EXIT && \
 	  MEMOS_FEEDBACK_TEST_PG_URL=$$url $(MAKE) test
+
+# Optional, not in CI: the Claude Agent SDK's bundled CLI against a fake Messages API
+# on 127.0.0.1 (tests/support/fake_messages_api.py); docs/ADAPTERS.md.
+test-claude-cli: $(STAMP)
+	$(BIN)/python -m pytest -q -m claude_cli tests/adapters/test_claude_cli.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist

@@ -16,7 +16,8 @@ can catch everything with a single ``except MemosFeedbackError``::
     │   └── LLMReplyError      a reply that is not the JSON object asked for
     ├── RepairJobDeadError     a queued repair ended in the dead-letter state
     ├── SubscriberClosedError  a call on a subscriber after ``close()``
-    └── TriggersNotPersistedError  ``close()`` gave up with triggers still only in memory
+    ├── TriggersNotPersistedError  ``close()`` gave up with triggers still only in memory
+    └── MissingExtraError      an adapter imported without its extra (also an ``ImportError``)
 
 SQLAlchemy and driver exceptions never reach callers raw: the store wraps
 them into ``StoreError`` (keeping the original as ``__cause__``).
@@ -32,6 +33,7 @@ __all__ = [
     "LLMReplyError",
     "LLMTransientError",
     "MemosFeedbackError",
+    "MissingExtraError",
     "NotFoundError",
     "RepairJobDeadError",
     "SchemaError",
@@ -147,3 +149,18 @@ class TriggersNotPersistedError(MemosFeedbackError):
         self.inputs = inputs
         self.count = len(inputs)
         super().__init__(f"{self.count} trigger(s) were not persisted: {reason}")
+
+
+class MissingExtraError(MemosFeedbackError, ImportError):
+    """An adapter module was imported without its agent runtime installed.
+
+    Also an ``ImportError``, so ``try: import ... except ImportError`` keeps
+    working. ``extra`` is what to install: ``pip install 'memos-feedback[extra]'``.
+    """
+
+    def __init__(self, module: str, extra: str, missing: str) -> None:
+        self.extra = extra
+        super().__init__(
+            f"{module} needs the [{extra}] extra ({missing} is not installed): "
+            f"pip install 'memos-feedback[{extra}]'"
+        )

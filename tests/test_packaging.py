@@ -135,3 +135,42 @@ def test_installed_wheel_migrates_a_fresh_database(unzipped: Path, tmp_path: Pat
     assert not migrations.is_relative_to(ROOT)
     assert info["revision"] == info["head"] == head_revision()
     assert db.is_file()
+
+
+RUNTIME_DISTS = {
+    "langchain": "langchain",
+    "openai-agents": "openai-agents",
+    "claude-agent": "claude-agent-sdk",
+}
+
+
+def test_agent_runtimes_are_only_extras_and_never_imported(
+    wheel: Path, unzipped: Path, tmp_path: Path
+) -> None:
+    """``pip install memos-feedback`` pulls no agent runtime, and importing it loads none."""
+    with zipfile.ZipFile(wheel) as zf:
+        name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+        metadata = zf.read(name).decode()
+    requires = [
+        line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")
+    ]
+    for extra, dist in RUNTIME_DISTS.items():
+        lines = [r for r in requires if r.lower().startswith(dist)]
+        assert lines, f"{dist} is not declared"
+        assert all(f"extra == '{extra}'" in r or f'extra == "{extra}"' in r for r in lines), lines
+    assert not any(r.lower().startswith("langchain-core") and "extra" not in r for r in requires)
+    probe = textwrap.dedent(
+        """
+        import sys
+        import memos_feedback, memos_feedback.adapters
+        print(sorted(m for m in sys.modules if m.split(".")[0] in
+                     ("langchain", "langchain_core", "langgraph", "agents", "claude_agent_sdk")))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMOS_FEEDBACK_")}
+    env["PYTHONPATH"] = str(unzipped)
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

@@ -1,0 +1,111 @@
+"""What every adapter shares (``AdapterCore``), against a real subscriber and database.
+
+No runtime package is needed here: these are the adapters' common rules —
+the default context, ``context_of`` overrides, the per-session step
+counter, and guidance cached per turn.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import sqlalchemy as sa
+
+from memos_feedback.adapters.core import AdapterCore, default_context_of
+from memos_feedback.subscriber import FeedbackSubscriber
+
+
+@contextmanager
+def statements(sub: FeedbackSubscriber) -> Iterator[list[str]]:
+    """The SQL statements this thread runs on the subscriber's engine inside the block.
+
+    Only this thread's: the subscriber's worker polls the queue meanwhile.
+    """
+    seen: list[str] = []
+    me = threading.get_ident()
+
+    def note(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
+        if threading.get_ident() == me:
+            seen.append(statement)
+
+    sa.event.listen(sub.store.engine, "before_cursor_execute", note)
+    try:
+        yield seen
+    finally:
+        sa.event.remove(sub.store.engine, "before_cursor_execute", note)
+
+
+def test_default_context_keeps_the_stable_part_of_the_arguments() -> None:
+    plain = default_context_of("bash", {"command": "npm install --force"})
+    assert plain == "bash command=npm install"
+    assert default_context_of("bash", {"command": "npm install --legacy-peer-deps", "timeout": 60}) == plain
+    assert (
+        default_context_of("bash", '{"command": "npm  install -g"}') == plain
+    )  # JSON text, as the Agents SDK
+    assert default_context_of("read", "not json at all") == "read input=not json"
+    assert default_context_of("ping", None) == "ping"
+    assert default_context_of("t", {"flags": "--a --b", "n": 3, "xs": ["a"]}) == "t"
+
+
+def test_custom_context_of_decides_what_counts_as_one_burst(subscriber: FeedbackSubscriber) -> None:
+    seen: list[tuple[str, Any]] = []
+
+    def by_service(tool: str, args: Any) -> str:
+        seen.append((tool, args))
+        return f"deploy to {args['service']}"
+
+    core = AdapterCore(subscriber, context_of=by_service)
+    bursts = [
+        core.tool_failed(
+            "s", "kubectl", {"service": "api", "image": f"api:{n}", "cmd": f"apply -f v{n}.yaml"}, "x"
+        )
+        for n in range(3)
+    ]
+    assert bursts[:2] == [None, None] and bursts[2] is not None
+    assert bursts[2].context == "deploy to api"
+    assert [r.step for r in bursts[2].occurrences] == [1, 2, 3]
+    assert len(seen) == 3
+    assert subscriber.flush(timeout=10)
+    assert [(r.tool_id, r.context) for r in subscriber.store.repairs.list()] == [("kubectl", "deploy to api")]
+
+
+def test_step_counter_is_per_session(subscriber: FeedbackSubscriber) -> None:
+    core = AdapterCore(subscriber, write_traces=False)
+    core.tool_succeeded("a", "echo", {"text": "x"})
+    core.tool_succeeded("a", "echo", {"text": "y"})
+    core.tool_succeeded("b", "echo", {"text": "z"})
+    assert core.next_step("a") == 3
+    assert core.next_step("b") == 2
+    assert core.next_step("c") == 1
+
+
+def test_guidance_is_read_once_per_turn_and_refreshed_by_what_can_change_it(
+    subscriber: FeedbackSubscriber,
+) -> None:
+    core = AdapterCore(subscriber)
+    for n in range(3):
+        core.tool_failed("s", "install", {"package": "react", "manager": "npm", "flags": f"-{n}"}, "ERESOLVE")
+    first = core.guidance("s")  # waits for the burst's repair, then reads it
+    repair = subscriber.store.repairs.list()[0]
+    assert repair.preference in first
+
+    with statements(subscriber) as sql:
+        again = [core.guidance("s") for _ in range(10)]  # ten more model calls in the turn
+    assert again == [first] * 10
+    assert sql == []  # served from the cache: not one query
+
+    with statements(subscriber) as sql:
+        core.tool_failed("s", "install", {"package": "react", "manager": "npm"}, "ERESOLVE")
+        core.guidance("s")
+    reads = [s for s in sql if s.lstrip().upper().startswith("SELECT")]
+    assert reads == []  # a failure in a context already failing changes nothing to recall
+    assert any("INSERT INTO traces" in s for s in sql)  # only the failure's evidence row was written
+
+    core.user_message("s", "why does npm keep failing")
+    with statements(subscriber) as sql:
+        after = core.guidance("s")
+    assert any(s.lstrip().upper().startswith("SELECT") for s in sql)  # a new message: read again
+    assert repair.preference in after

@@ -1,0 +1,158 @@
+"""OpenAI Agents SDK: a real ``Runner`` with the SDK's own ``ScriptedModel``."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from tests.support.runtimes import require_runtime
+
+require_runtime("agents.testing", "openai-agents")
+
+from agents import Agent, RunConfig, Runner, function_tool  # noqa: E402
+from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
+
+from memos_feedback.adapters.openai_agents import OpenAIAgentsFeedback  # noqa: E402
+from memos_feedback.subscriber import FeedbackSubscriber  # noqa: E402
+from tests.adapters.conftest import Boom, requests_made  # noqa: E402
+
+
+@function_tool
+def install(package: str, manager: str, flags: str = "") -> str:
+    """Install a package."""
+    raise RuntimeError(f"{manager} ERR! ERESOLVE could not resolve {package} {flags}".strip())
+
+
+@function_tool
+def echo(text: str) -> str:
+    """Echo."""
+    return text
+
+
+def _failing_calls(tool: str = "install") -> list[Any]:
+    return [
+        [function_call(tool, {"package": "react", "manager": "npm"}, call_id="c1")],
+        [function_call(tool, {"package": "react", "manager": "npm", "flags": "--force"}, call_id="c2")],
+        [function_call(tool, {"package": "react", "manager": "npm", "flags": "--legacy"}, call_id="c3")],
+        [assistant_message("giving up")],
+    ]
+
+
+def _run(agent: Agent[Any], feedback: OpenAIAgentsFeedback, text: str, **config: Any) -> Any:
+    run_config = RunConfig(
+        tool_error_formatter=feedback.tool_error_formatter, tracing_disabled=True, **config
+    )
+    return asyncio.run(Runner.run(agent, text, run_config=run_config, hooks=feedback.hooks))
+
+
+def _the_repair(subscriber: FeedbackSubscriber) -> Any:
+    assert subscriber.flush(timeout=10)
+    repairs = subscriber.store.repairs.list()
+    assert len(repairs) == 1, repairs
+    return repairs[0]
+
+
+def test_three_failures_repair_and_guidance_in_next_model_call(subscriber: FeedbackSubscriber) -> None:
+    feedback = OpenAIAgentsFeedback(subscriber, session_id="oa-1")
+    model = ScriptedModel(_failing_calls())
+    agent = Agent(
+        name="installer",
+        instructions=feedback.with_guidance("You install packages."),
+        tools=[install],
+        model=model,
+    )
+    result = _run(agent, feedback, "install react for the web app")
+    assert result.final_output == "giving up"
+    repair = _the_repair(subscriber)
+    prompts = [c.system_instructions or "" for c in model.calls]
+    assert len(prompts) == 4
+    assert prompts[0] == "You install packages."
+    assert "<memory-context>" in prompts[3] and repair.preference in prompts[3]
+    # The SDK's message to the model is unchanged (the formatter returned None).
+    outputs = [i for i in result.new_items if i.type == "tool_call_output_item"]
+    assert all("An error occurred while running the tool" in str(i.output) for i in outputs)
+    traces = subscriber.store.traces.list("oa-1")
+    assert len(traces) == 3 and all(t.tool_calls[0].error_code for t in traces)  # no "success" for them
+
+
+def test_custom_failure_function_and_callable_instructions(subscriber: FeedbackSubscriber) -> None:
+    feedback = OpenAIAgentsFeedback(subscriber)
+
+    def raises(package: str, manager: str, flags: str = "") -> str:
+        raise RuntimeError("registry unreachable")
+
+    tool = function_tool(
+        raises,
+        name_override="install",
+        failure_error_function=feedback.failure_error_function(lambda ctx, err: f"install failed: {err}"),
+    )
+    model = ScriptedModel(_failing_calls())
+
+    async def instructions(ctx: Any, agent: Any) -> str:
+        return f"Dynamic for {agent.name}."
+
+    agent = Agent(name="dyn", instructions=feedback.with_guidance(instructions), tools=[tool], model=model)
+    run_config = RunConfig(tracing_disabled=True)
+    ctx = {"session_id": "from-context"}
+    result = asyncio.run(
+        Runner.run(agent, "install react", run_config=run_config, hooks=feedback.hooks, context=ctx)
+    )
+    outputs = [str(i.output) for i in result.new_items if i.type == "tool_call_output_item"]
+    assert outputs == ["install failed: registry unreachable"] * 3  # the tool's own message, kept
+    repair = _the_repair(subscriber)
+    prompts = [c.system_instructions or "" for c in model.calls]
+    assert prompts[0] == "Dynamic for dyn."
+    assert repair.preference in prompts[3]
+    assert len(subscriber.store.traces.list("from-context")) == 3
+
+
+def test_unknown_tool_and_success_recorded(subscriber: FeedbackSubscriber) -> None:
+    feedback = OpenAIAgentsFeedback(subscriber, session_id="oa-3")
+    model = ScriptedModel(
+        [
+            [function_call("nope", {"x": "y"}, call_id="c1")],
+            [function_call("echo", {"text": "hi"}, call_id="c2")],
+            [assistant_message("done")],
+        ]
+    )
+    agent = Agent(name="a", instructions="Sys.", tools=[echo], model=model)
+    result = _run(agent, feedback, "say hi", tool_not_found_behavior="return_error_to_model")
+    assert result.final_output == "done"
+    rows = sorted(
+        (t.tool_calls[0].name, t.tool_calls[0].error_code) for t in subscriber.store.traces.list("oa-3")
+    )
+    assert rows == [("echo", None), ("nope", "tool-not-found")]
+
+
+def test_user_input_classified_once(subscriber: FeedbackSubscriber) -> None:
+    triggers: list[str] = []
+    subscriber.bus.on("repair.triggered", lambda event: triggers.append(getattr(event, "trigger", "")))
+    feedback = OpenAIAgentsFeedback(subscriber, session_id="oa-4")
+    model = ScriptedModel([[function_call("echo", {"text": "a"}, call_id="c1")], [assistant_message("ok")]])
+    agent = Agent(name="a", instructions=feedback.with_guidance("Sys."), tools=[echo], model=model)
+    _run(agent, feedback, "use uv instead of pip")
+    assert len(model.calls) == 2
+    # Two model calls (instructions and on_llm_start both see the input): one repair request.
+    assert requests_made(subscriber) == 1
+    assert subscriber.flush(timeout=10)
+    assert triggers == ["user.preference"]  # and the worker ran it once
+
+
+def test_adapter_errors_do_not_break_the_run(broken_subscriber: FeedbackSubscriber) -> None:
+    def broken_session(ctx: Any) -> str:
+        raise Boom("bad session_id callable")
+
+    feedback = OpenAIAgentsFeedback(broken_subscriber, session_id=broken_session, repair_wait=0.1)
+    model = ScriptedModel(
+        [
+            *_failing_calls()[:3],
+            [function_call("echo", {"text": "x"}, call_id="c9")],
+            [assistant_message("done")],
+        ]
+    )
+    agent = Agent(name="a", instructions=feedback.with_guidance("Sys."), tools=[install, echo], model=model)
+    result = _run(agent, feedback, "use uv instead of pip")
+    assert result.final_output == "done"
+    assert [c.system_instructions for c in model.calls] == ["Sys."] * 5
+    outputs = [str(i.output) for i in result.new_items if i.type == "tool_call_output_item"]
+    assert len(outputs) == 4 and outputs[-1] == "x"
