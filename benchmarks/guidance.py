@@ -4,7 +4,8 @@
 
 Repairs are bulk-inserted (the FTS5 triggers / trigram index maintain the
 search index as in production) from a vocabulary of tools, errors and
-lessons, so term frequencies look like a real store. With --embeddings,
+lessons, so term frequencies look like a real store, plus one rarer
+identifier each (a file or code a handful of repairs share); queries carry one. With --embeddings,
 vectors come from the packaged model for a pool of texts, reused with
 noise (embedding 100k texts would take the benchmark an hour on 2 cores).
 Query embedding is timed separately and excluded from the guidance figure.
@@ -67,6 +68,9 @@ LESSONS = [
 ]
 
 
+IDENTS = ["checkout_v", "orders_api_", "web/src/page", "TS", "ERR_WORKER_"]
+
+
 def populate(url: str, n: int, rng: random.Random, vectors: list[Any] | None) -> None:
     import numpy as np
 
@@ -75,6 +79,8 @@ def populate(url: str, n: int, rng: random.Random, vectors: list[Any] | None) ->
         now = now_ms()
         for i in range(n):
             tool, err, lesson = rng.choice(TOOLS), rng.choice(ERRORS), rng.choice(LESSONS)
+            # A rarer identifier, as real repairs carry (a file, a code): a handful share each.
+            ident = f"{rng.choice(IDENTS)}{rng.randint(0, max(n // 20, 1))}"
             ctx = f"task {i % 997} in module{i % 89}/ step {rng.randint(1, 50)}"
             row: dict[str, Any] = dict(
                 id=new_id("dr_"),
@@ -94,7 +100,9 @@ def populate(url: str, n: int, rng: random.Random, vectors: list[Any] | None) ->
                 rejected=i % 50 == 0,
                 category="correction",
                 project=f"p{i % 4}" if i % 3 else None,
-                source_text=f"user: {lesson}\ndo: {lesson}\navoid: {err}\ntool: {tool}\ncontext: {ctx}",
+                source_text=(
+                    f"user: {lesson}\ndo: {lesson}\navoid: {err} in {ident}\ntool: {tool}\ncontext: {ctx}"
+                ),
             )
             if vectors is not None:
                 v = vectors[i % len(vectors)] + np.random.default_rng(i).normal(0, 0.02, 384).astype("f4")
@@ -151,7 +159,8 @@ def main() -> None:
                 queries = [
                     (
                         rng.choice(TOOLS),
-                        f"{rng.choice(ERRORS)} while {rng.choice(LESSONS)}",
+                        f"{rng.choice(ERRORS)} in {rng.choice(IDENTS)}{rng.randint(0, max(n // 20, 1))}"
+                        f" while {rng.choice(LESSONS)}",
                         f"p{rng.randint(0, 3)}",
                     )
                     for _ in range(args.queries)

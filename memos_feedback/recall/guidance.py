@@ -189,7 +189,7 @@ def guidance_for(
         total = _df.total(store, s)
         lookup = tuple(dict.fromkeys(terms.indexed + situation.indexed))
         dfs = _df.of(store, s, lookup)
-        ids: set[str] = set(lexical_candidate_ids(s, terms.indexed, where, cfg.candidate_limit, dfs))
+        ids: set[str] = set(lexical_candidate_ids(s, terms.indexed, where, cfg.candidate_limit, dfs, total))
         if exact_hash is not None:
             ids.update(same_context_candidate_ids(s, exact_hash, where, cfg.candidate_limit))
         if tool is not None:

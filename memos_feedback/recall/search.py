@@ -54,10 +54,13 @@ __all__ = [
 
 M = DecisionRepairModel
 _DF_CAP = 1_000
-# Terms in at least this many repairs do not select candidates by text: they
-# are in too many to rank cheaply and say too little on their own (they still
-# weigh in the score of candidates found otherwise).
+# Terms in at least this many repairs — or in 5 % of them, when that is
+# fewer (but never below 20) — do not select candidates by text: they are in
+# too many to rank cheaply and say too little on their own (they still weigh
+# in the score of candidates found otherwise).
 RARE_DF = 200
+_RARE_SHARE = 20
+_RARE_FLOOR = 20
 _DF_TTL_S = 60.0
 _DF_CACHE_MAX = 50_000
 
@@ -176,11 +179,12 @@ def lexical_candidate_ids(
     where: ColumnElement[bool],
     limit: int,
     frequencies: Mapping[str, int] | None = None,
+    total: int | None = None,
 ) -> list[str]:
     """Eligible repairs matching the query's rarer terms (3+ characters each), best first.
 
     Ranked (bm25 on SQLite, terms matched on PostgreSQL) over the terms fewer
-    than ``RARE_DF`` repairs contain, so the work follows those terms'
+    than ``RARE_DF`` repairs (or 5 % of ``total``) contain, so the work follows those terms'
     postings, not the table. A query whose every term is common selects no
     candidate by text: such terms cannot tell a few hundred repairs apart,
     and candidates found by tool, context or embedding are still scored on
