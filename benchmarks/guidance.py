@@ -114,6 +114,13 @@ def populate(url: str, n: int, rng: random.Random, vectors: list[Any] | None) ->
                 batch = []
         if batch:
             s.execute(insert(DecisionRepairModel), batch)
+    if url.startswith("postgresql"):
+        # A live database is vacuumed and analysed by autovacuum (statistics, and
+        # the GIN index's pending list merged); a freshly bulk-loaded one is not yet.
+        with open_store(url) as store:
+            auto = store.engine.execution_options(isolation_level="AUTOCOMMIT")
+            with auto.connect() as conn:
+                conn.exec_driver_sql("VACUUM ANALYZE decision_repairs")
 
 
 class Precomputed:
