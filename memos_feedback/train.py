@@ -60,12 +60,13 @@ TRAINING_FILES: Final = (
     "feedback_families.jsonl",
     "feedback_composed.jsonl",
     "feedback_suite.jsonl",
+    "feedback_eighth.jsonl",
 )
 # Untouched hold-outs: never trained or tuned on; only scored.
-HOLDOUT_FILES: Final = ("feedback_holdout.jsonl", "feedback_fifth.jsonl")
+HOLDOUT_FILES: Final = ("feedback_holdout.jsonl", "feedback_fifth.jsonl", "feedback_ninth.jsonl")
 # Training files the rules were never tuned on: the rules' answers on them are
 # as good as on unseen text, so the combination is calibrated on them.
-CALIBRATION_FILES: Final = ("feedback_families.jsonl",)
+CALIBRATION_FILES: Final = ("feedback_families.jsonl", "feedback_eighth.jsonl")
 
 SEED: Final = 14
 C: Final = 10.0
