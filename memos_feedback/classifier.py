@@ -1744,27 +1744,44 @@ def combine_raw(text: object, model: LearnedModel | None) -> Combined:
     return _combine(rule, _confidence(rule, ev.scores), prepared.norm, model)
 
 
-# Calibration: raw score bins; each group (tiers agree / disagree) maps a bin
-# to the observed accuracy of the combination there (monotone, smoothed).
+# Calibration: the learned probability of the final shape, in bins, within one
+# of four groups — how the combination reached its answer — maps to the observed
+# accuracy of answers like it (smoothed, monotone). The groups differ sharply
+# out of fold: both tiers agreeing is right ~99% of the time, the rules keeping
+# a shape against the learned tier ~65%, the rules keeping ``unknown`` while the
+# learned tier leaned elsewhere ~30%. One "disagree" group pooled the last two
+# and reported ~0.5 for both, over-confident for the kept ``unknown``s.
 _CAL_EDGES: Final = (0.4, 0.55, 0.7, 0.85, 1.0)
+CALIBRATION_GROUPS: Final = ("agree", "rules", "unknown", "learned")
+# Pseudo-counts pulling a bin towards its centre: a bin with few answers says little.
+_CAL_PRIOR: Final = 2
+
+
+def calibration_group(comb: Combined) -> str:
+    """Which way the combination reached its answer (a key of the reliability map)."""
+    if comb.agree:
+        return "agree"
+    if comb.shape is comb.rule_shape:
+        return "unknown" if comb.shape is Shape.UNKNOWN else "rules"
+    return "learned"
 
 
 def fit_calibration(rows: Sequence[tuple[Combined, str]]) -> dict[str, list[float]]:
     """Reliability map fitted on (combined answer, true shape) pairs: group -> accuracy per bin."""
     out: dict[str, list[float]] = {}
-    for group, agree in (("agree", True), ("disagree", False)):
+    centres = [(lo + hi) / 2 for lo, hi in zip((0.0, *_CAL_EDGES[:-1]), _CAL_EDGES, strict=True)]
+    for group in CALIBRATION_GROUPS:
         hits = [0] * len(_CAL_EDGES)
         counts = [0] * len(_CAL_EDGES)
         for comb, label in rows:
-            if comb.agree is agree:
+            if calibration_group(comb) == group:
                 b = _bin(comb.raw)
                 counts[b] += 1
                 hits[b] += comb.shape.value == label
-        # Smoothed towards the bin's own raw score (2 pseudo-counts), then made
-        # non-decreasing (pool adjacent violators).
-        centres = [(lo + hi) / 2 for lo, hi in zip((0.0, *_CAL_EDGES[:-1]), _CAL_EDGES, strict=True)]
-        values = [(h + 2 * c) / (n + 2) for h, n, c in zip(hits, counts, centres, strict=True)]
-        weights = [n + 2 for n in counts]
+        # Smoothed towards the bin's own raw score, then made non-decreasing
+        # (pool adjacent violators): a higher learned probability never lowers it.
+        values = [(h + _CAL_PRIOR * c) / (n + _CAL_PRIOR) for h, n, c in zip(hits, counts, centres, strict=True)]
+        weights = [n + _CAL_PRIOR for n in counts]
         out[group] = [round(v, 3) for v in _pav(values, weights)]
         out[group + "_counts"] = [float(n) for n in counts]
     return out
@@ -1794,7 +1811,7 @@ def _calibrated(comb: Combined, model: LearnedModel | None) -> float:
     table = model.meta.get("calibration")
     if not isinstance(table, dict):
         return round(comb.raw, 2)
-    values = table.get("agree" if comb.agree else "disagree")
+    values = table.get(calibration_group(comb))
     if not isinstance(values, list) or len(values) != len(_CAL_EDGES):
         return round(comb.raw, 2)
     return round(float(values[_bin(comb.raw)]), 2)
