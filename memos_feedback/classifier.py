@@ -1780,7 +1780,9 @@ def fit_calibration(rows: Sequence[tuple[Combined, str]]) -> dict[str, list[floa
                 hits[b] += comb.shape.value == label
         # Smoothed towards the bin's own raw score, then made non-decreasing
         # (pool adjacent violators): a higher learned probability never lowers it.
-        values = [(h + _CAL_PRIOR * c) / (n + _CAL_PRIOR) for h, n, c in zip(hits, counts, centres, strict=True)]
+        values = [
+            (h + _CAL_PRIOR * c) / (n + _CAL_PRIOR) for h, n, c in zip(hits, counts, centres, strict=True)
+        ]
         weights = [n + _CAL_PRIOR for n in counts]
         out[group] = [round(v, 3) for v in _pav(values, weights)]
         out[group + "_counts"] = [float(n) for n in counts]

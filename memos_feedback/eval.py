@@ -47,13 +47,13 @@ from typing import Any
 from .classifier import ClassifiedFeedback, Shape, classify_feedback
 
 __all__ = [
+    "CONFIDENCE_BINS",
     "EXTRACTED_FIELDS",
     "EvalDataError",
-    "CONFIDENCE_BINS",
     "EvalReport",
     "LabelledMessage",
-    "ReliabilityBin",
     "Misclassified",
+    "ReliabilityBin",
     "ShapeScore",
     "SliceReport",
     "evaluate",
@@ -377,7 +377,8 @@ def _calibration_main(argv: Sequence[str]) -> int:
         for b in table:
             span = f"{b.low:.2f}-{b.high:.2f}"
             print(f"{name:<24} {span:<11} {b.count:>5} {b.mean_confidence:>9.3f} {b.accuracy:>8.3f}")
-        print(f"{name:<24} {'ECE':<11} {sum(b.count for b in table):>5} {expected_calibration_error(table):>9.3f}")
+        total, ece = sum(b.count for b in table), expected_calibration_error(table)
+        print(f"{name:<24} {'ECE':<11} {total:>5} {ece:>9.3f}")
     return 0
 
 

@@ -16,7 +16,9 @@ import json
 import sys
 from pathlib import Path
 
-SHAPES = {"positive", "negative", "correction", "constraint", "preference", "confusion", "instruction", "unknown"}
+SHAPES = {
+    "positive", "negative", "correction", "constraint", "preference", "confusion", "instruction", "unknown"
+}
 LANGS = {"en", "zh", "mixed"}
 FIELDS = ("prefer", "avoid", "correction", "constraint")
 # Which fields a shape requires (preference needs at least one of prefer/avoid).
@@ -60,7 +62,7 @@ def check(path: Path) -> list[str]:
             if name in obj:
                 value = obj[name]
                 if not isinstance(value, str) or not value.strip() or value not in source:
-                    problems.append(f"{where}: {name} {value!r} is not a substring of the text (or agent_text)")
+                    problems.append(f"{where}: {name} {value!r} is not in the text (or agent_text)")
                 if shape not in ("preference", "correction", "constraint"):
                     problems.append(f"{where}: {name} on a {shape} line")
         # feedback_suite.jsonl is shape-only by design (see tests/data/README.md).
@@ -68,7 +70,7 @@ def check(path: Path) -> list[str]:
         for name in () if shape_only else REQUIRED.get(str(shape), ()):
             if name not in obj:
                 problems.append(f"{where}: {shape} without {name}")
-        if shape == "preference" and not shape_only and "prefer" not in obj and "avoid" not in obj:
+        if shape == "preference" and not shape_only and not ("prefer" in obj or "avoid" in obj):
             problems.append(f"{where}: preference without prefer/avoid")
     return problems
 
