@@ -1275,7 +1275,8 @@ def _cut_cjk(run: str) -> str:
 def _grab_forward(view: _View, start: int) -> tuple[str, int] | None:
     """The tool/approach phrase that starts at ``start``, and where it ends.
 
-    Determiners and modifiers ("the", "plain", "原生") are skipped; a pronoun
+    Determiners and modifiers ("the", "just", "原生") are skipped, but not a modifier
+    that names an approach ("plain SQL", "bare metal"); a pronoun
     ("it", "这个") means the frame did not name a tool.
     """
     prose = view.prose
@@ -1381,6 +1382,11 @@ def _grab_backward(view: _View, pos: int) -> str | None:
                     if word[0].isalpha() and word.isascii():
                         return _clean(view.prose[before.start() : tok.end()])
                 return _clean(t[-8:])
+            break
+        if words and low in rules.APPROACH_MODIFIERS:
+            # "… than raw dicts": the modifier is part of the approach, and starts it.
+            words.insert(0, t)
+            first = tok.start()
             break
         stop = low in rules.DETERMINERS or low in rules.TOOL_STOP or low in rules.DEMONSTRATIVES
         if stop or not t[0].isalnum():
