@@ -3114,7 +3114,14 @@ VALUE_STOP: Final = _words(
 # A Chinese unit or date part that stays with the figure before it ("60 秒", "5 月").
 CN_UNIT: Final = compile_pattern(
     r"(?:万|亿|千|百)(?:元|块|人|个|次|行|条)?"
-    r"|(?:分钟|小时|公里|年|月|日|号|点|分|秒|天|周|元|块|个|次|岁|核|倍|人|行|条|页|字|米|克|层|楼)"
+    r"|(?:分钟|小时|毫秒|公里|公斤|千克|厘米|毫米|年|月|日|号|点|分|秒|天|周|元|块|个|次|岁|核|倍|人|行|条|页|字|米|克|层|楼|度)"
+)
+
+# A unit of measure after a figure stays with it: "200 g", "100 degrees", "30 ms".
+MEASURE_UNIT: Final = _words(
+    "ms s sec secs second seconds min mins minute minutes h hr hrs hour hours day days week weeks "
+    "month months year years g kg mg lb lbs oz km m cm mm mi ft in degree degrees °c °f kb mb gb tb "
+    "kib mib gib px pt em rem usd eur gbp rmb cny jpy percent"
 )
 
 # "18 号啦": a sentence particle after a figure's unit is not part of the value.

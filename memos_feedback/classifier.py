@@ -1649,12 +1649,23 @@ def _extract_correction(view: _View) -> str | None:
             copulas = _copulas(view, but.end(), c_end)
             if copulas and (value := _grab_value(view, copulas[-1].end(), c_end)):
                 return value
-    # Last resort: the first figure stated outside a "you did X" clause.
+    # Last resort: the first figure stated outside a "you did X" clause, with its unit.
     for c_start, c_end in stated:
-        for tok in _tokens(view.prose, c_start, c_end):
+        toks = _tokens(view.prose, c_start, c_end)
+        for tok in toks:
             if any(ch.isdigit() for ch in tok.group()):
+                unit = next(toks, None)
+                if unit is not None and _is_unit(unit.group()):
+                    return _clean(view.prose[tok.start() : unit.end()])
                 return _clean(tok.group())
     return None
+
+
+def _is_unit(token: str) -> bool:
+    """A unit of measure that belongs to the figure before it ("200 g", "100 度")."""
+    if _is_cjk(token):
+        return rules.CN_UNIT.fullmatch(token.translate(rules.TRAD_TO_SIMP)) is not None
+    return token.lower() in rules.MEASURE_UNIT
 
 
 def _extract_constraint(view: _View, anchor: int) -> str | None:
