@@ -14,7 +14,7 @@ fragments]]. FRAMES: the same per frame of classifier._GATED_FRAMES.
 
 # fmt: off
 # ruff: noqa: E501
-FINGERPRINT = 'e45cdc4c817f83f3fb01eabbd17aa660dfb3990e34343a9ea793f57d1abee1ad'
+FINGERPRINT = '9f08c3114f184a8feb300035ae7d63a190e5feea2d41ec5dafc2f543f57f2c81'
 
 PARTS: tuple[str, ...] = (
     '[0,"\\\\b(?:perfect)\\\\b"]',
@@ -2306,7 +2306,7 @@ FRAMES: tuple[str, ...] = (
     '[[["instead","over","rather","比"],[]]]',
     '[[["以了","够了","够用","就行","足够"],[]]]',
     '[[["built","company","default","designed","house","made","meant","our","standard","team","what"],[]]]',
-    '[[[">","不是","代替","取代","替代","比","而不","而非"],["and","but","instead","not","over","rather","than"]]]',
+    '[[[">","不是","代替","取代","替代","替换","比","而不","而非"],["and","but","instead","not","over","rather","than"]]]',
     '[[[",",";","add","avoid","avoiding","away","better","bring","chose","defaulting","depend","ditch","ditching","drop","from","get","give","hand","import","install","instead","introduce","less","more","need","not","off","picked","prefer","preferred","prefers","pull","pulling","rather","reaching","relying","replace","send","skip","swap","use","using","vendor","via","went","with","不","不再","不用","不要","停止","别","别再","勿","必要","手动","用加","用换","而不","而非","自己","，"],[]]]',
     '[[["allowed","available","banned","bloated","breaking","brittle","choked","chokes","clunky","crashing","deprecated","do","dying","error","failing","falls","flaky","forbidden","handle","hanging","hard","installed","made","maintained","make","makes","option","outdated","overkill","pain","painful","scale","slow","stalling","struggles","support","supported","too","ugly","unreadable","unreliable","不住","兼容","太","太坑","太折","太费","太难","必要","性能","总是","支持","有","稳定","经常","老是","速度"],["forever"]]]',
     '[[["换为","换成","改为","改成"],[]]]',

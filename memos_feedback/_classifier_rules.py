@@ -178,11 +178,12 @@ TRAD_TO_SIMP.update({ord("’"): "'", ord("‘"): "'", ord("`"): "`", ord("\u300
 # or the end (so "1,482", "str.format" and "1:1s" stay whole); dashes.
 CLAUSE_BREAK: Final = compile_pattern(r"[，。；;！!？?\n、…]|[,.:](?=\s|$)|\s[—–-]{1,2}\s|[—–]")
 
-# Right after a preferred tool: the word that introduces the one to avoid.
+# Right after a preferred tool: the word that introduces the one to avoid
+# ("用 httpx 替换 requests": use httpx to replace requests).
 CONTRAST_AFTER: Final = compile_pattern(
     r"\s{0,3}[,，]?\s{0,3}(?:instead\s{1,3}of(?:\s{1,3}using)?|rather\s{1,3}than(?:\s{1,3}using)?|over|"
     r"and\s{1,3}not|"
-    r"but\s{1,3}not|not(?:\s{1,3}using|\s{1,3}with)?|than(?:\s{1,3}using)?|>{1,2}|而不是(?:用)?|而非|不是|代替|替代|取代|"
+    r"but\s{1,3}not|not(?:\s{1,3}using|\s{1,3}with)?|than(?:\s{1,3}using)?|>{1,2}|而不是(?:用)?|而非|不是|代替|替代|取代|替换(?!成|为)|"
     r"比(?!较))\s{0,3}"
 )
 
@@ -3143,7 +3144,7 @@ CN_EVENT_VERB: Final = compile_pattern(
 PREFER_FORWARD: Final = (
     compile_pattern(
         r"(?<![不别])(?:改用|换成|换用|统一用|统一放|统一存|统一走|一律用|一律放|都用|还是用|就用|改成用|最好用|建议用|推荐用|请用|请使用|应该用|要用|得用|"
-        r"以后用|以后都用|直接用|换(?!过去|回|掉)|直接(?=\s{0,2}[A-Za-z`]))\s{0,2}"
+        r"以后用|以后都用|直接用|(?<!替)换(?!过去|回|掉)|直接(?=\s{0,2}[A-Za-z`]))\s{0,2}"
         # "上 Kubernetes 吧", "推荐 Poetry", "数据库选 PostgreSQL", "还是 MySQL 稳".
         r"|^\W{0,3}(?:直接|还是|干脆)?上\s{0,2}(?=[A-Za-z`])|(?:推荐|建议|倾向于|倾向|选用|改选|选)(?:用)?\s{0,2}(?=[A-Za-z`])"
         r"|还是\s{0,2}(?=[A-Za-z`])|(?:我们|咱们|团队|公司)(?:这边|一直|都|习惯|一般|统一)?(?:都)?用\s{0,2}"
