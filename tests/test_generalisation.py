@@ -6,8 +6,9 @@
 ``feedback_fifth`` and ``feedback_ninth`` were never used for tuning or training (only
 their aggregate figures were looked at, and they vetoed rule deletions): their floors
 are set below the measured figures and are the closest thing here to the hidden set.
-The learned tier is trained on every other set (``memos_feedback.train.TRAINING_FILES``). See tests/data/README.md, HOLDOUT.md, THIRD.md,
-FOURTH.md, FIFTH.md, SIXTH.md, SEVENTH.md and NINTH.md.
+The learned tier is trained on every other set (``memos_feedback.train.TRAINING_FILES``).
+See tests/data/README.md, HOLDOUT.md, THIRD.md, FOURTH.md, FIFTH.md, SIXTH.md, SEVENTH.md
+and NINTH.md.
 """
 
 from __future__ import annotations
