@@ -178,18 +178,18 @@ TRAD_TO_SIMP.update({ord("’"): "'", ord("‘"): "'", ord("`"): "`", ord("\u300
 # or the end (so "1,482", "str.format" and "1:1s" stay whole); dashes.
 CLAUSE_BREAK: Final = compile_pattern(r"[，。；;！!？?\n、…]|[,.:](?=\s|$)|\s[—–-]{1,2}\s|[—–]")
 
-# Right after a preferred tool: the word that introduces the one to avoid.
+# Right after a preferred tool: the word that introduces the one to avoid
+# ("用 httpx 替换 requests": use httpx to replace requests).
 CONTRAST_AFTER: Final = compile_pattern(
     r"\s{0,3}[,，]?\s{0,3}(?:instead\s{1,3}of(?:\s{1,3}using)?|rather\s{1,3}than(?:\s{1,3}using)?|over|"
     r"and\s{1,3}not|"
-    r"but\s{1,3}not|not(?:\s{1,3}using|\s{1,3}with)?|than(?:\s{1,3}using)?|>{1,2}|而不是(?:用)?|而非|不是|代替|替代|取代|"
+    r"but\s{1,3}not|not(?:\s{1,3}using|\s{1,3}with)?|than(?:\s{1,3}using)?|>{1,2}|而不是(?:用)?|而非|不是|代替|替代|取代|替换(?!成|为)|"
     r"比(?!较))\s{0,3}"
 )
 
 # ---------------------------------------------------------------------------
 # Masks: run first, in order; a blanked span cannot feed a later pattern.
 # ---------------------------------------------------------------------------
-_NEG_WORD = r"(?:n't|not|never)"
 _PROBLEM_NOUN = (
     r"(?:errors?|warnings?|failures?|crash(?:es)?|exceptions?|issues?|problems?|bugs?|timeouts?|"
     r"4\d\d(?:s|'s)?|5\d\d(?:s|'s)?|red|flakes?|complaints?|#(?:ref|value|name|num|null|spill|n/a|div/0)|"
@@ -662,16 +662,6 @@ _ATTRIBUTE_IS = (
 CUES: Final[tuple[Cue, ...]] = (
     # ===== positive ============================================================
     _cue(
-        "thanks",
-        "positive",
-        1.0,
-        r"\b(?:thanks?|thank\s{1,3}(?:you|u)|thx|tysm|ty|cheers|much\s{1,3}appreciated|appreciate\s{1,3}it|"
-        r"thnks|thnx|thanx|thanz|tnx|thks|"
-        r"thankyou|tyvm|much\s{1,3}obliged|obliged)\b"
-        # British "ta", alone at either end ("ta, that's grand", "spot on, ta").
-        r"|^\W{0,3}ta\b(?!\s{0,3}-?\s{0,3}da)|\bta\W{0,3}$",
-    ),
-    _cue(
         "praise",
         "positive",
         1.0,
@@ -986,13 +976,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"nothing)",
     ),
     _cue(
-        "change-broke",
-        "negative",
-        1.3,
-        r"\b(?:that|this|it|your\s{1,3}(?:change|fix|patch|commit|edit|script|code))\s{1,3}(?:just\s{1,3})?"
-        r"(?:broke|killed|wiped|deleted|corrupted|nuked|erased|undid)\b",
-    ),
-    _cue(
         "you-ignored",
         "negative",
         1.2,
@@ -1054,17 +1037,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"|\b(?:reads|sounds|looks)\s{1,3}like\s{1,3}(?:a\s{1,3})?(?:robot|bot|machine|spam|"
         r"marketing\s{1,3}copy)\b",
     ),
-    # "way too stiff", "far too long": judged and rejected (a requirement beside it wins).
-    _cue(
-        "too-much",
-        "negative",
-        1.0,
-        r"\b(?:is|are|'s|was|feels|reads|looks|sounds)\s{1,3}(?:way\s{1,3}|far\s{1,3}|much\s{1,3}|"
-        r"kinda\s{1,3}|still\s{1,3})?"
-        r"too\s{1,3}(?:long|short|stiff|formal|casual|vague|generic|wordy|verbose|complicated|complex|dense|"
-        r"technical|"
-        r"basic|salesy|pushy|aggressive|harsh|informal|repetitive|robotic|bland)\b",
-    ),
     # "it's returning an empty list again", "the link you gave me 404s".
     _cue(
         "bad-output",
@@ -1106,15 +1078,6 @@ CUES: Final[tuple[Cue, ...]] = (
         "asked-got",
         "negative",
         1.2,
-        r"\bi\s{1,3}(?:asked\s{1,3}(?:you\s{1,3})?(?:for|to)|wanted|needed|"
-        r"expected)\b[^.;!?\n]{1,60}?(?:\band|\bbut|,|—)\s{1,3}(?:then\s{1,3})?"
-        r"(?:you|i\s{1,3}got|got)\s{1,3}(?:gave|give|sent|returned|wrote|made|did|produced|just|me|back|a|an|"
-        r"the)\b",
-    ),
-    _cue(
-        "asked-got-correction",
-        "correction",
-        -0.6,
         r"\bi\s{1,3}(?:asked\s{1,3}(?:you\s{1,3})?(?:for|to)|wanted|needed|"
         r"expected)\b[^.;!?\n]{1,60}?(?:\band|\bbut|,|—)\s{1,3}(?:then\s{1,3})?"
         r"(?:you|i\s{1,3}got|got)\s{1,3}(?:gave|give|sent|returned|wrote|made|did|produced|just|me|back|a|an|"
@@ -1179,8 +1142,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"redirecting))\s{1,3}(?:forever|indefinitely|endlessly|"
         r"infinitely)\b|\binfinite\s{1,3}(?:loop|redirect|spinner|recursion)\b",
     ),
-    # A failure state only named ("that OOMKilled in the log, what is it?"): weak on its own.
-    _cue("failure-state-named", "negative", 0.6, _FAILURE_STATE),
     # "the pod is in CrashLoopBackOff": the state, not a value of the pod.
     _cue(
         "failure-state-not-value",
@@ -1226,13 +1187,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"fewer)\s{1,3}(?:\w{1,20}\s{1,3})?than\s{1,3}(?:i|we)\s{1,3}(?:asked|wanted|"
         r"needed|expected|said|specified)",
     ),
-    # "matches 'foobar' too, which it shouldn't": a description of the bug, not a requirement.
-    _cue(
-        "shouldnt-have",
-        "constraint",
-        -1.0,
-        r"\b(?:which|that)\s{1,3}it\s{1,3}(?:shouldn't|should\s{1,3}not)\b",
-    ),
     # "traffic was terrible today", "the coffee here is awful", "the football was brilliant
     # last night": a verdict on something out in the world (a time or a place is named), not
     # on the answer.
@@ -1252,16 +1206,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"|\b(?:here|" + _WORLD_PLACE + r")\s{1,3}(?:is|was|are|were)\s{1,3}" + _WORLD_VERDICT + r"\b"
         + _WORLD_THING_VERDICT,
     ),
-    # "这本书写得太烂了", "外卖太难吃了": a verdict on something out in the world.
-    _cue(
-        "cn-world-remark",
-        "negative",
-        -1.2,
-        r"(?:天气|咖啡|饭菜|外卖|比赛|电影|电视剧|这本书|那本书|交通|地铁|奶茶|食堂|酒店)[^，。？！,.?!]{0,6}?"
-        r"(?:太|好|真|很|有点|也太)?(?:烂|难吃|难喝|难看|差|苦|冷|热|堵|挤|无聊)",
-    ),
-    # A message that is only an angry emoji.
-    _cue("bare-angry-emoji", "negative", 1.2, r"^\W{0,3}(?:😡|🤬|👎|😤|😠|💩)\W{0,4}$"),
     _cue("annoyed-emoji", "negative", 0.6, r"🙄|🙃|😒|😤|😡|🤦|😩|😞|👎|😑"),
     # "thanks for force-pushing over my branch 🙃": with an annoyed emoji, sarcasm.
     _cue(
@@ -1316,13 +1260,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"被你(?:删|改|弄|搞|覆盖|清)|你(?:把|给).{0,12}(?:删了|搞坏|弄坏|改坏|搞砸|弄丢|覆盖了|覆盖掉|删掉了|清掉了|清空了|弄没了|搞没了)"
         r"|(?:坏|死|衰|挂|冧)咗",
     ),
-    # "好慢", "太卡了": a verdict alone.
-    _cue(
-        "cn-bare-verdict",
-        "negative",
-        1.2,
-        r"^\W{0,3}(?:好|太|很|超|真)(?:慢|卡|乱|丑|难看|难用|烂)(?:了|啊|呀|吧)?\W{0,4}$",
-    ),
     # "接口全 500 了", "画面跑版了", "方向都歪掉了", "跟我要的不一样", "bug 照样复现", "更严重了":
     # the result described as broken, off target, or unchanged.
     _cue(
@@ -1336,7 +1273,6 @@ CUES: Final[tuple[Cue, ...]] = (
     ),
     # "把日志删掉，没用了": after a command, an evaluation is about its object.
     _cue("cn-ba-command", "negative", -0.6, r"^\W{0,3}(?:请|帮我|麻烦)?\s{0,2}把"),
-    _cue("cn-failure-word", "negative", 0.5, r"失败|报错|出错|异常|超时"),
     # ===== correction ==========================================================
     _cue(
         "should-be",
@@ -1376,25 +1312,11 @@ CUES: Final[tuple[Cue, ...]] = (
         r"[$¥€£]?\d[\w.,:%+-]{0,20}\s{0,3}[,，]?\s{0,3}(?:not|instead\s{1,3}of|rather\s{1,3}than|而不是|"
         r"不是)\s{0,3}[$¥€£]?\d",
     ),
-    # "it's 'affect' in that sentence, not 'effect'": one quoted value against another.
-    _cue(
-        "quoted-contrast",
-        "correction",
-        1.2,
-        r"['\"`][^'\"`\n]{1,40}['\"`][^'\"`\n]{0,30}?[,，]?\s{0,3}(?:\bnot|instead\s{1,3}of|rather\s{1,3}than|而不是|不是)\s{1,3}['\"`]",
-    ),
     _cue(
         "copula-not",
         "correction",
         1.2,
         r"(?:\b(?:is|are|was|were)|(?<!\blet)'s)\s{1,3}[^\s,，]{1,30}(?:\s{1,3}[^\s,，]{1,20}){0,2}\s{0,3}[,，]\s{0,3}not\s{1,3}[\w/~.$'\"`@#]",
-    ),
-    _cue(
-        "value-not-value",
-        "correction",
-        1.2,
-        r"(?:\b(?:is|are|was)|'s|^\W{0,3}(?:its|thats|"
-        r"it\s{1,3}is))\s{1,3}[\w.@/-]{0,30}[.\d_/@-][\w.@/-]{0,30}\s{1,3}not\s{1,3}[\w.]",
     ),
     _cue(
         "you-got-detail-wrong",
@@ -1420,17 +1342,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"the\s{1,3}wrong\s{1,3}[\w-]{1,20}(?:\s{1,3}[\w-]{1,20})?\W{0,4}$|"
         r"^\W{0,3}wrong\s{1,3}[\w-]{1,20}(?:\s{1,3}[\w-]{1,20})?\W{0,4}$",
     ),
-    # "you swapped the columns": a specific part got mixed up (the fix usually follows).
-    _cue(
-        "you-swapped",
-        "correction",
-        0.5,
-        r"\byou(?:'ve)?\s{1,3}(?:swapped|flipped|mixed\s{1,3}up|transposed|reversed|inverted|confused)\b|"
-        r"\bi\s{1,3}(?:said|asked\s{1,3}for)\b"
-        r"|\byou\s{1,3}(?:have|got|'ve\s{1,3}got)\s{1,3}(?:the\s{1,3}|them\s{1,3}|"
-        r"it\s{1,3})?(?:\w{1,20}\s{1,3})?(?:flipped|swapped|"
-        r"backwards|reversed|mixed\s{1,3}up)\b",
-    ),
     _cue(
         "copula-value",
         "correction",
@@ -1451,14 +1362,6 @@ CUES: Final[tuple[Cue, ...]] = (
         + _COPULA_SOON
         + r"(?:[\w'-]{1,20}\s{1,3}){0,2}"
         + _ATTRIBUTE_IS,
-    ),
-    # "deadline's June 14th", "cutoff date is 2023-12-31": the same at the start, no determiner.
-    # A cue of its own so that the anchored part fails at once away from the start.
-    _cue(
-        "attribute-is-start",
-        "correction",
-        0.6,
-        r"^\W{0,3}(?:(?!(?:the|her|his|my|our|their|its|your)\b)[\w-]{1,20}\s{1,3})?" + _ATTRIBUTE_IS,
     ),
     # "it was released in 2019", "the API key goes in the header, not the query string".
     _cue(
@@ -1491,16 +1394,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"|\b(?:returns|takes|expects|accepts|outputs|yields|raises|throws|emits|prints|"
         r"produces)\s{1,3}[^,，\n]{1,40}[,，]\s{0,3}not\s{1,3}\w",
     ),
-    # "that's the staging URL, prod is …": the agent used another instance of the thing.
-    _cue(
-        "other-instance",
-        "correction",
-        0.6,
-        r"\b(?:that's|that\s{1,3}is|thats|this\s{1,3}is|it's)\s{1,3}the\s{1,3}(?:old|older|staging|test|"
-        r"testing|dev|wrong|"
-        r"previous|outdated|other|sandbox|personal|legacy|deprecated|internal|draft|backup|archived|"
-        r"beta)\s{1,3}\w{1,20}",
-    ),
     # "thanks, but Jakarta is UTC+7": after an acknowledgement, a stated fact.
     _cue(
         "but-fact",
@@ -1519,54 +1412,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"branch|email|address|url|link|room|figure|price|count|timezone|time\s{1,3}zone|unit|column|table|"
         r"key|"
         r"sum|spelling|city|country|person|recipient|account|currency|format|directory|folder)\b",
-    ),
-    # Plain value statements: "postgres is on port 6432", "prod runs Python 3.11",
-    # "2 + 2 * 3 is 8", "it's Tuesday, the standup moved".
-    _cue(
-        "port-value",
-        "correction",
-        1.0,
-        r"\b(?:is|'s|are|runs|listens|lives|sits)\s{1,3}(?:on|at)\s{1,3}(?:port\s{1,3}|:)\d{2,5}\b"
-        # "redis is on 6380 in this compose file": a bare four- or five-digit figure is a port.
-        r"|\b(?:is|'s|are|runs|listens|lives|sits)\s{1,3}on\s{1,3}\d{4,5}\b(?![.,:/%-]\d)"
-        # "the file lives in src/lib/utils.ts": where it is, as a path.
-        r"|\b(?:lives|is\s{1,3}located|is\s{1,3}stored|sits|resides)\s{1,3}(?:in|at|under)\s{1,3}(?:[~.]?/|"
-        r"[\w.-]{1,30}/)[\w./-]{1,60}",
-    ),
-    # "the flight lands at 7:40", "the job runs at 2am": when it happens.
-    _cue(
-        "happens-at",
-        "correction",
-        1.0,
-        r"\b(?:lands|arrives|departs|leaves|starts|begins|ends|opens|closes|runs|fires|kicks\s{1,3}off|"
-        r"is\s{1,3}due|takes\s{1,3}off)\s{1,3}"
-        r"(?:at|on|by)\s{1,3}\d{1,2}(?::\d\d\s{0,2}(?:am|pm)?|\s{0,2}(?:am|pm))\b",
-    ),
-    # "it's Postgres 15 on prod", "we're on Node 20": the product and its version.
-    _cue(
-        "name-version",
-        "correction",
-        0.6,
-        r"\b(?:we're\s{1,3}on|we\s{1,3}are\s{1,3}on|we\s{1,3}run|runs|is\s{1,3}on|are\s{1,3}on)\s{1,3}"
-        r"[A-Z][\w+.-]{1,20}\s{1,3}v?\d{1,3}(?:\.\d{1,3}){0,2}\b"
-        r"|\bit(?:'s|\s{1,3}is)\s{1,3}[A-Z][\w+.-]{1,20}\s{1,3}v?\d{1,3}(?:\.\d{1,3}){0,2}\s{1,3}(?:on|"
-        r"in)\s{1,3}"
-        r"(?:prod|production|staging)\b",
-        keep_case=True,
-    ),
-    _cue(
-        "version-value",
-        "correction",
-        0.6,
-        r"\b(?:runs|is\s{1,3}on|are\s{1,3}on|targets|"
-        r"ships\s{1,3}with)\s{1,3}(?:[A-Za-z][\w+-]{0,20}\s{1,3})?v?\d{1,3}\.\d{1,3}",
-    ),
-    _cue(
-        "arithmetic-value",
-        "correction",
-        1.0,
-        r"\d\s{0,2}[-+*/×x]\s{0,2}\d[\d\s+*/×().-]{0,20}?\s{0,2}(?:=|\bis\b|\bequals\b|\bmakes\b|"
-        r"\bgives\b)\s{0,3}-?\d",
     ),
     _cue(
         "change-notice",
@@ -1603,15 +1448,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"\b(?:make\s{1,3}sure|ensure|be\s{1,3}sure|check\s{1,3}that|"
         r"verify\s{1,3}that)\b[^.;!?\n]{0,40}?(?:\b(?:is|are|was|were)\b|'s)",
     ),
-    # "the table is users, plural": a note on the form of the value.
-    _cue(
-        "form-note",
-        "correction",
-        0.6,
-        r"(?<=[,—–]\s{0,3})(?:plural|singular|lower[- ]?case|upper[- ]?case|all\s{1,3}caps|capitali[sz]ed|"
-        r"no\s{1,3}(?:hyphen|dash|underscore|"
-        r"space))\W{0,3}$",
-    ),
     # "the year is wrong, it's 2023": a detail rejected and its value given.
     _cue(
         "wrong-then-value",
@@ -1621,32 +1457,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"it\s{1,3}is|its|it\s{1,3}was|"
         r"they're|they\s{1,3}are|should\s{1,3}be|the\s{1,3}right\s{1,3}one\s{1,3}is|"
         r"the\s{1,3}correct\s{1,3}one\s{1,3}is)\s{1,3}\S",
-    ),
-    # "it's Tuesday not Wednesday", "that's Lisbon, not Porto" (names, no comma needed).
-    _cue(
-        "name-not-name",
-        "correction",
-        1.2,
-        r"(?:\b(?:is|are|was|were)|(?<!\blet)'s)\s{1,3}[A-Z][\w.-]{1,30}\s{1,3}not\s{1,3}[A-Z]",
-        keep_case=True,
-    ),
-    # "no, it's in the utils folder": where the thing lives.
-    _cue(
-        "in-the-place",
-        "correction",
-        1.0,
-        r"\b(?:it's|it\s{1,3}is|its|they're|they\s{1,3}are|that's|"
-        r"that\s{1,3}is)\s{1,3}(?:actually\s{1,3})?(?:in|under|inside)\s{1,3}(?:the\s{1,3})?"
-        r"[\w./-]{1,30}\s{1,3}(?:folder|directory|dir|file|module|package|repo|branch|namespace|bucket|table|"
-        r"schema|config|sheet|tab)\b",
-    ),
-    # "it's v2.1": a version stated.
-    _cue(
-        "stated-version",
-        "correction",
-        0.6,
-        r"\b(?:it's|it\s{1,3}is|that's|we're\s{1,3}on|we\s{1,3}are\s{1,3}on|"
-        r"should\s{1,3}be)\s{1,3}v\d{1,3}(?:\.\d{1,3}){1,2}\b",
     ),
     # "the deadline moved to the 21st": the new value after a change.
     _cue(
@@ -1678,15 +1488,6 @@ CUES: Final[tuple[Cue, ...]] = (
         0.6,
         r"\b(?:small|tiny|quick|minor|one)\s{1,3}(?:fix|correction|nit|thing|detail)\b|\btypo\b|"
         r"\bcorrection\s{0,2}:",
-    ),
-    _cue(
-        "rejection-then-value",
-        "correction",
-        0.6,
-        r"^\W{0,3}(?:no|nope|nah|wrong|not\s{1,3}quite)\b(?!\s{1,3}(?:more|less|fewer|longer|later|earlier|"
-        r"bigger|larger|smaller)\b)"
-        r"[\s,!.]{1,6}(?:no\W{1,3})?"
-        r"(?!.{0,60}\b(?:still|again|same|errors?|fail\w{0,4}|crash\w{0,4})\b)[^\d\n]{0,40}\d",
     ),
     # "deadline 搞错了 it's due on Friday": the Chinese rejection, then the right value in English.
     _cue(
@@ -1736,22 +1537,6 @@ CUES: Final[tuple[Cue, ...]] = (
         "correction",
         1.2,
         r"(?:是|叫|为|在|姓)\s{0,2}[^，,。不]{1,24}[，,]?\s{0,2}(?:不是|而不是|不在|不叫|不姓|not\b)",
-    ),
-    # "是 localhost:3000", "地址是上海市徐汇区": a bare value, or a place or name, stated.
-    _cue(
-        "cn-bare-value",
-        "correction",
-        1.0,
-        r"^\W{0,3}(?:不对[，,]?\s{0,2})?(?:应该)?是\s{0,2}(?:[$¥€£~/]?\d|[A-Za-z`])"
-        r"|(?:地址|地点|位置|城市|公司名|名字|名称|姓名)\s{0,2}(?:是|为|在|叫)\s{0,2}[\u4e00-\u9fff]{2}",
-    ),
-    # "她姓欧阳", "客户叫陈思远": a person's name stated (not "我叫…").
-    _cue(
-        "cn-person-name",
-        "correction",
-        1.0,
-        r"(?:他|她|对方|客户|老板|经理|作者|负责人|联系人|收件人|房东|老师)(?:的名字)?(?:姓|叫|"
-        r"名叫)\s{0,2}[\u4e00-\u9fff]{1,4}(?=[，,。；;！!\s]|$)",
     ),
     # "文件在 src/utils 下面": where it lives, as a path.
     _cue(
@@ -1982,7 +1767,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"early|late|far)\b)",
     ),
     _cue("same-but", "constraint", 0.6, r"\b(?:same|keep|keeping|as\s{1,3}is)\b.{0,40}?\bbut\b"),
-    _cue("trailing-though", "constraint", 0.4, r"\bthough\W{0,3}$"),
     _cue(
         "cn-but-must",
         "constraint",
@@ -2122,17 +1906,8 @@ CUES: Final[tuple[Cue, ...]] = (
         r"on\s{1,3}another\s{1,3}note|"
         r"separate\s{1,3}(?:thing|question|request))\b",
     ),
-    _cue(
-        "unrelated-topic-correction",
-        "correction",
-        -1.0,
-        r"\b(?:unrelated|different\s{1,3}topic|change\s{1,3}of\s{1,3}topic|side\s{1,3}note|"
-        r"on\s{1,3}another\s{1,3}note|"
-        r"separate\s{1,3}(?:thing|question|request))\b",
-    ),
     # "new task:" starts something unrelated: not a requirement on the last answer.
     _cue("new-task", "constraint", -1.5, _NEW_TASK),
-    _cue("new-task-correction", "correction", -1.0, _NEW_TASK),
     _cue("new-task-negative", "negative", -1.0, _NEW_TASK),
     # ===== preference ==========================================================
     _cue(
@@ -2144,18 +1919,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"(?:\s{1,3}\S{1,20})?\s{1,3}(?:instead|rather)\b"
         r"|\binstead\s{1,3}of\b"
         r"|\b(?:use|using)\s{1,3}\S{1,40}\s{1,3}over\b",
-    ),
-    _cue(
-        "habit-use",
-        "preference",
-        1.2,
-        r"\b(?:always|just|please|pls|let's|lets|from\s{1,3}now\s{1,3}on|next\s{1,3}time|"
-        r"in\s{1,3}(?:the\s{1,3})?future|"
-        r"going\s{1,3}forward|we|should|better|could\s{1,3}you|can\s{1,3}you|better\s{1,3}to|"
-        r"better\s{1,3}off|best\s{1,3}to|"
-        r"easier\s{1,3}to|simpler\s{1,3}to|i'd|i\s{1,3}would|you\s{1,3}could|we\s{1,3}could|"
-        r"maybe)\s{1,3}(?:just\s{1,3}|please\s{1,3})?"
-        r"(?:use|using)\s{1,3}(?!" + _DEMONSTRATIVE + r"|" + _LIMIT_WORDS + r")",
     ),
     _cue(
         "use-start",
@@ -2302,7 +2065,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"everything)"
         r"\s{1,3}(?:with|using|in|via)\s{1,3}(?!the\s{1,3}same)" + _TOOLISH,
     ),
-    _cue("just-verb-it", "preference", 0.6, r"\bjust\s{1,3}[a-z][\w.-]{1,20}\s{1,3}(?:it|this|that|them)\b"),
     # "just run `git bisect`": a named command as the way to do it.
     _cue("just-run-command", "preference", 0.6, r"\bjust\s{1,3}(?:run|use|call|try|do)\s{1,3}`"),
     # "ask via Slack", "book these through Calendly": the channel or tool to go through.
@@ -2320,15 +2082,6 @@ CUES: Final[tuple[Cue, ...]] = (
         0.4,
         r"^\W{0,3}(?:no|nope|nah)\W{1,3}(?!(?:it|that|this|the|i|you|we|still|not|it's|that's|its|is|"
         r"was)\b)[a-z]{2,15}\s",
-    ),
-    # "numpy instead please": a bare tool name, then "instead".
-    _cue(
-        "tool-instead",
-        "preference",
-        1.2,
-        r"^\W{0,3}(?!(?:no|nope|yes|ok|okay|that|this|it|do|try|something|anything|maybe|sorry|"
-        r"not)\b)[A-Za-z`][\w.`+#/-]{0,30}"
-        r"(?:\s{1,3}[A-Za-z][\w.+#/-]{0,20})?\s{1,3}instead(?:\s{1,3}(?:please|pls|plz|then|maybe))?\W{0,4}$",
     ),
     # "pathlib please": a bare tool name asked for.
     _cue(
@@ -2354,22 +2107,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"\bswap\s{1,3}(?:out\s{1,3})?(?:the\s{1,3}|all\s{1,3}|our\s{1,3}|"
         r"my\s{1,3})?[\w.`+#-]{1,30}(?:\s{1,3}[\w.`+#-]{1,20}){0,2}"
         r"\s{1,3}(?:for|with)\b",
-    ),
-    # "we're a Terraform shop": the house tool.
-    _cue(
-        "standardised-on",
-        "preference",
-        1.2,
-        r"\b(?:we|we've|we\s{1,3}have|the\s{1,3}team|our\s{1,3}team)\s{1,3}(?:standardi[sz]ed|settled|agreed|"
-        r"decided)\s{1,3}on\b"
-        r"|\b(?:switch|migrate)\s{1,3}(?:the\s{1,3}|our\s{1,3}|all\s{1,3}|"
-        r"my\s{1,3})?(?:[\w.-]{1,20}\s{1,3}){1,3}(?:over\s{1,3})?to\s{1,3}"
-        r"(?!(?:the|a|an|it|them|this|that)\b)[A-Z`]"
-        # "drop Travis, GitHub Actions is our standard": the house default named.
-        r"|\b(?:is|are)\s{1,3}(?:our|the\s{1,3}(?:team's|house|company))\s{1,3}(?:standard|default|go-to|"
-        r"convention|norm)\b"
-        r"|\b(?:is|are)\s{1,3}(?:the\s{1,3})?(?:standard|default)\s{1,3}(?:here|in\s{1,3}this\s{1,3}(?:repo|"
-        r"team|codebase|project))\b",
     ),
     _cue(
         "house-tool",
@@ -2439,13 +2176,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"though)\b)[A-Za-z`][\w.`+#/-]{0,30}"
         r"\s{0,3}(?:[,;.!—–]|$)",
     ),
-    # "mariadb, that's what prod runs", "it's what the other services use": the house tool.
-    _cue(
-        "what-we-run",
-        "preference",
-        0.6,
-        r"\b(?:that's|that\s{1,3}is|it's|it\s{1,3}is|thats)\s{1,3}what\s{1,3}" + _WHAT_WE_RUN,
-    ),
     # "zod, that's what the other services use": a tool named first, then the house habit.
     _cue(
         "tool-what-we-run",
@@ -2488,23 +2218,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"\b(?:via|through)\s{1,3}(?:the\s{1,3})?[A-Za-z`][\w.+#-]{0,30}\s{0,3}[,，]\s{0,3}not\s{1,3}"
         r"(?:via\s{1,3}|through\s{1,3})?[A-Za-z`]",
     ),
-    _cue(
-        "cn-use-enough",
-        "preference",
-        1.0,
-        _CN_USE_BLOCK
-        + r"用\s{0,2}(?!"
-        + _CN_DEMONSTRATIVE
-        + r"|"
-        + _CN_NOT_TOOL
-        + r")[^，。！？,.!?\s]{1,12}?\s{0,2}(?:就好|就行|就够了|就可以了|就够|即可)",
-    ),
-    _cue(
-        "cn-no-hand-rolled",
-        "preference",
-        0.6,
-        r"(?:不需要|不用|没必要|无需|不必|别|不要)\s{0,2}(?:自己|手动|手)\s{0,2}(?:写|搞|弄|造|实现|撸|拼)",
-    ),
     # "option 2 please", "pick the second approach": one of the options offered.
     _cue(
         "pick-option",
@@ -2520,22 +2233,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"|\b(?:go\s{1,3}with|pick|choose|take|prefer|let's\s{1,3}do)\s{1,3}(?:option|approach|variant|"
         r"plan)\s{1,3}(?:[a-d1-4]|one|two|three)\b",
     ),
-    # "don't bring in moment, we have dayjs": no new dependency, the one already there.
-    _cue(
-        "dont-bring-in",
-        "preference",
-        0.6,
-        r"\b(?:don't|do\s{1,3}not|dont|no\s{1,3}need\s{1,3}to)\s{1,3}(?:bring\s{1,3}in|pull\s{1,3}in|install|"
-        r"introduce|depend\s{1,3}on|vendor)\b",
-    ),
-    _cue(
-        "we-already-have",
-        "preference",
-        0.6,
-        r"\bwe\s{1,3}already\s{1,3}(?:have|use|depend\s{1,3}on|ship|run)\b"
-        r"|[,;]\s{0,3}we\s{1,3}(?:have|use)\s{1,3}[A-Za-z`][\w.+#`-]{0,30}(?:\s{1,3}(?:for\s{1,3}(?:that|"
-        r"this|it)|already|everywhere))?\W{0,3}$",
-    ),
     # "could you do it with awk instead", "write it in Go instead?".
     _cue(
         "with-x-instead",
@@ -2543,24 +2240,6 @@ CUES: Final[tuple[Cue, ...]] = (
         1.5,
         r"\b(?:with|in|via|using|"
         r"through)\s{1,3}[\w.`+#/-]{1,30}(?:\s{1,3}[\w.`+#/-]{1,20})?\s{1,3}instead\b(?!\s{1,3}of)",
-    ),
-    # "with docker compose please", "via Slack instead".
-    _cue(
-        "with-tool-please",
-        "preference",
-        1.2,
-        r"^\W{0,3}(?:with|via|using|through|"
-        r"in)\s{1,3}[\w.`+#/-]{1,30}(?:\s{1,3}[\w.`+#/-]{1,20})?\s{1,3}(?:please|pls|plz|instead)\W{0,3}$",
-    ),
-    # "toml for the config, not yaml".
-    _cue(
-        "tool-for-not",
-        "preference",
-        1.0,
-        r"^\W{0,3}(?!(?:no|nope|yes|ok|okay|that|this|it|not|thanks|"
-        r"sorry)\b)[A-Za-z`][\w.`+#/-]{0,30}\s{1,3}for\s{1,3}(?:the\s{1,3}|all\s{1,3})?"
-        r"[\w-]{1,20}(?:\s{1,3}[\w-]{1,20})?\s{0,3}[,，]\s{0,3}not\s{1,3}(?!(?:that|this|it|now|"
-        r"yet)\b)[\w.`+#/-]{1,30}\W{0,3}$",
     ),
     # "let's keep it in bash", "keep this in Python": the language or tool to stay with.
     _cue(
@@ -2573,15 +2252,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"front|sight|touch|"
         r"draft|review|staging|prod|production|sequence|bounds|context|shape|there|here|case|"
         r"mind)\b)[A-Za-z`][\w.+#`-]{0,30}\W{0,3}$",
-    ),
-    # "date-fns is what we standardised on": the house choice (also after a why-question).
-    _cue(
-        "house-statement",
-        "preference",
-        1.0,
-        r"\b(?:is|are)\s{1,3}what\s{1,3}(?:we|the\s{1,3}team|everyone|our\s{1,3}team)\s{1,3}(?:use|uses|"
-        r"standardi[sz]ed\s{1,3}on|agreed\s{1,3}on|"
-        r"settled\s{1,3}on|prefer|picked|chose)\b",
     ),
     # "Why are you using moment.js? date-fns is what we standardised on": a why-question, then
     # the replacement named (rule 1 of the spec: preference).
@@ -2627,16 +2297,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"(?<![不别])(?:改用|换成|换用|统一用|统一放|统一存|统一走|一律用|一律放|都用|还是用|就用|改成用|最好用|建议用|推荐用|请用|请使用|应该用|要用|得用|"
         r"以后用|以后都用|直接用|转用|改返|用返)\s{0,2}(?!" + _CN_DEMONSTRATIVE + r"|" + _CN_NOT_TOOL + r")",
     ),
-    _cue("cn-later", "preference", 0.8, r"以后|今后|往后|下次"),
-    # "上 Kubernetes 吧", "推荐 Poetry", "数据库选 PostgreSQL", "还是 MySQL 稳".
-    _cue(
-        "cn-pick-tool",
-        "preference",
-        1.2,
-        r"^\W{0,3}(?:直接|还是|干脆)?上\s{0,2}[A-Za-z`][\w.+#`-]{0,30}\s{0,2}(?:吧|呗|啊|好了)"
-        r"|(?:推荐|建议|倾向于?|首选|选用?|改选)\s{0,2}(?:用\s{0,2})?[A-Za-z`]"
-        r"|还是\s{0,2}[A-Za-z`][\w.+#`-]{0,30}\s{0,2}(?:更)?(?:稳|好|靠谱|方便|合适|香|快|省事)",
-    ),
     # "为啥要用 Redux，context 不就够了": the why-question names what to avoid, the rest the
     # replacement (rule 1 of the spec, as "why X? Y is what we use").
     _cue(
@@ -2653,26 +2313,8 @@ CUES: Final[tuple[Cue, ...]] = (
         r"我(?!们)(?:平时|平常|自己|家里|个人)(?:都|也|一直)?(?:用|使用)|"
         r"(?:同事|朋友|他们|她们|大家|别人|家里)(?:都|也|平时|一般|一直)(?:在)?(?:用|使用)",
     ),
-    # "我们用钉钉，不用飞书": the house habit.
-    _cue(
-        "cn-we-use",
-        "preference",
-        1.0,
-        r"(?:我们|咱们|团队|公司)(?:这边|一直|都|习惯|一般|统一)?(?:都)?用\s{0,2}(?!这|那|了|的|过|完|心)",
-    ),
     # "优先用标准库", "首选 Redis": the first choice.
     _cue("cn-first-choice", "preference", 1.2, r"优先(?:用|使用|考虑|选用?)|首选|尽量用"),
-    # "用飞书发通知": the tool, then the job, as the whole clause.
-    _cue(
-        "cn-use-for-job",
-        "preference",
-        1.0,
-        r"^\W{0,3}(?:以后|今后|这里|这次|统一|都)?用\s{0,2}(?!"
-        + _CN_DEMONSTRATIVE
-        + r")[\u4e00-\u9fff]{2,6}?(?:来)?(?:发|记|跑|管|部署|打包|做|写|画|存|管理|算|处理|同步|备份|通知)"
-        r"[\u4e00-\u9fff]{0,4}"
-        r"(?=\s{0,2}(?:[，,。！!；;]|$))",
-    ),
     _cue(
         "cn-use-tool",
         "preference",
@@ -2696,9 +2338,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"别手动|不要手动",
     ),
     _cue("cn-switch", "preference", 1.0, r"换\s{0,2}(?:[A-Za-z`]|个|一个|成)|(?:换|切|迁|转)过去"),
-    _cue("cn-tool-complaint", "preference", 0.5, r"太(?:丑|慢|重|麻烦|难用|老|复杂|啰嗦|笨|卡)"),
-    _cue("cn-contrast", "preference", 0.6, r"代替|替代|取代|而不是|而非"),
-    _cue("cn-why-not-use", "preference", 1.0, r"为(?:什么|啥)不(?:直接)?用"),
     # A question about the agent's own choice of tool is confusion, not a request.
     _cue(
         "why-did-you-use",
@@ -2723,14 +2362,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"|\bwhat(?:'s|\s{1,3}is)\s{1,3}the\s{1,3}(?:point|purpose|idea|reason|reasoning|rationale|logic|"
         r"thinking|motivation|benefit)"
         r"\s{1,3}(?:of|for|behind)\b",
-    ),
-    _cue(
-        "why-dont-you",
-        "confusion",
-        -1.2,
-        r"\bwhy\s{1,3}(?:don't|dont|not)\s{1,3}(?:you|we)\s{1,3}(?:just\s{1,3})?(?:go\s{1,3}ahead|"
-        + _INSTRUCTION_VERBS
-        + r")\b",
     ),
     _cue("why", "confusion", 0.5, r"\bwhy\b"),
     # Questions about the answer itself: how it was reached, what it implies, where a figure
@@ -2971,9 +2602,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"restart)\b",
     ),
     _cue(
-        "question-deixis", "confusion", 0.4, r"\b(?:this|that|these|those|here|there|it)\b.{0,40}?\?\W{0,3}$"
-    ),
-    _cue(
         "cn-confused",
         "confusion",
         1.5,
@@ -2999,7 +2627,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"^\W{0,3}(?:帮我|麻烦你?|请你?)?\s{0,2}(?:查|看|排查|分析|研究|调查|找|定位)(?:一下|下|看|查|一查|清楚)"
         r"[^，。？！,.?!]{0,20}?(?:为什么|为啥|怎么回事)",
     ),
-    _cue("cn-why", "confusion", 0.5, r"为什么|为啥|干嘛|怎么会|何必|咋回事|怎么回事|点解"),
     _cue(
         "cn-why-you",
         "confusion",
@@ -3017,39 +2644,7 @@ CUES: Final[tuple[Cue, ...]] = (
         r"它)[^，。？！,.?!]{0,12}?(?:是|要).{1,20}?还是.{1,20}?[？?]|啥区别|什么区别|有什么不同|有啥不同|"
         r"哪个文件|哪一个|改了哪|是哪(?:个|一个|些|里|儿)|指哪|(?<![按照像如依])你说的",
     ),
-    _cue("cn-question-deixis", "confusion", 0.4, r"(?:这|那|这里|那里|这个|那个|它).{0,20}?[？?]$"),
     # ===== seventh set: English phrasing variety =================================
-    # "not even in the right ballpark", "miles off the mark": an idiom for a miss.
-    _cue(
-        "off-target-idiom",
-        "negative",
-        1.2,
-        r"\b(?:not|isn't|aren't|wasn't)\s{1,3}(?:even\s{1,3})?(?:in\s{1,3})?(?:the\s{1,3})?(?:right\s{1,3}|"
-        r"same\s{1,3})?ballpark\b"
-        r"|\bnot\s{1,3}even\s{1,3}close\b|\b(?:way|miles|totally|completely|a\s{1,3}mile)\s{1,3}off\s{1,3}"
-        r"(?:the\s{1,3}mark|base|target)\b|\b(?:missed|misses|missing)\s{1,3}the\s{1,3}(?:mark|point)\b",
-    ),
-    # "this won't fly with our customers", "that doesn't cut it", "it'll never fly".
-    _cue(
-        "wont-fly",
-        "negative",
-        1.2,
-        r"\b(?:won't|wont|will\s{1,3}not|wouldn't|doesn't|does\s{1,3}not|didn't|not\s{1,3}gonna|"
-        r"isn't\s{1,3}going\s{1,3}to|ain't\s{1,3}gonna|(?:it|this|that)'ll\s{1,3}never|never\s{1,3}gonna)"
-        r"\s{1,3}(?:really\s{1,3})?(?:fly|cut\s{1,3}it|pass\s{1,3}(?:review|muster|the\s{1,3}sniff\s{1,3}test)|"
-        r"wash)\b",
-    ),
-    # "the migration just hung forever", "it froze again", "the upload stalls for ages".
-    _cue(
-        "hangs",
-        "negative",
-        1.2,
-        r"\b(?:hung|hangs|froze|freezes|stalled|stalls|spun|spins|timed\s{1,3}out|times\s{1,3}out)"
-        r"\s{1,3}(?:there\s{1,3})?(?:forever|indefinitely|endlessly|again|for\s{1,3}(?:ever|ages|hours|"
-        r"an\s{1,3}hour|minutes|\d{1,3}\s{1,3}(?:min|mins|minutes|hours)))\b"
-        r"|\b(?:it|this|that|everything|the\s{1,3}[a-z]{2,20})\s{1,3}(?:just\s{1,3}|still\s{1,3}|now\s{1,3})?"
-        r"(?:hangs|hung|froze|freezes)\b",
-    ),
     # Sarcasm: "wow, you managed to delete my whole calendar. fantastic."
     _cue(
         "managed-to-break",
@@ -3084,8 +2679,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"arigato)\b|\bbang\s{1,3}on\b|\b(?:went|got|goes)\s{1,3}(?:out|through)\s{1,3}(?:fine|ok|okay|smoothly|cleanly|"
         r"without\s{1,3}a\s{1,3}hitch)\b",
     ),
-    # "这个 email 太 cold 了，不喜欢": a bare dislike at the end of a clause.
-    _cue("cn-dislike", "negative", 1.2, r"(?:^|[，,。！!\s])\s{0,2}(?:我)?不(?:太|怎么|是很)?喜欢\W{0,3}$"),
     # "same query, restricted to last 30 days": a scope given as a limit.
     _cue(
         "restricted-to",
@@ -3135,8 +2728,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"(?:reflect|capture|follow|cover)\s{1,3}(?:what|the\s{1,3}(?:brief|spec|requirements?|discussion|notes|"
         r"ticket|template|guidelines|agreement))\b",
     ),
-    # "no no no": a rejection said over, as the whole message; "why tho".
-    _cue("no-no", "negative", 1.2, r"^\W{0,3}no(?:\W{1,3}no){1,4}\W{0,4}$"),
     _cue("why-tho", "confusion", 1.2, r"^\W{0,3}(?:but\s{1,3})?why\s{1,3}(?:tho|though|so)\W{0,4}$"),
     # "the old version was better", "I preferred the first draft", "can we go back to the previous
     # layout?": the new answer is rejected in favour of what came before.
@@ -3196,8 +2787,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"you\s{1,3}can't\s{1,3}be\s{1,3}serious)\W{0,5}$"
         r"|\bdid\s{1,3}you\s{1,3}even\s{1,3}(?:read|look\s{1,3}at|open|test|run|try)\b",
     ),
-    # "it's the other way around": the relation reversed (with "the other" already weak evidence).
-    _cue("other-way-round", "correction", 0.6, r"\bthe\s{1,3}other\s{1,3}way\s{1,3}a?round\b"),
     # "good enough", "that'll do", "fine." as the whole message: consent.
     _cue(
         "consent-plain",
@@ -3248,28 +2837,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"written\s{1,3}in|handled\s{1,3}(?:by|with|in)|built\s{1,3}(?:with|in)|managed\s{1,3}(?:with|by)|"
         r"preferred)\b",
     ),
-    # Hedged: "I'd have gone with Postgres", "I would've used rsync", "we'd have picked R".
-    _cue(
-        "would-have-used",
-        "preference",
-        1.2,
-        r"\b(?:i|we)(?:'d|\s{1,3}would)(?:\s{1,3}have|'ve|\s{1,3}'ve)\s{1,3}(?:just\s{1,3}|probably\s{1,3})?"
-        r"(?:gone\s{1,3}(?:with|for)|used|picked|chosen|opted\s{1,3}for|reached\s{1,3}for|stuck\s{1,3}with)\b"
-        r"|\b(?:i|we)\s{1,3}would've\s{1,3}(?:just\s{1,3}|probably\s{1,3})?(?:gone\s{1,3}(?:with|for)|used|"
-        r"picked|chosen|opted\s{1,3}for)\b",
-    ),
-    # "wouldn't rsync be simpler?", "wouldn't it be easier to use a pivot table?".
-    _cue(
-        "wouldnt-x-be-simpler",
-        "preference",
-        1.2,
-        r"\b(?:wouldn't|would\s{1,3}not|won't|couldn't)\s{1,3}(?!(?:it|that|this|they|you|we|he|she)\b)"
-        r"(?:(?:a|an|the)\s{1,3})?[\w.+#`'-]{1,30}(?:\s{1,3}[\w.+#`'-]{1,30})?\s{1,3}be\s{1,3}(?:a\s{1,3}(?:lot|bit)\s{1,3}|much\s{1,3}|"
-        r"way\s{1,3}|far\s{1,3})?(?:simpler|easier|better|faster|cleaner|safer|quicker|more\s{1,3}(?:robust|"
-        r"reliable|natural|standard))\b"
-        r"|\bwouldn't\s{1,3}it\s{1,3}be\s{1,3}(?:simpler|easier|better|faster|cleaner)\s{1,3}to\s{1,3}"
-        r"(?:just\s{1,3})?(?:use|go\s{1,3}with|switch\s{1,3}to)\b",
-    ),
     # "R would be my pick for this, not SPSS", "my vote is Figma", "I vote for Notion".
     _cue(
         "my-pick",
@@ -3280,27 +2847,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"|\bmy\s{1,3}(?:pick|choice|vote|preference|recommendation)\s{1,3}(?:would\s{1,3}be|is|goes\s{1,3}to)\b"
         r"|\bi\s{1,3}vote\s{1,3}(?:for\s{1,3})?(?!(?:yes|no|we|to|that|you|i|us|they|against)\b)[\w`'-]",
     ),
-    # "Better take Docker Compose here, not Kubernetes", "best to go with Postgres".
-    _cue(
-        "better-take",
-        "preference",
-        1.2,
-        r"^\W{0,3}(?:(?:i\s{1,3}think|honestly|so)\W{1,3})?(?:better|best)\s{1,3}(?:to\s{1,3})?(?:take|use|go\s{1,3}with|"
-        r"pick|stick\s{1,3}with|choose)\b",
-    ),
-    # "Kindly use Outlook for the invites only, not Zoom scheduler": use X …, not Y.
-    _cue(
-        "use-x-not-y",
-        "preference",
-        0.6,
-        r"\buse\s{1,3}" + _TOOLISH + r"[^.;!?\n]{0,40}?,\s{0,3}not\s{1,3}[\w`'\"]"
-        # "plz use tabs not spaces": the two tools side by side, no comma.
-        r"|\buse\s{1,3}(?!" + _DEMONSTRATIVE + r")" + _TOOLISH
-        + r"(?:\s{1,3}[\w.+#-]{1,20})?\s{1,3}not\s{1,3}"
-        r"(?!(?:a|an|the|to|be|if|only|just|too|so|all|yet|now|for|in|on|at|always|every|sure)\b)[\w`'\"]",
-    ),
-    # "能不能用 Figma instead?": 用 X in Chinese with "instead".
-    _cue("cn-use-instead", "preference", 1.2, r"用\s{0,2}[A-Za-z`][^，。？！,.?!]{0,30}?\binstead\b"),
     # ===== instruction =========================================================
     # "ship this build to QA", "lowercase the column names": release and formatting verbs (kept
     # out of the shared verb list, whose gate keys would grow past what the gate derives).
@@ -3330,13 +2876,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"[.?!;]\s{1,3}(?:please\s{1,3}|now\s{1,3}|then\s{1,3}|and\s{1,3})?"
         + _INSTRUCTION_VERBS
         + r"\b(?!\s{0,3}[?])",
-    ),
-    _cue(
-        "task-label",
-        "instruction",
-        1.5,
-        r"^\W{0,3}(?:new|next|another)\s{1,3}(?:task|thing|request|job)\b|^\W{0,3}(?:task|todo|next\s{1,3}up|"
-        r"next\s{1,3}step)\s{0,3}:",
     ),
     _cue(
         "request",
@@ -3403,20 +2942,6 @@ CUES: Final[tuple[Cue, ...]] = (
         r"pick|prepare|organi[sz]e|translate|"
         r"outline|structure|rewrite|clean|refactor|migrate|port)\b",
     ),
-    _cue(
-        "next-step-is",
-        "instruction",
-        1.2,
-        r"\bnext\s{1,3}(?:step|up|task|thing|item)\s{1,3}(?:is|will\s{1,3}be)\b|"
-        r"^\W{0,3}(?:ok(?:ay)?\W{1,3})?next\s{1,3}(?:is|up)\b",
-    ),
-    _cue(
-        "ignore-me",
-        "instruction",
-        -1.5,
-        r"\b(?:ignore|disregard)\s{1,3}(?:that|this|me|my\s{1,3}last|the\s{1,3}last|it)\b|忽略|无视|不用管",
-    ),
-    _cue("leading-command", "instruction", 0.6, r"^\W{0,3}`[^`\n]{1,80}`"),
     # "这个报表能不能按月份分组": a next step asked politely.
     _cue(
         "cn-could-you",
@@ -3442,12 +2967,6 @@ CUES: Final[tuple[Cue, ...]] = (
         # "今晚十点把这版上到正式机": when, then what to do with what.
         r"|^\W{0,3}(?:今晚|今天|明天|明早|今早|晚上|下午|上午|中午|等下|待会儿?|稍后|周[一二三四五六日末])"
         r"[^，。？！,.?!]{0,6}?(?:把|将)\s{0,2}\S",
-    ),
-    _cue(
-        "mixed-request",
-        "instruction",
-        1.0,
-        r"\b(?:commit|push|run|deploy|merge|build|test|rebase|restart|install)\s{0,2}(?:完|一下|下|好)",
     ),
     # Small talk whose words look like a command ("测试一下" is a mic check).
     _cue(
@@ -3536,9 +3055,13 @@ QUOTES: Final = "`\"'“”‘’「」『』"
 EDGE_PUNCT: Final = " \t\n.,;:!?。，；：！？、()[]{}（）" + QUOTES
 
 DETERMINERS: Final = _words(
-    "a an the some any plain just only whole native vanilla regular normal simple raw bare pure good "
+    "a an the some any just only whole regular normal simple good "
     "old our my your their its teh proper dedicated"
 )
+
+# Modifiers that make an approach of their own and stay in the phrase: "plain SQL"
+# (no ORM), "vanilla JS" (no framework), "raw manifests" (no Helm), "bare metal".
+APPROACH_MODIFIERS: Final = _words("plain vanilla native raw bare pure")
 
 # After "the", a word naming the kind of thing, not the thing: "the logging module" is
 # ``logging``, "the orders table" is ``orders`` ("csv module" without an article stays whole).
@@ -3592,7 +3115,14 @@ VALUE_STOP: Final = _words(
 # A Chinese unit or date part that stays with the figure before it ("60 秒", "5 月").
 CN_UNIT: Final = compile_pattern(
     r"(?:万|亿|千|百)(?:元|块|人|个|次|行|条)?"
-    r"|(?:分钟|小时|公里|年|月|日|号|点|分|秒|天|周|元|块|个|次|岁|核|倍|人|行|条|页|字|米|克|层|楼)"
+    r"|(?:分钟|小时|毫秒|公里|公斤|千克|厘米|毫米|年|月|日|号|点|分|秒|天|周|元|块|个|次|岁|核|倍|人|行|条|页|字|米|克|层|楼|度)"
+)
+
+# A unit of measure after a figure stays with it: "200 g", "100 degrees", "30 ms".
+MEASURE_UNIT: Final = _words(
+    "ms s sec secs second seconds min mins minute minutes h hr hrs hour hours day days week weeks "
+    "month months year years g kg mg lb lbs oz km m cm mm mi ft in degree degrees °c °f kb mb gb tb "
+    "kib mib gib px pt em rem usd eur gbp rmb cny jpy percent"
 )
 
 # "18 号啦": a sentence particle after a figure's unit is not part of the value.
@@ -3614,7 +3144,7 @@ CN_EVENT_VERB: Final = compile_pattern(
 PREFER_FORWARD: Final = (
     compile_pattern(
         r"(?<![不别])(?:改用|换成|换用|统一用|统一放|统一存|统一走|一律用|一律放|都用|还是用|就用|改成用|最好用|建议用|推荐用|请用|请使用|应该用|要用|得用|"
-        r"以后用|以后都用|直接用|换(?!过去|回|掉)|直接(?=\s{0,2}[A-Za-z`]))\s{0,2}"
+        r"以后用|以后都用|直接用|(?<!替)换(?!过去|回|掉)|直接(?=\s{0,2}[A-Za-z`]))\s{0,2}"
         # "上 Kubernetes 吧", "推荐 Poetry", "数据库选 PostgreSQL", "还是 MySQL 稳".
         r"|^\W{0,3}(?:直接|还是|干脆)?上\s{0,2}(?=[A-Za-z`])|(?:推荐|建议|倾向于|倾向|选用|改选|选)(?:用)?\s{0,2}(?=[A-Za-z`])"
         r"|还是\s{0,2}(?=[A-Za-z`])|(?:我们|咱们|团队|公司)(?:这边|一直|都|习惯|一般|统一)?(?:都)?用\s{0,2}"

@@ -268,6 +268,14 @@ def cmd_queue_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    # The very code of ``python -m memos_feedback.train``; without scikit-learn
+    # it raises TrainingUnavailableError, printed as one line by ``main``.
+    from .train import run
+
+    return run(args)
+
+
 # -- parser -------------------------------------------------------------------
 
 
@@ -346,6 +354,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id")
     p = add("stats", cmd_queue_stats, "counts per status, depth, oldest pending age", queue)
     p.add_argument("--json", action="store_true")
+
+    p = add(
+        "train",
+        cmd_train,
+        "retrain the classifier's learned tier from tests/data (extra [train]); "
+        "same as python -m memos_feedback.train",
+    )
+    from .train import add_arguments as add_train_arguments
+
+    add_train_arguments(p)
 
     p = add("demo", cmd_demo, "play a scripted agent session on a fresh database")
     p.add_argument(

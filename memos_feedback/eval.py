@@ -2,6 +2,7 @@
 
     python -m memos_feedback.eval LABELS.jsonl [--errors N] [--by-lang] [--json] [--no-context]
     python -m memos_feedback.eval recall CASES.jsonl [--mode lexical|semantic|both] [--json]
+    python -m memos_feedback.eval calibration [LABELS.jsonl ...] [--json]
 
 Figures, as ``feedback-shapes.md`` ("How a classifier is scored") defines them:
 
@@ -21,6 +22,13 @@ A line may carry ``agent_text`` (the agent's previous turn); it is passed to
 the classifier as context unless ``--no-context`` is given
 (``tests/data/feedback_context_pairs.jsonl``).
 
+``calibration`` prints a reliability table: the classifier's reported
+confidence in bins (``CONFIDENCE_BINS``) against the observed shape accuracy
+in each bin, per file (default: the untouched hold-outs of
+``memos_feedback.train.HOLDOUT_FILES``), with the expected calibration error
+(bin-weighted mean |confidence - accuracy|). ``reliability(records)``
+returns the same rows.
+
 ``evaluate(records)`` returns the same figures as an ``EvalReport`` for tests.
 A malformed line is reported with its number and exit status 2.
 """
@@ -39,17 +47,21 @@ from typing import Any
 from .classifier import ClassifiedFeedback, Shape, classify_feedback
 
 __all__ = [
+    "CONFIDENCE_BINS",
     "EXTRACTED_FIELDS",
     "EvalDataError",
     "EvalReport",
     "LabelledMessage",
     "Misclassified",
+    "ReliabilityBin",
     "ShapeScore",
     "SliceReport",
     "evaluate",
+    "expected_calibration_error",
     "load_labels",
     "main",
     "normalize_span",
+    "reliability",
 ]
 
 EXTRACTED_FIELDS = ("prefer", "avoid", "correction", "constraint")
@@ -274,6 +286,103 @@ def evaluate(
 
 
 # ---------------------------------------------------------------------------
+# Calibration: reported confidence against observed accuracy
+# ---------------------------------------------------------------------------
+# Upper edges of the confidence bins; the finer bins at the top are where most
+# answers fall, the coarse low ones are where the LLM tier is consulted.
+CONFIDENCE_BINS: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class ReliabilityBin:
+    """One row of a reliability table: answers whose confidence is in [low, high)."""
+
+    low: float
+    high: float
+    count: int
+    mean_confidence: float
+    accuracy: float
+
+
+def reliability(
+    records: Iterable[LabelledMessage],
+    classify: Callable[..., ClassifiedFeedback] = classify_feedback,
+    *,
+    bins: Sequence[float] = CONFIDENCE_BINS,
+) -> list[ReliabilityBin]:
+    """Bin the answers by reported confidence; per bin, mean confidence and shape accuracy.
+
+    Empty bins are left out. The top bin includes 1.0.
+    """
+    groups: list[list[tuple[float, bool]]] = [[] for _ in bins]
+    for rec in records:
+        got = _run(classify, rec, True)
+        index = next((i for i, hi in enumerate(bins) if got.confidence < hi), len(bins) - 1)
+        groups[index].append((got.confidence, got.shape.value == rec.shape))
+    out: list[ReliabilityBin] = []
+    for i, rows in enumerate(groups):
+        if rows:
+            out.append(
+                ReliabilityBin(
+                    low=bins[i - 1] if i else 0.0,
+                    high=bins[i],
+                    count=len(rows),
+                    mean_confidence=sum(c for c, _ in rows) / len(rows),
+                    accuracy=sum(1 for _, ok in rows if ok) / len(rows),
+                )
+            )
+    return out
+
+
+def expected_calibration_error(table: Sequence[ReliabilityBin]) -> float:
+    """Bin-weighted mean |mean confidence - accuracy| (0 is perfectly calibrated)."""
+    total = sum(b.count for b in table)
+    return sum(b.count * abs(b.mean_confidence - b.accuracy) for b in table) / total if total else 0.0
+
+
+def _calibration_main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m memos_feedback.eval calibration",
+        description="Reliability table: reported confidence against observed shape accuracy.",
+    )
+    parser.add_argument(
+        "labels", nargs="*", help="JSON Lines files (default: the untouched hold-outs in tests/data)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the table as JSON")
+    args = parser.parse_args(argv)
+    paths = [Path(p) for p in args.labels]
+    if not paths:
+        from .train import HOLDOUT_FILES, default_data_dir
+
+        paths = [default_data_dir() / name for name in HOLDOUT_FILES]
+    tables: dict[str, list[ReliabilityBin]] = {}
+    for path in paths:
+        try:
+            tables[path.name] = reliability(load_labels(path))
+        except EvalDataError as exc:
+            print(f"error: {path}: {exc}", file=sys.stderr)
+            return 2
+        except (OSError, UnicodeDecodeError) as exc:
+            print(f"error: cannot read {path}: {exc}", file=sys.stderr)
+            return 2
+    if args.json:
+        payload = {
+            name: {"bins": [asdict(b) for b in table], "ece": round(expected_calibration_error(table), 4)}
+            for name, table in tables.items()
+        }
+        print(json.dumps(payload, indent=2))
+        return 0
+    print(f"{'file':<24} {'confidence':<11} {'n':>5} {'mean conf':>9} {'accuracy':>8}")
+    for name, table in tables.items():
+        for b in table:
+            span = f"{b.low:.2f}-{b.high:.2f}"
+            print(f"{name:<24} {span:<11} {b.count:>5} {b.mean_confidence:>9.3f} {b.accuracy:>8.3f}")
+        total, ece = sum(b.count for b in table), expected_calibration_error(table)
+        print(f"{name:<24} {'ECE':<11} {total:>5} {ece:>9.3f}")
+    return 0
+
+
+# ---------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------
 def _pct(value: float | None) -> str:
@@ -317,6 +426,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .recall.evaluate import main as recall_main
 
         return recall_main(args_in[1:])
+    if args_in[:1] == ["calibration"]:
+        return _calibration_main(args_in[1:])
     parser = argparse.ArgumentParser(
         prog="python -m memos_feedback.eval", description="Score the feedback classifier on labelled JSONL."
     )

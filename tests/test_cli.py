@@ -395,3 +395,56 @@ def test_demo_keep_keeps_the_files_it_prints(tmp_path: Path) -> None:
         assert s.repairs.list() != []
     again = cli("demo", "--keep", str(keep))
     assert "already exists" in one_line_error(again)
+
+
+# ---------------------------------------------------------------------------
+# memos-feedback train: the same code as python -m memos_feedback.train
+# ---------------------------------------------------------------------------
+def test_train_check_reports_the_shipped_artefact_fresh() -> None:
+    out = cli("train", "--check")
+    assert out.returncode == 0, out.stderr
+    assert "is up to date" in out.stdout
+
+
+def test_train_check_reports_a_stale_artefact(tmp_path: Path) -> None:
+    stale = tmp_path / "model.json"
+    stale.write_text(json.dumps({"data_sha256": "0" * 64}), encoding="utf-8")
+    out = cli("train", "--check", "--out", str(stale))
+    assert out.returncode == 1
+    assert "is stale" in out.stdout
+
+
+def test_train_without_scikit_learn_is_one_line_naming_the_extra(tmp_path: Path) -> None:
+    # A package named sklearn that fails to import stands in for a missing
+    # scikit-learn; it is first on the path, so the real one is never reached.
+    fake = tmp_path / "sklearn"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('no scikit-learn here')\n", encoding="utf-8")
+    env = {"PYTHONPATH": os.pathsep.join((str(tmp_path), str(ROOT)))}
+    out = cli("train", "--out", str(tmp_path / "model.json"), env=env)
+    line = one_line_error(out)
+    assert "pip install 'memos-feedback[train]'" in line
+    assert not (tmp_path / "model.json").exists()
+    module = subprocess.run(
+        [sys.executable, "-m", "memos_feedback.train", "--out", str(tmp_path / "model.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=_env(env),
+    )
+    assert module.returncode == 2
+    assert module.stderr.strip() == "error: training needs scikit-learn: pip install 'memos-feedback[train]'"
+
+
+@pytest.mark.slow
+def test_train_writes_the_artefact_the_module_writes(tmp_path: Path) -> None:
+    pytest.importorskip("sklearn")
+    out = cli("train", "--out", str(tmp_path / "model.json"))
+    assert out.returncode == 0, out.stderr
+    fresh = json.loads((tmp_path / "model.json").read_text(encoding="utf-8"))
+    shipped_path = ROOT / "memos_feedback" / "data" / "classifier_model.json"
+    shipped = json.loads(shipped_path.read_text(encoding="utf-8"))
+    assert fresh["data_sha256"] == shipped["data_sha256"]
+    assert fresh["evaluation"] == shipped["evaluation"]
+    assert fresh["calibration"] == shipped["calibration"]

@@ -12,7 +12,7 @@ import pytest
 
 from memos_feedback import classifier as clf
 from memos_feedback import learned, train
-from memos_feedback.classifier import Shape, classify_feedback, classify_with
+from memos_feedback.classifier import CALIBRATION_GROUPS, Shape, classify_feedback, classify_with
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -166,10 +166,10 @@ def test_spec_examples_with_both_tiers(text: str, shape: Shape, fields: dict[str
 def test_confidence_comes_from_the_reliability_map(shipped: dict[str, object]) -> None:
     table = shipped["calibration"]
     assert isinstance(table, dict)
-    allowed = {round(v, 2) for v in table["agree"] + table["disagree"]}
+    allowed = {round(v, 2) for group in CALIBRATION_GROUPS for v in table[group]}
     for text in ["stop that", "use pnpm instead of npm", "thanks!", "hmm"]:
         assert classify_feedback(text).confidence in allowed
-    for group in ("agree", "disagree"):
+    for group in CALIBRATION_GROUPS:
         values = table[group]
         assert values == sorted(values)  # monotone in the raw score
 
