@@ -11,7 +11,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# The CPU wheel of torch first (a plain `torch` would pull the CUDA build), then the extras.
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[dev,embeddings]'
+	# [ui] and Playwright for the browser test (driving Debian's chromium; no browser download).
+	$(BIN)/python -m pip install --quiet -e '.[dev,embeddings,ui]' playwright
 	touch $(STAMP)
 
 venv: $(STAMP)

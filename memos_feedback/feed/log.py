@@ -283,6 +283,12 @@ class FeedStore:
         with self.store.session(action="reading the event log") as s:
             return int(s.scalar(select(func.coalesce(func.max(_TABLE.c.seq), 0))) or 0)
 
+    def newest(self, n: int) -> list[EventRecord]:
+        """The newest ``n`` committed events, oldest first."""
+        stmt = select(_TABLE).order_by(_TABLE.c.seq.desc()).limit(max(0, min(n, _READ_CAP)))
+        with self.store.session(action="reading the event log") as s:
+            return [_record(r) for r in reversed(list(s.execute(stmt)))]
+
     def read(
         self, after_seq: int = 0, kinds: Iterable[str] | None = None, limit: int = 500
     ) -> list[EventRecord]:
