@@ -163,3 +163,34 @@ def test_importing_the_library_imports_no_web_framework() -> None:
         timeout=60,
     )
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_dead_letters_retry_and_purge_through_the_api(sqlite_url: str) -> None:
+    from sqlalchemy import text
+
+    from memos_feedback.queue import RepairQueue
+    from memos_feedback.repair import RepairInput
+
+    store = open_store(sqlite_url)
+    try:
+        queue = RepairQueue(store)
+        for ctx in ("dead0001", "dead0002"):
+            queue.enqueue(RepairInput(trigger="manual", context_hash=ctx, session_id="s"))
+        with store.session(write=True) as s:
+            s.execute(text("UPDATE repair_jobs SET status = 'dead', last_error = '<b>boom</b>'"))
+        with serve_process(sqlite_url) as url, httpx.Client(base_url=url) as c:
+            view = c.get("api/queue").json()
+            assert view["stats"]["dead"] == 2
+            first, second = (j["id"] for j in view["dead"])
+            assert view["dead"][0]["last_error"] == "<b>boom</b>"
+            assert c.post(f"api/queue/{first}/retry").status_code == 403, "no CSRF header"
+            assert c.post(f"api/queue/{first}/retry", headers=POST_HEADERS).json()["action"] == "retry"
+            assert c.post(f"api/queue/{second}/purge", headers=POST_HEADERS).json()["action"] == "purge"
+            assert c.post(f"api/queue/{second}/purge", headers=POST_HEADERS).status_code == 404
+            assert c.post(f"api/queue/{first}/explode", headers=POST_HEADERS).status_code == 404
+            stats = c.get("api/queue").json()["stats"]
+            assert (stats["pending"], stats["dead"]) == (1, 0)
+            kinds = [e["kind"] for e in c.get("api/events").json()]
+            assert kinds == ["repair.job.requeued", "repair.job.purged"]
+    finally:
+        store.close()

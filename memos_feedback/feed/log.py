@@ -138,6 +138,25 @@ def _record(row: Any) -> EventRecord:
     )
 
 
+# Buffered rows a transaction took, by session: handed back on rollback,
+# forgotten on commit. Two class-level listeners instead of one per write:
+# listening on a session instance costs about 0.1 ms, more than the insert.
+_TAKEN = "memos_feedback_events_taken"
+
+
+def _forget(session: Session) -> None:
+    session.info.pop(_TAKEN, None)
+
+
+def _hand_back(session: Session) -> None:
+    for feed, rows in reversed(session.info.pop(_TAKEN, [])):
+        feed._put_back(rows)
+
+
+event.listen(Session, "after_commit", _forget)
+event.listen(Session, "after_rollback", _hand_back)
+
+
 def _rowcount(result: Any) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
 
@@ -193,8 +212,8 @@ class FeedStore:
         if not rows:
             return
         if taken:
-            # A rollback must not lose what other threads buffered.
-            event.listen(session, "after_rollback", lambda _s: self._put_back(taken), once=True)
+            # A rollback must not lose what other threads buffered (see _settled).
+            session.info.setdefault(_TAKEN, []).append((self, taken))
         session.execute(_INSERT, rows)
         if postgres:
             session.execute(_NOTIFY_PG)
