@@ -2,9 +2,11 @@
 
     python -m benchmarks.events [--jobs N] [--rounds R] [--pg ADMIN_URL]
 
-Drains the same backlog of repair jobs through ``FeedbackSubscriber`` with
-the event log off (``events_log=False``) and on, alternating the two in
-one run so both see the same machine state, each on a fresh database.
+Two figures, each with the event log off and on, alternating the two in
+one run so both see the same machine state, each on a fresh database:
+``run_repair`` alone (median latency of one call, one thread: the least
+noisy figure), and a whole drain of the same backlog of repair jobs
+through ``FeedbackSubscriber`` (``events_log=False`` against the default).
 A drain ends when every job's terminal event was announced and, with the
 log on, every buffered event is written. Prints per-round times, the
 medians and the overhead (target: at most +20 %, docs/PERFORMANCE.md).
@@ -33,7 +35,7 @@ from memos_feedback.config import FeedbackConfig
 from memos_feedback.events import FeedbackBus
 from memos_feedback.feed import FeedStore
 from memos_feedback.queue import RepairQueue
-from memos_feedback.repair import RepairInput
+from memos_feedback.repair import RepairDeps, RepairInput, run_repair
 from memos_feedback.store import open_store
 from memos_feedback.subscriber import attach_feedback_subscriber
 
@@ -84,7 +86,42 @@ def drain_seconds(url: str, n: int, log: bool) -> tuple[float, int]:
     return elapsed, events
 
 
-def compare(name: str, make_db: Callable[[], AbstractContextManager[str]], n: int, rounds: int) -> None:
+def run_repair_ms(url: str, n: int, log: bool) -> float:
+    """Median ms of one ``run_repair`` (persist + attach), with or without the log's writes."""
+    config = FeedbackConfig(use_llm=False, cooldown_ms=0)
+    with open_store(url) as store:
+        seed(store)
+        feed = FeedStore(store, config) if log else None
+        bus = FeedbackBus()
+        if feed is not None:
+            bus.on_any(feed.buffer)
+        deps = RepairDeps(store=store, config=config, bus=bus, events=feed)
+        samples = []
+        for i in range(n):
+            inp = RepairInput(trigger="manual", context_hash=f"rr{i:08x}", tool_id="pip", session_id=SESSION)
+            t0 = time.perf_counter()
+            assert run_repair(inp, deps).repair_id is not None
+            samples.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(samples)
+
+
+MakeDb = Callable[[], AbstractContextManager[str]]
+
+
+def compare_run_repair(name: str, make_db: MakeDb, n: int, rounds: int) -> None:
+    off: list[float] = []
+    on: list[float] = []
+    for r in range(rounds):
+        for log in (False, True) if r % 2 == 0 else (True, False):
+            with make_db() as url:
+                (on if log else off).append(run_repair_ms(url, n, log))
+    m_off, m_on = statistics.median(off), statistics.median(on)
+    print(f"{name}: run_repair median of {n} calls, {rounds} rounds each")
+    delta = f"{m_on - m_off:+.3f} ms ({100 * (m_on / m_off - 1):+.1f} %)"
+    print(f"  log off {m_off:.3f} ms, log on {m_on:.3f} ms: {delta}")
+
+
+def compare(name: str, make_db: MakeDb, n: int, rounds: int) -> None:
     off: list[float] = []
     on: list[float] = []
     logged = 0
@@ -103,6 +140,10 @@ def compare(name: str, make_db: Callable[[], AbstractContextManager[str]], n: in
         each = ", ".join(f"{s:.3f}" for s in times)
         print(f"  {label}: {each} s  median {m:.3f} s ({n / m:,.0f} jobs/s)")
     print(f"  overhead: {100 * (m_on / m_off - 1):+.1f} %  ({logged} events logged per drain)")
+    # Each round's pair ran back to back; the median of their ratios is less
+    # sensitive to load that drifts across the run than the ratio of medians.
+    paired = statistics.median(b / a for a, b in zip(off, on, strict=True))
+    print(f"  overhead, median of per-round ratios: {100 * (paired - 1):+.1f} %")
 
 
 def main() -> None:
@@ -114,9 +155,11 @@ def main() -> None:
     args = parser.parse_args()
     for line in machine():
         print(line)
+    compare_run_repair("SQLite", sqlite_db, args.jobs, args.rounds)
     compare("SQLite", sqlite_db, args.jobs, args.rounds)
     if args.pg:
         admin = args.pg
+        compare_run_repair("PostgreSQL", lambda: pg_db(admin), args.jobs, args.rounds)
         compare("PostgreSQL", lambda: pg_db(admin), args.jobs, args.rounds)
 
 
