@@ -306,8 +306,7 @@ def test_the_subscriber_prunes_the_log(store: Store) -> None:
 def test_migration_0007_up_and_down(db_url: str) -> None:
     with open_store(db_url) as s:
         assert "feedback_events" in inspect(s.engine).get_table_names()
-        indexes = {ix["name"] for ix in inspect(s.engine).get_indexes("feedback_events")}
-        assert indexes == {"ix_feedback_events_ts", "ix_feedback_events_kind_seq"}
+        assert inspect(s.engine).get_indexes("feedback_events") == [], "no index slows the commits"
         FeedStore(s).log([persisted(1)])
         migrate.downgrade(s.engine, "0005")
         assert "feedback_events" not in inspect(s.engine).get_table_names()

@@ -205,9 +205,6 @@ class FeedbackEventModel(Base):
     repair_id: Mapped[str | None] = mapped_column(String(64))
     job_id: Mapped[str | None] = mapped_column(String(64))
     payload: Mapped[dict[str, Any]] = mapped_column(JsonType)
-
-    __table_args__ = (
-        # Pruning by age; filtering a follow by kind walks (kind, seq).
-        Index("ix_feedback_events_ts", "ts"),
-        Index("ix_feedback_events_kind_seq", "kind", "seq"),
-    )
+    # No secondary index, on purpose: each would add a page write to every
+    # repair's commit. Readers walk the primary key (``seq > last``, kinds
+    # filtered on the way) and pruning deletes a prefix of it.

@@ -3,8 +3,8 @@
 One row per event announced on the bus: ``seq`` (commit order, see
 ``memos_feedback.feed.log``), ``ts`` (epoch ms), ``kind``, the ids a reader
 filters by (``context_hash``, ``repair_id``, ``job_id``) and the event's
-whole ``payload`` as JSON. Indexes serve pruning by age (``ts``) and
-following one kind (``kind, seq``).
+whole ``payload`` as JSON. No secondary index: every one would cost each
+repair's commit a page write; followers and pruning use the primary key.
 
 Revision ID: 0007
 Revises: 0005
@@ -41,11 +41,7 @@ def upgrade() -> None:
         sa.Column("payload", sa.JSON().with_variant(postgresql.JSONB(), "postgresql"), nullable=False),
         sa.PrimaryKeyConstraint("seq", name=op.f("pk_feedback_events")),
     )
-    op.create_index("ix_feedback_events_ts", TABLE, ["ts"])
-    op.create_index("ix_feedback_events_kind_seq", TABLE, ["kind", "seq"])
 
 
 def downgrade() -> None:
-    op.drop_index("ix_feedback_events_kind_seq", table_name=TABLE)
-    op.drop_index("ix_feedback_events_ts", table_name=TABLE)
     op.drop_table(TABLE)
