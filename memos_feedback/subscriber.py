@@ -214,9 +214,10 @@ class FeedbackSubscriber:
         if self.config.events_log:
             self.events = FeedStore(store, self.config)
             self._events_off = self.bus.on_any(self.events.buffer)
-            self.events.start()
 
         self._startup()
+        if self.events is not None:
+            self.events.start()  # after _startup: a failed start leaves no thread behind
         self._threads = [
             threading.Thread(target=self._enqueuer, name="memos-feedback-enqueuer", daemon=True),
             threading.Thread(target=self._heartbeat, name="memos-feedback-heartbeat", daemon=True),

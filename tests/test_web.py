@@ -9,13 +9,19 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("starlette", reason="the [ui] extra is not installed")
-httpx = pytest.importorskip("httpx")
+try:
+    import httpx
+    import starlette  # noqa: F401
+except ImportError as exc:  # pragma: no cover - the [ui] extra is part of `make venv`
+    # Under CI a missing extra is a broken setup, not an optional feature.
+    if os.environ.get("CI"):
+        raise
+    pytest.skip(f"the [ui] extra is not installed ({exc.name})", allow_module_level=True)
 
-from memos_feedback.events import RepairPersisted  # noqa: E402
-from memos_feedback.feed import FeedStore  # noqa: E402
-from memos_feedback.store import Store, open_store  # noqa: E402
-from tests.support.serve import serve_process  # noqa: E402
+from memos_feedback.events import RepairPersisted
+from memos_feedback.feed import FeedStore
+from memos_feedback.store import Store, open_store
+from tests.support.serve import serve_process
 
 ROOT = Path(__file__).resolve().parents[1]
 POST_HEADERS = {"X-Memos-Feedback": "1"}
