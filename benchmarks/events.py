@@ -86,39 +86,37 @@ def drain_seconds(url: str, n: int, log: bool) -> tuple[float, int]:
     return elapsed, events
 
 
-def run_repair_ms(url: str, n: int, log: bool) -> float:
-    """Median ms of one ``run_repair`` (persist + attach), with or without the log's writes."""
-    config = FeedbackConfig(use_llm=False, cooldown_ms=0)
-    with open_store(url) as store:
-        seed(store)
-        feed = FeedStore(store, config) if log else None
-        bus = FeedbackBus()
-        if feed is not None:
-            bus.on_any(feed.buffer)
-        deps = RepairDeps(store=store, config=config, bus=bus, events=feed)
-        samples = []
-        for i in range(n):
-            inp = RepairInput(trigger="manual", context_hash=f"rr{i:08x}", tool_id="pip", session_id=SESSION)
-            t0 = time.perf_counter()
-            assert run_repair(inp, deps).repair_id is not None
-            samples.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(samples)
-
-
 MakeDb = Callable[[], AbstractContextManager[str]]
 
 
 def compare_run_repair(name: str, make_db: MakeDb, n: int, rounds: int) -> None:
-    off: list[float] = []
-    on: list[float] = []
-    for r in range(rounds):
-        for log in (False, True) if r % 2 == 0 else (True, False):
-            with make_db() as url:
-                (on if log else off).append(run_repair_ms(url, n, log))
-    m_off, m_on = statistics.median(off), statistics.median(on)
-    print(f"{name}: run_repair median of {n} calls, {rounds} rounds each")
+    """Median ms of one ``run_repair`` (persist + attach) with and without the log's writes.
+
+    Two databases side by side; calls alternate between them one by one, so
+    load from elsewhere on the machine lands on both alike.
+    """
+    config = FeedbackConfig(use_llm=False, cooldown_ms=0)
+    samples: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(rounds):
+        with make_db() as url_off, make_db() as url_on, open_store(url_off) as off, open_store(url_on) as on:
+            deps = {}
+            for log, store in ((False, off), (True, on)):
+                seed(store)
+                feed = FeedStore(store, config) if log else None
+                bus = FeedbackBus()
+                if feed is not None:
+                    bus.on_any(feed.buffer)
+                deps[log] = RepairDeps(store=store, config=config, bus=bus, events=feed)
+            for i in range(n):
+                inp = RepairInput(trigger="manual", context_hash=f"rr{i:08x}", session_id=SESSION)
+                for log in (False, True) if i % 2 == 0 else (True, False):
+                    t0 = time.perf_counter()
+                    assert run_repair(inp, deps[log]).repair_id is not None
+                    samples[log].append((time.perf_counter() - t0) * 1000)
+    m_off, m_on = statistics.median(samples[False]), statistics.median(samples[True])
+    print(f"{name}: run_repair, {rounds} x {n} calls each, alternating")
     delta = f"{m_on - m_off:+.3f} ms ({100 * (m_on / m_off - 1):+.1f} %)"
-    print(f"  log off {m_off:.3f} ms, log on {m_on:.3f} ms: {delta}")
+    print(f"  median log off {m_off:.3f} ms, log on {m_on:.3f} ms: {delta}")
 
 
 def compare(name: str, make_db: MakeDb, n: int, rounds: int) -> None:

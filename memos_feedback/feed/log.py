@@ -69,8 +69,10 @@ STATE_KINDS: frozenset[str] = frozenset(
     }
 )
 # Two 32-bit keys: a key space apart from the single-bigint context locks.
-_LOCK_PG = text("SELECT pg_advisory_xact_lock(28006, 13)")
-_NOTIFY_PG = text(f"SELECT pg_notify('{NOTIFY_CHANNEL}', '')")
+# The NOTIFY rides with the lock (one round trip): it is only delivered at
+# commit, and one for a write that ends up inserting nothing just wakes a
+# follower that finds nothing new.
+_LOCK_PG = text(f"SELECT pg_advisory_xact_lock(28006, 13), pg_notify('{NOTIFY_CHANNEL}', '')")
 _TABLE = cast(Table, FeedbackEventModel.__table__)
 _INSERT = insert(_TABLE)
 # Payload strings are capped: an exception text can be megabytes.
@@ -215,8 +217,6 @@ class FeedStore:
             # A rollback must not lose what other threads buffered (see _settled).
             session.info.setdefault(_TAKEN, []).append((self, taken))
         session.execute(_INSERT, rows)
-        if postgres:
-            session.execute(_NOTIFY_PG)
         if events:
             failpoint("events.before_commit")
 
