@@ -109,8 +109,7 @@ def persisted_events(store: Store) -> list[str]:
     return [r.repair_id or "" for r in FeedStore(store).read(0, kinds=["repair.persisted"], limit=10_000)]
 
 
-def test_sigkill_in_the_repair_transaction_logs_nothing_then_sweep_drains(tmp_path: Path) -> None:
-    db_url = f"sqlite:///{tmp_path / 'kill.db'}"
+def test_sigkill_in_the_repair_transaction_logs_nothing_then_sweep_drains(db_url: str) -> None:
     store = open_store(db_url)
     try:
         seed(store)
