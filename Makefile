@@ -12,7 +12,9 @@ $(STAMP): pyproject.toml
 	# The CPU wheel of torch first (a plain `torch` would pull the CUDA build), then the extras:
 	# the three agent runtimes too, so the adapter tests run (under CI they fail when missing).
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[dev,embeddings,langchain,openai-agents,claude-agent]'
+	# [ui] and Playwright for the browser test (driving Debian's chromium; no browser download);
+	# [train] so the artefact-reproduction test runs.
+	$(BIN)/python -m pip install --quiet -e '.[dev,embeddings,langchain,openai-agents,claude-agent,ui,train]' playwright
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -31,6 +33,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.hot_path
 	$(BIN)/python -m benchmarks.repair_path
 	$(BIN)/python -m benchmarks.guidance --sizes 1000,10000
+	$(BIN)/python -m benchmarks.events
 
 # The whole suite against a throwaway PostgreSQL server as well as SQLite
 # (installs Debian's postgresql package when it is missing; needs root for that).

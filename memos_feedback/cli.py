@@ -158,8 +158,10 @@ def cmd_repairs_show(args: argparse.Namespace) -> int:
 
 
 def cmd_repairs_verdict(args: argparse.Namespace) -> int:
+    from .feed.actions import review_repair
+
     with _store(args) as store:
-        row = store.repairs.validate(args.id) if args.verdict == "validate" else store.repairs.reject(args.id)
+        row = review_repair(store, args.id, args.verdict)  # logs repair.reviewed (issue 13)
     print(_repair_line(row))
     return 0
 
@@ -238,19 +240,21 @@ def cmd_queue_list(args: argparse.Namespace) -> int:
 
 
 def cmd_queue_retry(args: argparse.Namespace) -> int:
-    from .queue import RepairQueue
+
+    from .feed.actions import requeue_job
 
     with _store(args) as store:
-        job = RepairQueue(store).retry(args.id)
+        job = requeue_job(store, args.id)  # logs repair.job.requeued (issue 13)
     print(f"{job.id} pending again (attempts reset)")
     return 0
 
 
 def cmd_queue_purge(args: argparse.Namespace) -> int:
-    from .queue import RepairQueue
+
+    from .feed.actions import purge_job
 
     with _store(args) as store:
-        RepairQueue(store).purge(args.id)
+        purge_job(store, args.id)  # logs repair.job.purged (issue 13)
     print(f"{args.id} purged")
     return 0
 
@@ -364,6 +368,11 @@ def build_parser() -> argparse.ArgumentParser:
     from .train import add_arguments as add_train_arguments
 
     add_train_arguments(p)
+
+    # Issue 13: event log, sweeps and the web UI live in memos_feedback/feed and memos_feedback/web.
+    from .feed.tail import add_parsers as add_feed_parsers
+
+    add_feed_parsers(add, _timeout)
 
     p = add("demo", cmd_demo, "play a scripted agent session on a fresh database")
     p.add_argument(

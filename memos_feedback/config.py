@@ -58,6 +58,12 @@ class FeedbackConfig:
     # How long close() (and leaving a ``with`` block) keeps trying to store
     # buffered triggers and waits for jobs in flight, when given no timeout.
     close_timeout_ms: int = 30_000
+    # Durable event log (memos_feedback.feed; docs/EVENTS.md "Event log").
+    events_log: bool = True
+    events_flush_ms: int = 200
+    events_max_age_ms: int = 30 * 24 * 3_600_000
+    events_max_count: int = 1_000_000
+    events_prune_every_ms: int = 60_000
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -219,6 +225,10 @@ def _validate(cfg: FeedbackConfig) -> None:
     at_least("stale_after_ms", 1)
     at_least("buffer_flush_ms", 1)
     at_least("close_timeout_ms", 0)
+    at_least("events_flush_ms", 1)
+    at_least("events_max_age_ms", 1)
+    at_least("events_max_count", 1)
+    at_least("events_prune_every_ms", 1)
     if not 0 <= cfg.retry_jitter < 1:
         raise ConfigError("retry_jitter", cfg.retry_jitter, "must be in [0, 1)")
     if cfg.retry_max_ms < cfg.retry_initial_ms:

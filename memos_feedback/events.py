@@ -32,8 +32,11 @@ __all__ = [
     "RepairJobDead",
     "RepairJobDiscarded",
     "RepairJobFailed",
+    "RepairJobPurged",
+    "RepairJobRequeued",
     "RepairJobRetrying",
     "RepairPersisted",
+    "RepairReviewed",
     "RepairSkipped",
     "RepairTriggered",
     "event_to_dict",
@@ -123,6 +126,32 @@ class RepairJobDiscarded(FeedbackEvent):
     reason: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RepairReviewed(FeedbackEvent):
+    """An operator validated or rejected a repair (``verdict``: ``validated`` / ``rejected``)."""
+
+    kind: ClassVar[str] = "repair.reviewed"
+    repair_id: str
+    verdict: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RepairJobRequeued(FeedbackEvent):
+    """An operator made a job pending again (``queue retry``)."""
+
+    kind: ClassVar[str] = "repair.job.requeued"
+    job_id: str
+    context_hash: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RepairJobPurged(FeedbackEvent):
+    """An operator deleted a job (``queue purge``)."""
+
+    kind: ClassVar[str] = "repair.job.purged"
+    job_id: str
+
+
 _EVENT_TYPES: tuple[type[FeedbackEvent], ...] = (
     RepairTriggered,
     RepairPersisted,
@@ -133,6 +162,9 @@ _EVENT_TYPES: tuple[type[FeedbackEvent], ...] = (
     RepairJobRetrying,
     RepairJobDead,
     RepairJobDiscarded,
+    RepairReviewed,
+    RepairJobRequeued,
+    RepairJobPurged,
 )
 EVENT_KINDS: frozenset[str] = frozenset(t.kind for t in _EVENT_TYPES)
 

@@ -686,8 +686,10 @@ class RepairQueue:
         with self.store.session(write=True, action="completing a repair job") as s:
             self.complete_in(s, job, owner, outcome, None)
 
-    def schedule_retry(self, job: JobRow, owner: str, error: str, next_attempt_at: int) -> None:
-        with self.store.session(write=True, action="rescheduling a repair job") as s:
+    def schedule_retry(
+        self, job: JobRow, owner: str, error: str, next_attempt_at: int, *, session: Session | None = None
+    ) -> None:
+        with self.store.session(write=True, action="rescheduling a repair job", session=session) as s:
             self._finish(
                 s,
                 job,
@@ -699,15 +701,15 @@ class RepairQueue:
                 last_error=error[:2000],
             )
 
-    def bury(self, job: JobRow, owner: str, error: str) -> None:
-        with self.store.session(write=True, action="dead-lettering a repair job") as s:
+    def bury(self, job: JobRow, owner: str, error: str, *, session: Session | None = None) -> None:
+        with self.store.session(write=True, action="dead-lettering a repair job", session=session) as s:
             self._finish(s, job, owner, now_ms(), status="dead", last_error=error[:2000])
 
-    def discard_stale(self, now: int | None = None) -> list[JobRow]:
+    def discard_stale(self, now: int | None = None, *, session: Session | None = None) -> list[JobRow]:
         """Delete pending jobs older than ``stale_after_ms``; return them."""
         now = now_ms() if now is None else now
         cutoff = now - self.config.stale_after_ms
-        with self.store.session(write=True, action="discarding stale jobs") as s:
+        with self.store.session(write=True, action="discarding stale jobs", session=session) as s:
             stmt = _SELECT_JOBS.where(_JOBS.c.status == "pending", _JOBS.c.created_at < cutoff)
             rows = [_job_row(r) for r in s.execute(stmt)]
             if rows:
@@ -751,7 +753,7 @@ class RepairQueue:
         with self.store.session(action="listing jobs") as s:
             return [_job_row(r) for r in s.execute(stmt)]
 
-    def retry(self, job_id: str) -> JobRow:
+    def retry(self, job_id: str, *, session: Session | None = None) -> JobRow:
         """Make a job pending and due now, attempts reset: a dead one, one waiting out a
         backoff, or a done one that wrote no repair.
 
@@ -760,7 +762,7 @@ class RepairQueue:
         """
         _check_id(job_id)
         now = now_ms()
-        with self.store.session(write=True, action="retrying a job") as s:
+        with self.store.session(write=True, action="retrying a job", session=session) as s:
             row = s.execute(
                 select(_JOBS.c.status, _JOBS.c.repair_id).where(_JOBS.c.id == job_id).with_for_update()
             ).first()
@@ -786,13 +788,15 @@ class RepairQueue:
             fresh = s.execute(_SELECT_JOBS.where(_JOBS.c.id == job_id)).one()
         return _job_row(fresh)
 
-    def purge(self, job_id: str) -> None:
-        """Delete one job (any status); ``NotFoundError`` when there is none."""
+    def purge(self, job_id: str, *, session: Session | None = None) -> JobRow:
+        """Delete one job (any status) and return it; ``NotFoundError`` when there is none."""
         _check_id(job_id)
-        with self.store.session(write=True, action="purging a job") as s:
+        with self.store.session(write=True, action="purging a job", session=session) as s:
+            row = s.execute(_SELECT_JOBS.where(_JOBS.c.id == job_id)).first()
             result = s.execute(delete(_JOBS).where(_JOBS.c.id == job_id))
-            if getattr(result, "rowcount", 0) == 0:
+            if row is None or getattr(result, "rowcount", 0) == 0:
                 raise NotFoundError(f"no job with id {job_id!r}")
+        return _job_row(row)
 
     def stats(self, now: int | None = None) -> dict[str, int | None]:
         """Counts per status, depth (pending + running) and the oldest pending age in ms."""

@@ -15,7 +15,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Protocol, get_args
 
 from sqlalchemy import bindparam, func, select, text
 from sqlalchemy.orm import Session
@@ -112,6 +112,12 @@ class RepairResult:
 Finalizer = Callable[[Session, str], None]
 
 
+class EventWriter(Protocol):
+    """Logs events inside a transaction (``memos_feedback.feed.FeedStore``)."""
+
+    def write_in(self, session: Session, events: Sequence[FeedbackEvent] = ()) -> None: ...
+
+
 @dataclass(slots=True)
 class RepairDeps:
     """Collaborators of ``run_repair``; only ``store`` is required."""
@@ -129,6 +135,8 @@ class RepairDeps:
     # instead of degrading, and commit the job's state with the repair.
     raise_transient: bool = False
     finalize: Finalizer | None = None
+    # Issue 13: the durable event log; repair.persisted/attached commit with the repair.
+    events: EventWriter | None = None
 
 
 def context_lock_key(context_hash: str) -> int:
@@ -369,18 +377,22 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
                 attached = attach_repair_to_policies(draft, deps.store, session=session)
             if deps.finalize is not None:
                 deps.finalize(session, row.id)
+            written: list[FeedbackEvent] = [
+                RepairPersisted(
+                    context_hash=input.context_hash,
+                    repair_id=row.id,
+                    confidence=draft.confidence,
+                    severity=draft.severity,
+                )
+            ]
+            if attached:
+                written.append(RepairAttached(repair_id=row.id, policy_ids=attached))
+            if deps.events is not None:  # issue 13: last statement, see feed/log.py
+                deps.events.write_in(session, written)
     if cooled:
         return run.skip("cooldown")
 
-    run.emit(
-        RepairPersisted(
-            context_hash=input.context_hash,
-            repair_id=row.id,
-            confidence=draft.confidence,
-            severity=draft.severity,
-        )
-    )
-    if attached:
-        run.emit(RepairAttached(repair_id=row.id, policy_ids=attached))
+    for event in written:
+        run.emit(event)
     logger.info("repair %s persisted for %s (%s)", row.id, input.context_hash, input.trigger)
     return run.result(repair_id=row.id, draft=draft, attached=attached)

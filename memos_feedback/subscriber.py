@@ -38,7 +38,7 @@ import random
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from types import TracebackType
@@ -60,12 +60,14 @@ from .errors import (
 from .events import (
     FeedbackBus,
     FeedbackClassified,
+    FeedbackEvent,
     RepairJobDead,
     RepairJobDiscarded,
     RepairJobFailed,
     RepairJobRetrying,
     RepairSkipped,
 )
+from .feed.log import FeedStore
 from .llm import RepairLLM
 from .queue import (
     EnqueueResult,
@@ -206,8 +208,16 @@ class FeedbackSubscriber:
         self._counts: Counter[str] = Counter()
         self._closing = threading.Event()
         self._closed = False
+        # Issue 13: the durable event log (memos_feedback.feed), on unless config.events_log is off.
+        self.events: FeedStore | None = None
+        self._events_off: Callable[[], None] | None = None
+        if self.config.events_log:
+            self.events = FeedStore(store, self.config)
+            self._events_off = self.bus.on_any(self.events.buffer)
 
         self._startup()
+        if self.events is not None:
+            self.events.start()  # after _startup: a failed start leaves no thread behind
         self._threads = [
             threading.Thread(target=self._enqueuer, name="memos-feedback-enqueuer", daemon=True),
             threading.Thread(target=self._heartbeat, name="memos-feedback-heartbeat", daemon=True),
@@ -424,6 +434,40 @@ class FeedbackSubscriber:
             self._buffer_wake.set()
             time.sleep(0.01)
 
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until no job is pending or running in the database — any process's.
+
+        ``flush`` waits for what *this handle* queued; ``drain`` waits for the
+        whole queue to be empty, including jobs other processes queued, jobs
+        left behind by a process that died (returned to pending once their
+        owner is seen dead or their lease lapses) and jobs waiting out a retry
+        backoff. Dead-lettered jobs do not count. Returns False when
+        ``timeout`` seconds passed first. Buffered events are written
+        before it returns.
+        """
+        limit = _timeout("timeout", timeout)
+        deadline = None if limit is None else time.monotonic() + limit
+        self._check_open()
+        while True:
+            with self._lock:
+                local_idle = not self._buffer and not self._draining and not self._held
+            if local_idle:
+                try:
+                    stats = self.queue.stats()
+                except StoreError as exc:
+                    logger.debug("queue stats unavailable while draining: %s", exc)
+                else:
+                    if not stats["pending"] and not stats["running"]:
+                        if self.events is not None:
+                            self.events.flush()
+                        return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            self._buffer_wake.set()
+            with self._work:
+                self._work.notify_all()
+            time.sleep(0.02)
+
     def close(self, timeout: float | None = None) -> CloseReport:
         """Stop claiming, store buffered bursts, wait for jobs in flight — all within a deadline.
 
@@ -457,6 +501,9 @@ class FeedbackSubscriber:
                 f.cancel()
             self.signals.clear()
             self._log_bad_calls(force=True)
+            if self._events_off is not None and self.events is not None:
+                self._events_off()
+                self.events.close(max(0.0, self._close_deadline - time.monotonic()))
             alive = tuple(t.name for t in self._threads if t.is_alive())
             if alive:
                 logger.warning("closed with %d thread(s) still running: %s", len(alive), ", ".join(alive))
@@ -557,10 +604,22 @@ class FeedbackSubscriber:
 
     def _startup(self) -> None:
         self.queue.recover()
-        for job in self.queue.discard_stale():
+        with self.store.session(write=True, action="discarding stale jobs") as s:
+            stale = self.queue.discard_stale(session=s)
+            discarded = [
+                RepairJobDiscarded(job_id=job.id, context_hash=job.context_hash, reason="stale")
+                for job in stale
+            ]
+            self._log_in(s, discarded)
+        for event in discarded:
             with self._lock:
                 self._counts["discarded"] += 1
-            self.bus.emit(RepairJobDiscarded(job_id=job.id, context_hash=job.context_hash, reason="stale"))
+            self.bus.emit(event)
+
+    def _log_in(self, session: Any, events: Sequence[FeedbackEvent]) -> None:
+        """Issue 13: log state-change events in the transaction of the change."""
+        if self.events is not None and events:
+            self.events.write_in(session, events)
 
     def _drain_buffer(self) -> bool:
         with self._drain_lock:
@@ -758,6 +817,7 @@ class FeedbackSubscriber:
                 embedder=self._embedder,
                 raise_transient=not last_attempt,
                 finalize=self._finalizer(job),
+                events=self.events,
             )
             failpoint("repair.before_run")
             result = run_repair(inp, deps)
@@ -786,32 +846,34 @@ class FeedbackSubscriber:
     def _retry(self, job: JobRow, exc: BaseException) -> None:
         due = now_ms() + backoff_ms(job.attempts, self.config, self._rng)
         error = f"{type(exc).__name__}: {exc}"
-        self.queue.schedule_retry(job, self.owner, error, due)
+        retrying = RepairJobRetrying(
+            job_id=job.id,
+            context_hash=job.context_hash,
+            attempt=job.attempts,
+            next_attempt_at=due,
+            error=error,
+        )
+        with self.store.session(write=True, action="rescheduling a repair job") as s:
+            self.queue.schedule_retry(job, self.owner, error, due, session=s)
+            self._log_in(s, [retrying])
         with self._lock:
             self._counts["retried"] += 1
-        self.bus.emit(
-            RepairJobRetrying(
-                job_id=job.id,
-                context_hash=job.context_hash,
-                attempt=job.attempts,
-                next_attempt_at=due,
-                error=error,
-            )
-        )
+        self.bus.emit(retrying)
 
     def _bury(self, job: JobRow, exc: BaseException) -> None:
         error = f"{type(exc).__name__}: {exc}"
         self.bus.emit(RepairJobFailed(context_hash=job.context_hash, error=error))
+        dead = RepairJobDead(job_id=job.id, context_hash=job.context_hash, attempts=job.attempts, error=error)
         try:
-            self.queue.bury(job, self.owner, error)
+            with self.store.session(write=True, action="dead-lettering a repair job") as s:
+                self.queue.bury(job, self.owner, error, session=s)
+                self._log_in(s, [dead])
         except LeaseLostError:
             return
         with self._lock:
             self._counts["failed"] += 1
             self._counts["dead"] += 1
-        self.bus.emit(
-            RepairJobDead(job_id=job.id, context_hash=job.context_hash, attempts=job.attempts, error=error)
-        )
+        self.bus.emit(dead)
         self._resolve(job.id, error=exc)
 
     def _resolve(

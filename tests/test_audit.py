@@ -21,8 +21,11 @@ from memos_feedback.events import (
     RepairJobDead,
     RepairJobDiscarded,
     RepairJobFailed,
+    RepairJobPurged,
+    RepairJobRequeued,
     RepairJobRetrying,
     RepairPersisted,
+    RepairReviewed,
     RepairSkipped,
     RepairTriggered,
     event_to_dict,
@@ -184,6 +187,9 @@ ALL_EVENTS: list[FeedbackEvent] = [
     RepairJobRetrying(job_id="j", context_hash="h", attempt=1, next_attempt_at=10, error="busy"),
     RepairJobDead(job_id="j", context_hash="h", attempts=5, error="boom"),
     RepairJobDiscarded(job_id="j", context_hash="h", reason="stale"),
+    RepairReviewed(repair_id="dr1", verdict="validated"),
+    RepairJobRequeued(job_id="j", context_hash="h"),
+    RepairJobPurged(job_id="j"),
 ]
 
 

@@ -24,8 +24,11 @@ from memos_feedback.events import (
     RepairJobDead,
     RepairJobDiscarded,
     RepairJobFailed,
+    RepairJobPurged,
+    RepairJobRequeued,
     RepairJobRetrying,
     RepairPersisted,
+    RepairReviewed,
     RepairSkipped,
     RepairTriggered,
     event_to_dict,
@@ -69,6 +72,15 @@ SAMPLES: dict[str, tuple[FeedbackEvent, dict[str, Any]]] = {
         RepairJobDiscarded(job_id="j1", context_hash="h", reason="stale"),
         {"job_id": "j1", "context_hash": "h", "reason": "stale"},
     ),
+    "repair.reviewed": (
+        RepairReviewed(repair_id="dr_1", verdict="validated"),
+        {"repair_id": "dr_1", "verdict": "validated"},
+    ),
+    "repair.job.requeued": (
+        RepairJobRequeued(job_id="j1", context_hash="h"),
+        {"job_id": "j1", "context_hash": "h"},
+    ),
+    "repair.job.purged": (RepairJobPurged(job_id="j1"), {"job_id": "j1"}),
 }
 SPEC_KINDS = {
     "repair.triggered",

@@ -29,6 +29,10 @@ REQUIRED = (
     "memos_feedback/migrations/env.py",
     "memos_feedback/migrations/script.py.mako",
     "memos_feedback/migrations/versions/0001_initial.py",
+    # The web UI's page ships in the package: serve needs no build step.
+    "memos_feedback/web/static/index.html",
+    "memos_feedback/web/static/app.js",
+    "memos_feedback/web/static/style.css",
 )
 
 

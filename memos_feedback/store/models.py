@@ -15,6 +15,7 @@ __all__ = [
     "SQLITE_FTS_TABLE",
     "Base",
     "DecisionRepairModel",
+    "FeedbackEventModel",
     "JsonType",
     "PolicyModel",
     "RepairJobModel",
@@ -184,3 +185,26 @@ class RepairJobModel(Base):
         Index("ix_repair_jobs_status_seq", "status", "seq"),
         Index("ix_repair_jobs_context_hash_status", "context_hash", "status"),
     )
+
+
+class FeedbackEventModel(Base):
+    """One committed event of the durable event log (``memos_feedback.feed``; migration 0007).
+
+    ``seq`` orders the log in commit order: every writer takes the log's
+    lock before it allocates a ``seq`` and holds it until commit (see
+    ``memos_feedback.feed.log``), so a follower reading ``seq > last``
+    never skips a row that commits late.
+    """
+
+    __tablename__ = "feedback_events"
+
+    seq: Mapped[int] = mapped_column(_JobSeq, primary_key=True, autoincrement=True)
+    ts: Mapped[int] = mapped_column(Millis)
+    kind: Mapped[str] = mapped_column(String(64))
+    context_hash: Mapped[str | None] = mapped_column(String(64))
+    repair_id: Mapped[str | None] = mapped_column(String(64))
+    job_id: Mapped[str | None] = mapped_column(String(64))
+    payload: Mapped[dict[str, Any]] = mapped_column(JsonType)
+    # No secondary index, on purpose: each would add a page write to every
+    # repair's commit. Readers walk the primary key (``seq > last``, kinds
+    # filtered on the way) and pruning deletes a prefix of it.

@@ -472,17 +472,17 @@ class RepairRepository(_Repository):
             model = s.scalars(_NEWEST_REPAIR_OF_CONTEXT, params).first()
             return None if model is None else repair_row(model)
 
-    def validate(self, id: str) -> DecisionRepairRow:
+    def validate(self, id: str, *, session: Session | None = None) -> DecisionRepairRow:
         """Mark a repair as approved (the UI thumbs-up); clears a rejection."""
-        return self._set_verdict(id, validated=True)
+        return self._set_verdict(id, validated=True, session=session)
 
-    def reject(self, id: str) -> DecisionRepairRow:
+    def reject(self, id: str, *, session: Session | None = None) -> DecisionRepairRow:
         """Mark a repair as rejected (clears a validation) and remove its lines from every policy block."""
-        return self._set_verdict(id, validated=False)
+        return self._set_verdict(id, validated=False, session=session)
 
-    def _set_verdict(self, id: str, *, validated: bool) -> DecisionRepairRow:
+    def _set_verdict(self, id: str, *, validated: bool, session: Session | None = None) -> DecisionRepairRow:
         _str("id", id)
-        with self._store.session(write=True, action="updating a repair") as s:
+        with self._store.session(write=True, action="updating a repair", session=session) as s:
             model = s.get(DecisionRepairModel, id, with_for_update=True)
             if model is None:
                 raise NotFoundError(f"no repair with id {id!r}")

@@ -1,0 +1,147 @@
+"""The UI in a real browser: Debian's chromium driven by Playwright (from PyPI, no browser download).
+
+Start ``serve`` on a temp database, trigger a repair from another process,
+see it on the page within 2 s, click Validate, find the row validated in the
+database; a repair whose text is markup shows as text and runs nothing.
+
+Without chromium or Playwright the test skips with the reason on a
+developer machine and fails under CI (``.ci/run`` installs both).
+``MEMOS_FEEDBACK_SCREENSHOT=docs/feed.png`` saves the page's screenshot there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memos_feedback.events import RepairPersisted
+from memos_feedback.feed import FeedStore
+from memos_feedback.store import open_store
+from tests.support.serve import serve_process
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+HOSTILE = '<img src=x onerror="window.__pwned=1">'
+HOSTILE_ANTI = "<script>window.__pwned=2</script><b>bold?</b>"
+
+
+def require_browser() -> None:
+    problem = None
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        problem = "Playwright is not installed (pip install playwright; never `playwright install`)"
+    if problem is None and not os.path.exists(CHROMIUM):
+        problem = f"no chromium at {CHROMIUM} (apt-get install chromium)"
+    if problem is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"browser test cannot run under CI: {problem}")
+        pytest.skip(problem)
+
+
+def seed(db_url: str) -> None:
+    with open_store(db_url) as store:
+        boundary = "Keep the service on the documented port."
+        store.policies.add("deploy the service", boundary=boundary, source_episode_ids=["ep1"])
+        good, bad = "ran the service on port 9000, healthy", "error: connection refused on port 8000"
+        store.traces.add("s1", agent_text=good, value=0.9, episode_id="ep1")
+        store.traces.add("s1", agent_text=bad, value=-0.8, episode_id="ep1")
+
+
+def run_once_elsewhere(db_url: str) -> str:
+    """Trigger a repair from another process; return its id once committed."""
+    args = ["run-once", "--session", "s1", "--context-hash", "b0b0b0b0b0b0b0b0", "--tool", "config"]
+    args += ["--text", "wrong port, it's 9000 not 8000"]
+    done = subprocess.run(
+        [sys.executable, "-m", "memos_feedback.cli", "--db", db_url, *args],
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("repair ") and first.endswith(" persisted"), done.stdout
+    return first.split()[1]
+
+
+def test_live_page_validate_and_untrusted_text(tmp_path: Path) -> None:
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    db_url = f"sqlite:///{tmp_path / 'ui.db'}"
+    seed(db_url)
+    dialogs: list[str] = []
+    with serve_process(db_url) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.goto(url)
+            page.wait_for_selector("#status.live", timeout=15_000)
+
+            repair_id = run_once_elsewhere(db_url)
+            committed = time.monotonic()
+            row = f'#repairs tr[data-id="{repair_id}"]'
+            page.wait_for_selector(row, timeout=2_000)  # functional bound: shown within 2 s
+            assert time.monotonic() - committed < 2.5
+            page.wait_for_selector(f'#feed li:has-text("{repair_id}")', timeout=2_000)
+            assert page.text_content(f"{row} .badge") == "new"
+
+            page.click(f"{row} button.validate")
+            page.wait_for_selector(f"{row} .badge.validated", timeout=5_000)
+            with open_store(db_url) as store:
+                assert store.repairs.get(repair_id).validated is True
+
+            # Hostile text, written as the pipeline would (row plus its event).
+            with open_store(db_url) as store:
+                bad = store.repairs.insert(
+                    context_hash="e71e71e71e71e71e",
+                    trigger="user.correction",
+                    preference=HOSTILE,
+                    anti_pattern=HOSTILE_ANTI,
+                    severity="warn",
+                    confidence=0.42,
+                    tool_id="<i>tool</i>",
+                    session_id="s1",
+                )
+                FeedStore(store).log(
+                    [RepairPersisted(context_hash="e71e71e71e71e71e", repair_id=bad.id, confidence=0.42,
+                                     severity="warn")]
+                )  # fmt: skip
+            bad_row = f'#repairs tr[data-id="{bad.id}"]'
+            page.wait_for_selector(bad_row, timeout=2_000)
+            page.wait_for_timeout(300)  # give a would-be onerror handler its chance
+            assert page.text_content(f"{bad_row} .pref") == HOSTILE
+            assert page.text_content(f"{bad_row} .anti") == HOSTILE_ANTI
+            assert page.locator("#repairs img, #repairs script, #repairs b").count() == 0
+            pwned: Any = page.evaluate("window.__pwned")
+            assert pwned is None, "repair text ran as code"
+            assert dialogs == []
+
+            page.wait_for_selector(".policy .block .pref", timeout=5_000)
+            shot = Path(os.environ.get("MEMOS_FEEDBACK_SCREENSHOT") or tmp_path / "feed.png")
+            page.screenshot(path=str(shot), full_page=True)
+            assert shot.stat().st_size > 10_000
+        finally:
+            browser.close()
