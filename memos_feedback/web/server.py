@@ -31,6 +31,9 @@ def serve(args: argparse.Namespace) -> int:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((args.host, args.port))
+        # Listen now, not when uvicorn gets to it: the line below tells clients
+        # the server is up, and the kernel queues their connections until then.
+        sock.listen(128)
     except OSError as exc:
         sock.close()
         raise MemosFeedbackError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None

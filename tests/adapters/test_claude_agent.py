@@ -158,7 +158,7 @@ def test_three_bash_failures_repair_and_guidance_through_the_protocol(subscriber
         _bash_failure("npm install", 1),
         _bash_failure("npm install --force", 2),
         _bash_failure("npm install --legacy-peer-deps", 3),
-        {**_base("UserPromptSubmit"), "prompt": "try again"},
+        {**_base("UserPromptSubmit"), "prompt": "next: add react-query to web/"},
     ]
     cli = _run(subscriber, script)
     assert subscriber.flush(timeout=10)
