@@ -35,6 +35,7 @@ from .events import (
 )
 from .evidence import RepairEvidence, gather_repair_evidence
 from .llm import RepairLLM
+from .outcomes.supersede import supersede_older
 from .recall.categories import category_for
 from .recall.config import RecallConfig
 from .recall.embeddings import check_embedder
@@ -364,6 +365,8 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
                 session=session,
             )
             annotate(session, row.id, recall_fields)
+            # Outcomes (issue 11): older repairs this one contradicts are retired with it.
+            superseded = supersede_older(session, deps.store, row.id)
             attached: tuple[str, ...] = ()
             if cfg.attach_to_policy and draft.attach_to_policy_ids:
                 attached = attach_repair_to_policies(draft, deps.store, session=session)
@@ -382,5 +385,7 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
     )
     if attached:
         run.emit(RepairAttached(repair_id=row.id, policy_ids=attached))
+    for event in superseded:
+        run.emit(event)
     logger.info("repair %s persisted for %s (%s)", row.id, input.context_hash, input.trigger)
     return run.result(repair_id=row.id, draft=draft, attached=attached)
