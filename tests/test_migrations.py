@@ -492,7 +492,9 @@ def test_outcome_tables_and_columns(db_url: str) -> None:
         uniques = {u["name"]: u["column_names"] for u in insp.get_unique_constraints("repair_outcomes")}
         assert uniques == {"uq_repair_outcomes_served_id": ["served_id"]}
         # (PostgreSQL also lists the unique constraint's own index here.)
-        assert "ix_repair_outcomes_repair_id_kind" in {ix["name"] for ix in insp.get_indexes("repair_outcomes")}
+        assert "ix_repair_outcomes_repair_id_kind" in {
+            ix["name"] for ix in insp.get_indexes("repair_outcomes")
+        }
         assert {ix["name"] for ix in insp.get_indexes("repair_served")} == {
             "ix_repair_served_repair_id",
             "ix_repair_served_ts",

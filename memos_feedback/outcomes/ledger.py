@@ -43,7 +43,8 @@ def _insert(session: Session, table: Any, values: dict[str, Any], key: str) -> b
     """Insert one row unless ``key`` already holds its value; True when inserted."""
     dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
     stmt = dialect.insert(table).values(**values).on_conflict_do_nothing(index_elements=[key])
-    return bool(session.execute(stmt).rowcount)  # type: ignore[attr-defined]
+    # RETURNING, not rowcount: the PostgreSQL driver reports -1 for this statement.
+    return session.execute(stmt.returning(table.c[key])).first() is not None
 
 
 def write_batch(
@@ -90,8 +91,10 @@ def write_batch(
             event = _check_stale(s, store, repair_id, stale_after)
             if event is not None:
                 events.append(event)
-        failpoint("outcomes.before_commit")
-    failpoint("outcomes.after_commit")
+        if settled:
+            failpoint("outcomes.before_commit")
+    if settled:
+        failpoint("outcomes.after_commit")
     return events
 
 
