@@ -508,7 +508,8 @@ def test_repairs_survive_0008_up_and_down_with_search_intact(db_url: str) -> Non
             conn.exec_driver_sql(
                 "INSERT INTO decision_repairs (id, ts, context_hash, trigger, preference, anti_pattern, "
                 "severity, confidence, high_value_trace_ids, low_value_trace_ids, validated, rejected) "
-                "VALUES ('dr_old', 1, 'abc', 'manual', 'Prefer: uv', 'x', 'info', 0.5, '[]', '[]', false, false)"
+                "VALUES ('dr_old', 1, 'abc', 'manual', 'Prefer: uv', 'x', 'info', 0.5, '[]', '[]', "
+                "false, false)"
             )
         migrate.upgrade(s.engine)
         row = s.repairs.get("dr_old")
