@@ -207,6 +207,9 @@ _PEOPLE_TRIGGERS = tuple(t for t in TRIGGERS if t not in _TOOL_TRIGGERS)
 _NEWEST_OF_FAMILY = select(func.max(DecisionRepairModel.ts)).where(
     DecisionRepairModel.context_hash == bindparam("context_hash"),
     DecisionRepairModel.trigger.in_(bindparam("triggers", expanding=True)),
+    # Outcomes (issue 11): a stale or superseded repair stopped applying; it
+    # must not hold back the next attempt at its context.
+    DecisionRepairModel.status.is_(None),
 )
 
 

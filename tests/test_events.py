@@ -25,8 +25,12 @@ from memos_feedback.events import (
     RepairJobDiscarded,
     RepairJobFailed,
     RepairJobRetrying,
+    RepairOutcome,
     RepairPersisted,
+    RepairReviewFlagged,
     RepairSkipped,
+    RepairStale,
+    RepairSuperseded,
     RepairTriggered,
     event_to_dict,
 )
@@ -68,6 +72,23 @@ SAMPLES: dict[str, tuple[FeedbackEvent, dict[str, Any]]] = {
     "repair.job.discarded": (
         RepairJobDiscarded(job_id="j1", context_hash="h", reason="stale"),
         {"job_id": "j1", "context_hash": "h", "reason": "stale"},
+    ),
+    # Outcomes (issue 11).
+    "repair.outcome": (
+        RepairOutcome(repair_id="dr1", session_id="s1", outcome="held"),
+        {"repair_id": "dr1", "session_id": "s1", "outcome": "held"},
+    ),
+    "repair.stale": (
+        RepairStale(repair_id="dr1", recurrences=3, policy_ids=("p1",)),
+        {"repair_id": "dr1", "recurrences": 3, "policy_ids": ("p1",)},
+    ),
+    "repair.review_flagged": (
+        RepairReviewFlagged(repair_id="dr1", recurrences=3),
+        {"repair_id": "dr1", "recurrences": 3},
+    ),
+    "repair.superseded": (
+        RepairSuperseded(repair_id="dr1", superseded_by="dr2", reason="prefers what it avoided"),
+        {"repair_id": "dr1", "superseded_by": "dr2", "reason": "prefers what it avoided", "policy_ids": ()},
     ),
 }
 SPEC_KINDS = {
