@@ -211,7 +211,8 @@ class FeedbackSubscriber:
         self._startup()
         # Outcomes of served guidance (issue 11): open servings and their writer.
         self.outcomes = SubscriberOutcomes(store, self.bus, self.config)
-        self._has_open = self.outcomes.has
+        # The dict itself, not a method: a membership test is all a tool step pays.
+        self._open_sessions = self.outcomes.open.sessions
         self._threads = [
             threading.Thread(target=self._enqueuer, name="memos-feedback-enqueuer", daemon=True),
             threading.Thread(target=self._heartbeat, name="memos-feedback-heartbeat", daemon=True),
@@ -253,7 +254,7 @@ class FeedbackSubscriber:
             return None
         if session_id is not None:
             self._in_play(session_id, tool_id, context)
-            if burst is not None and self._has_open(session_id):  # outcomes: a burst recurred
+            if burst is not None and session_id in self._open_sessions:  # outcomes: a burst recurred
                 self.outcomes.tool_step(session_id, tool_id, context, ok=False)
         if burst is not None:
             self._buffer.append(burst)
@@ -283,7 +284,7 @@ class FeedbackSubscriber:
             return
         if session_id is not None:
             self._in_play(session_id, tool_id, context)
-            if self._has_open(session_id):  # outcomes: the served guidance held
+            if session_id in self._open_sessions:  # outcomes: the served guidance held
                 self.outcomes.tool_step(session_id, tool_id, context, ok=True)
 
     def _bad_call(self, why: object) -> None:

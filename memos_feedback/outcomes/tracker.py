@@ -44,6 +44,11 @@ class OpenServings:
                 self._by_session.pop(next(iter(self._by_session)))
         return fresh
 
+    @property
+    def sessions(self) -> dict[str, dict[_Key, dict[str, Served]]]:
+        """The live map (read-only for callers: a membership test on the hot path)."""
+        return self._by_session
+
     def has(self, session_id: str) -> bool:
         return session_id in self._by_session
 

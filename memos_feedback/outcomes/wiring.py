@@ -35,8 +35,6 @@ logger = logging.getLogger("memos_feedback.outcomes")
 class SubscriberOutcomes:
     def __init__(self, store: Store, bus: FeedbackBus, config: FeedbackConfig) -> None:
         self.open = OpenServings(config.max_tracked_contexts)
-        # Bound once: the hot path asks it on every tool step of a session.
-        self.has = self.open.has
         self.recorder = OutcomeRecorder(
             store, bus, stale_after=config.stale_after_recurrences, flush_ms=config.buffer_flush_ms
         )
