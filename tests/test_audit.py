@@ -22,8 +22,12 @@ from memos_feedback.events import (
     RepairJobDiscarded,
     RepairJobFailed,
     RepairJobRetrying,
+    RepairOutcome,
     RepairPersisted,
+    RepairReviewFlagged,
     RepairSkipped,
+    RepairStale,
+    RepairSuperseded,
     RepairTriggered,
     event_to_dict,
 )
@@ -184,6 +188,11 @@ ALL_EVENTS: list[FeedbackEvent] = [
     RepairJobRetrying(job_id="j", context_hash="h", attempt=1, next_attempt_at=10, error="busy"),
     RepairJobDead(job_id="j", context_hash="h", attempts=5, error="boom"),
     RepairJobDiscarded(job_id="j", context_hash="h", reason="stale"),
+    # Outcomes (issue 11): not audited (the outcome tables are their record).
+    RepairOutcome(repair_id="dr1", session_id="s", outcome="held"),
+    RepairStale(repair_id="dr1", recurrences=3),
+    RepairReviewFlagged(repair_id="dr1", recurrences=3),
+    RepairSuperseded(repair_id="dr1", superseded_by="dr2", reason="prefers what it avoided"),
 ]
 
 
