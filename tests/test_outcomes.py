@@ -351,3 +351,30 @@ def test_outcome_config_from_env() -> None:
     assert cfg.stale_after_recurrences == 5
     rc = RecallConfig.from_env({"MEMOS_FEEDBACK_RECALL_UNVALIDATED_HALF_LIFE_MS": "1000"})
     assert rc.unvalidated_half_life_ms == 1000
+
+
+# -- bookkeeping never breaks guidance or the writer ------------------------------------------
+
+
+def test_an_unstorable_session_id_is_served_but_not_recorded(store: Store, sub: FeedbackSubscriber) -> None:
+    r = add_repair(store, "Prefer: kubectl rollout", "Avoid: kubectl replace")
+    too_long = "s" * 300  # repair_served.session_id is VARCHAR(255)
+    assert [
+        i.repair_id for i in guidance_for(store, tool_id=TOOL, context=CTX, session_id=too_long).items
+    ] == [r.id]
+    assert serve(sub, too_long) == [r.id]
+    sub.record_tool_success(TOOL, CTX, 1, session_id=too_long)
+    # The writer is not stuck behind it: a normal serving still settles.
+    serve(sub, "s1")
+    sub.record_tool_success(TOOL, CTX, 2, session_id="s1")
+    assert sub.flush(10)
+    assert outcomes(store) == [(r.id, "s1", HELD)]
+
+
+def test_guidance_on_a_read_only_store_records_nothing(store: Store, db_url: str) -> None:
+    from memos_feedback.store import open_store
+
+    add_repair(store, "Prefer: kubectl rollout", "Avoid: kubectl replace")
+    with open_store(db_url, read_only=True) as reader:
+        assert guidance_for(reader, tool_id=TOOL, context=CTX, session_id="s1").items
+    assert open_servings(store, 0) == []

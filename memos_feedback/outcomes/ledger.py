@@ -7,6 +7,7 @@ serving's id is its primary key and a settlement is unique on its serving
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,9 +17,11 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from .._failpoints import failpoint
+from ..errors import InvalidInputError, MemosFeedbackError
 from ..events import FeedbackEvent, RepairOutcome, RepairReviewFlagged, RepairStale
 from ..store import Store
 from ..store.models import DecisionRepairModel, RepairOutcomeModel, RepairServedModel
+from ..store.repositories import check_text
 from ..store.rows import new_id, now_ms
 from .estimate import counts_for
 from .states import HELD, RECURRED, STALE, STATUSES, Served, Settlement
@@ -31,11 +34,16 @@ __all__ = [
     "record_served",
     "retire",
     "status_counts",
+    "storable",
     "write_batch",
 ]
 
+logger = logging.getLogger("memos_feedback.outcomes")
+
 M = DecisionRepairModel
 S = RepairServedModel
+# repair_served.session_id is VARCHAR(255).
+_SESSION_MAX = 255
 OM = RepairOutcomeModel
 
 
@@ -98,12 +106,39 @@ def write_batch(
     return events
 
 
+def storable(session_id: str, tool_id: str | None, context: str | None) -> bool:
+    """Whether both backends can store a serving with these keys.
+
+    Checked before a serving is tracked: a value the database refuses
+    (a session id over 255 characters, a NUL) would otherwise be retried
+    by the writer for ever and hold back every outcome behind it.
+    """
+    try:
+        check_text("session_id", session_id, empty=False, max_len=_SESSION_MAX)
+        for name, value in (("tool_id", tool_id), ("context", context)):
+            if value is not None:
+                check_text(name, value)
+    except InvalidInputError:
+        return False
+    return True
+
+
 def record_served(
     store: Store, items: Sequence[Any], session_id: str, tool_id: str | None, context: str | None, ts: int
 ) -> None:
-    """Write one serving per guidance item (``guidance_for(..., session_id=...)``)."""
+    """Write one serving per guidance item (``guidance_for(..., session_id=...)``).
+
+    Bookkeeping must not fail a read: a refused or failed write is logged
+    and the guidance is still returned.
+    """
+    if not storable(session_id, tool_id, context):
+        logger.warning("guidance served to an unstorable session id or context: not recorded")
+        return
     served = [Served(new_id("sv_"), i.repair_id, session_id, tool_id, context, ts) for i in items]
-    write_batch(store, served, (), 0)
+    try:
+        write_batch(store, served, (), 0)
+    except MemosFeedbackError as exc:
+        logger.warning("could not record %d served item(s): %s", len(served), exc)
 
 
 def _check_stale(s: Session, store: Store, repair_id: str, stale_after: int) -> FeedbackEvent | None:

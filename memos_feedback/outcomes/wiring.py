@@ -19,7 +19,7 @@ from ..errors import StoreError
 from ..events import FeedbackBus
 from ..store import Store
 from ..store.rows import new_id, now_ms
-from .ledger import open_servings
+from .ledger import open_servings, storable
 from .recorder import OutcomeRecorder
 from .states import HELD, RECURRED, Served, outcome_of_feedback
 from .tracker import OpenServings
@@ -46,7 +46,7 @@ class SubscriberOutcomes:
         self.open.add(reopened)
 
     def served(self, guidance: Guidance, session_id: str, tool_id: str | None, context: str | None) -> None:
-        if not guidance.items:
+        if not guidance.items or not storable(session_id, tool_id, context):
             return
         ts = now_ms()
         fresh = self.open.add(
