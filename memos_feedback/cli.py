@@ -134,26 +134,35 @@ def _repair_line(row: Any) -> str:
 
 
 def cmd_repairs_list(args: argparse.Namespace) -> int:
+    # Outcomes (issue 11): status filter and served/held/recurred columns.
+    from .outcomes.report import list_line, list_with_outcomes, with_counts
+
     with _store(args, read_only=True) as store:
-        rows = store.repairs.list(context_hash=args.context_hash, limit=args.limit)
+        rows = list_with_outcomes(store, status=args.status, context_hash=args.context_hash, limit=args.limit)
     if args.json:
-        _print_json([asdict(r) for r in rows])
+        _print_json([with_counts(r, c) for r, c in rows])
     else:
-        for row in rows:
-            print(_repair_line(row))
+        for row, counts in rows:
+            print(list_line(row, counts))
         if not rows:
             print("no repairs")
     return 0
 
 
 def cmd_repairs_show(args: argparse.Namespace) -> int:
+    from .outcomes.report import history_lines  # outcomes (issue 11)
+
     with _store(args, read_only=True) as store:
         row = store.repairs.get(args.id)
+        entries, lines = history_lines(store, args.id)
     if args.json:
-        _print_json(asdict(row))
+        _print_json({**asdict(row), "history": [asdict(e) for e in entries]})
     else:
         for key, value in asdict(row).items():
             print(f"{key:>20}: {value}")
+        print(f"{'history':>20}: {len(entries)} event(s)")
+        for line in lines:
+            print(f"{'':>20}  {line}")
     return 0
 
 
@@ -185,8 +194,7 @@ def cmd_run_once(args: argparse.Namespace) -> int:
         except FutureTimeoutError:
             # The job is committed before run_once returns: it is not lost.
             raise MemosFeedbackError(
-                f"no result within {args.timeout:g} s; the job stays queued "
-                "(see `memos-feedback queue list`)"
+                f"no result within {args.timeout:g} s; the job stays queued (see `memos-feedback queue list`)"
             ) from None
     if result.skipped:
         print(f"skipped: {result.skipped_reason}")
@@ -314,6 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p = add("list", cmd_repairs_list, "newest repairs first", repairs)
     p.add_argument("--context-hash")
+    p.add_argument("--status", choices=("active", "stale", "superseded"), help="only repairs of this status")
     p.add_argument("--limit", type=_limit, default=100, help=f"1..{MAX_LIMIT} (default 100)")
     p.add_argument("--json", action="store_true")
     p = add("show", cmd_repairs_show, "one repair in full", repairs)

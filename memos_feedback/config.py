@@ -64,6 +64,12 @@ class FeedbackConfig:
     events_max_age_ms: int = 30 * 24 * 3_600_000
     events_max_count: int = 1_000_000
     events_prune_every_ms: int = 60_000
+    # Outcomes (ALGORITHMS.md, "Outcomes"): an unvalidated repair that
+    # recurred this many times and never held is retired as stale.
+    stale_after_recurrences: int = 3
+    # A serving not settled within this long is left open for good (it is
+    # no longer reloaded on start, and says nothing about the repair).
+    served_open_ms: int = 24 * 3_600_000
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -229,6 +235,8 @@ def _validate(cfg: FeedbackConfig) -> None:
     at_least("events_max_age_ms", 1)
     at_least("events_max_count", 1)
     at_least("events_prune_every_ms", 1)
+    at_least("stale_after_recurrences", 1)
+    at_least("served_open_ms", 1)
     if not 0 <= cfg.retry_jitter < 1:
         raise ConfigError("retry_jitter", cfg.retry_jitter, "must be in [0, 1)")
     if cfg.retry_max_ms < cfg.retry_initial_ms:

@@ -35,9 +35,15 @@ __all__ = [
     "RepairJobPurged",
     "RepairJobRequeued",
     "RepairJobRetrying",
+    "RepairOutcome",
     "RepairPersisted",
     "RepairReviewed",
+
+
+    "RepairReviewFlagged",
     "RepairSkipped",
+    "RepairStale",
+    "RepairSuperseded",
     "RepairTriggered",
     "event_to_dict",
 ]
@@ -152,6 +158,49 @@ class RepairJobPurged(FeedbackEvent):
     job_id: str
 
 
+# -- outcomes (memos_feedback.outcomes) -------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RepairOutcome(FeedbackEvent):
+    """A serving of a repair was settled (committed): held, recurred or contradicted."""
+
+    kind: ClassVar[str] = "repair.outcome"
+    repair_id: str
+    session_id: str
+    outcome: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RepairStale(FeedbackEvent):
+    """A repair stopped applying: it left guidance and every policy block."""
+
+    kind: ClassVar[str] = "repair.stale"
+    repair_id: str
+    recurrences: int
+    policy_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RepairReviewFlagged(FeedbackEvent):
+    """A validated repair kept recurring: it stays, flagged for a person to review."""
+
+    kind: ClassVar[str] = "repair.review_flagged"
+    repair_id: str
+    recurrences: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RepairSuperseded(FeedbackEvent):
+    """A newer repair contradicts an older one of the same scope; the older one is retired."""
+
+    kind: ClassVar[str] = "repair.superseded"
+    repair_id: str
+    superseded_by: str
+    reason: str
+    policy_ids: tuple[str, ...] = ()
+
+
 _EVENT_TYPES: tuple[type[FeedbackEvent], ...] = (
     RepairTriggered,
     RepairPersisted,
@@ -165,6 +214,12 @@ _EVENT_TYPES: tuple[type[FeedbackEvent], ...] = (
     RepairReviewed,
     RepairJobRequeued,
     RepairJobPurged,
+
+
+    RepairOutcome,
+    RepairStale,
+    RepairReviewFlagged,
+    RepairSuperseded,
 )
 EVENT_KINDS: frozenset[str] = frozenset(t.kind for t in _EVENT_TYPES)
 

@@ -66,6 +66,31 @@ class SubscriberCollector:
             family = core.GaugeMetricFamily(f"{self._prefix}_queue_{name}", f"repair queue {name}")
             family.add_metric([], float(value))
             yield family
+        yield from self._outcome_gauges()  # outcomes (issue 11)
+
+    def _outcome_gauges(self) -> Iterator[Any]:
+        """Repairs by status and the share of settled servings that held (two small queries)."""
+        from .errors import StoreError
+        from .outcomes.ledger import held_ratio, status_counts
+
+        core = self._core
+        try:
+            counts = status_counts(self._subscriber.store)
+            ratio = held_ratio(self._subscriber.store)
+        except StoreError:
+            return  # database unreachable: these gauges are absent from this scrape
+        family = core.GaugeMetricFamily(
+            f"{self._prefix}_repairs", "repairs by status (rejected ones excluded)", labels=["status"]
+        )
+        for status, n in counts.items():
+            family.add_metric([status], float(n))
+        yield family
+        if ratio is not None:
+            held = core.GaugeMetricFamily(
+                f"{self._prefix}_repairs_held_ratio", "share of settled servings of guidance that held"
+            )
+            held.add_metric([], ratio)
+            yield held
 
 
 def start_exporter(

@@ -558,6 +558,7 @@ class RepairQueue:
             newest = select(DecisionRepairModel.context_hash, func.max(DecisionRepairModel.ts)).where(
                 DecisionRepairModel.context_hash.in_(contexts),
                 DecisionRepairModel.trigger.in_(cooldown_family("failure-burst")),
+                DecisionRepairModel.status.is_(None),  # outcomes: a retired repair holds nothing back
             )
             for context_hash, ts in s.execute(newest.group_by(DecisionRepairModel.context_hash)):
                 # abs(): a repair "from the future" (the clock went back) does

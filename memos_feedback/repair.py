@@ -35,6 +35,7 @@ from .events import (
 )
 from .evidence import RepairEvidence, gather_repair_evidence
 from .llm import RepairLLM
+from .outcomes.supersede import supersede_older
 from .recall.categories import category_for
 from .recall.config import RecallConfig
 from .recall.embeddings import check_embedder
@@ -214,6 +215,9 @@ _PEOPLE_TRIGGERS = tuple(t for t in TRIGGERS if t not in _TOOL_TRIGGERS)
 _NEWEST_OF_FAMILY = select(func.max(DecisionRepairModel.ts)).where(
     DecisionRepairModel.context_hash == bindparam("context_hash"),
     DecisionRepairModel.trigger.in_(bindparam("triggers", expanding=True)),
+    # Outcomes (issue 11): a stale or superseded repair stopped applying; it
+    # must not hold back the next attempt at its context.
+    DecisionRepairModel.status.is_(None),
 )
 
 
@@ -372,6 +376,8 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
                 session=session,
             )
             annotate(session, row.id, recall_fields)
+            # Outcomes (issue 11): older repairs this one contradicts are retired with it.
+            superseded = supersede_older(session, deps.store, row.id)
             attached: tuple[str, ...] = ()
             if cfg.attach_to_policy and draft.attach_to_policy_ids:
                 attached = attach_repair_to_policies(draft, deps.store, session=session)
@@ -387,6 +393,7 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
             ]
             if attached:
                 written.append(RepairAttached(repair_id=row.id, policy_ids=attached))
+            written.extend(superseded)
             if deps.events is not None:  # issue 13: last statement, see feed/log.py
                 deps.events.write_in(session, written)
     if cooled:

@@ -69,6 +69,7 @@ from .events import (
 )
 from .feed.log import FeedStore
 from .llm import RepairLLM
+from .outcomes.wiring import SubscriberOutcomes
 from .queue import (
     EnqueueResult,
     JobRow,
@@ -216,8 +217,12 @@ class FeedbackSubscriber:
             self._events_off = self.bus.on_any(self.events.buffer)
 
         self._startup()
+        # Outcomes of served guidance (issue 11): open servings and their writer.
+        self.outcomes = SubscriberOutcomes(store, self.bus, self.config)
+        # The dict itself, not a method: a membership test is all a tool step pays.
+        self._open_sessions = self.outcomes.open.sessions
         if self.events is not None:
-            self.events.start()  # after _startup: a failed start leaves no thread behind
+            self.events.start()  # after the rest of startup: a failed start leaves no thread behind
         self._threads = [
             threading.Thread(target=self._enqueuer, name="memos-feedback-enqueuer", daemon=True),
             threading.Thread(target=self._heartbeat, name="memos-feedback-heartbeat", daemon=True),
@@ -259,6 +264,8 @@ class FeedbackSubscriber:
             return None
         if session_id is not None:
             self._in_play(session_id, tool_id, context)
+            if burst is not None and session_id in self._open_sessions:  # outcomes: a burst recurred
+                self.outcomes.tool_step(session_id, tool_id, context, ok=False)
         if burst is not None:
             self._buffer.append(burst)
             self._buffer_wake.set()
@@ -287,6 +294,8 @@ class FeedbackSubscriber:
             return
         if session_id is not None:
             self._in_play(session_id, tool_id, context)
+            if session_id in self._open_sessions:  # outcomes: the served guidance held
+                self.outcomes.tool_step(session_id, tool_id, context, ok=True)
 
     def _bad_call(self, why: object) -> None:
         # Plain attribute writes: a lost increment under a race only makes
@@ -331,6 +340,8 @@ class FeedbackSubscriber:
             if value is not None and not isinstance(value, str):
                 raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
         feedback = classify_feedback(text)
+        if session_id is not None:  # outcomes: the user's verdict on served guidance
+            self.outcomes.message(session_id, feedback.shape)
         if tool_id is None and session_id is not None:
             in_play = self._tool_in_play.get(session_id)
             if in_play is not None:
@@ -427,6 +438,7 @@ class FeedbackSubscriber:
             # Order matters: buffer, then the enqueuer's hand, then jobs.
             with self._lock:
                 idle = not self._buffer and not self._draining and not self._held and not self._futures
+                idle = idle and not self.outcomes.pending()
             if idle:
                 return True
             if deadline is not None and time.monotonic() >= deadline:
@@ -494,6 +506,7 @@ class FeedbackSubscriber:
             for t in self._threads:
                 t.join(max(0.0, self._close_deadline - time.monotonic()))
             unstored = self._unstored(max(0.0, self._close_deadline - time.monotonic()))
+            self.outcomes.close(max(0.0, self._close_deadline - time.monotonic()))
             with self._lock:
                 leftovers = [f for futures in self._futures.values() for f in futures]
                 self._futures.clear()
@@ -553,9 +566,14 @@ class FeedbackSubscriber:
         project: str | None = None,
         session_id: str | None = None,
         limit: int | None = None,
+        record: bool = True,
     ) -> Guidance:
-        """The repairs that apply now: ``guidance_for`` on this handle's store and embedder."""
-        return guidance_for(
+        """The repairs that apply now: ``guidance_for`` on this handle's store and embedder.
+
+        With ``session_id`` (and ``record``), what is served is recorded off
+        this thread and settled by the session's next signals (outcomes).
+        """
+        guidance = guidance_for(
             self.store,
             tool_id=tool_id,
             context=context,
@@ -564,7 +582,11 @@ class FeedbackSubscriber:
             session_id=session_id,
             limit=limit,
             embedder=self._embedder,
+            record=False,  # recorded below, by the background writer
         )
+        if record and session_id is not None and session_id.strip():
+            self.outcomes.served(guidance, session_id, tool_id, context)
+        return guidance
 
     def metrics(self) -> dict[str, int | float | None]:
         """Counters since start and queue gauges (depth, oldest pending age)."""

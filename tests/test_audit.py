@@ -24,9 +24,13 @@ from memos_feedback.events import (
     RepairJobPurged,
     RepairJobRequeued,
     RepairJobRetrying,
+    RepairOutcome,
     RepairPersisted,
     RepairReviewed,
+    RepairReviewFlagged,
     RepairSkipped,
+    RepairStale,
+    RepairSuperseded,
     RepairTriggered,
     event_to_dict,
 )
@@ -190,6 +194,11 @@ ALL_EVENTS: list[FeedbackEvent] = [
     RepairReviewed(repair_id="dr1", verdict="validated"),
     RepairJobRequeued(job_id="j", context_hash="h"),
     RepairJobPurged(job_id="j"),
+    # Outcomes (issue 11): not audited (the outcome tables are their record).
+    RepairOutcome(repair_id="dr1", session_id="s", outcome="held"),
+    RepairStale(repair_id="dr1", recurrences=3),
+    RepairReviewFlagged(repair_id="dr1", recurrences=3),
+    RepairSuperseded(repair_id="dr1", superseded_by="dr2", reason="prefers what it avoided"),
 ]
 
 

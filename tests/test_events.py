@@ -27,9 +27,13 @@ from memos_feedback.events import (
     RepairJobPurged,
     RepairJobRequeued,
     RepairJobRetrying,
+    RepairOutcome,
     RepairPersisted,
     RepairReviewed,
+    RepairReviewFlagged,
     RepairSkipped,
+    RepairStale,
+    RepairSuperseded,
     RepairTriggered,
     event_to_dict,
 )
@@ -81,6 +85,23 @@ SAMPLES: dict[str, tuple[FeedbackEvent, dict[str, Any]]] = {
         {"job_id": "j1", "context_hash": "h"},
     ),
     "repair.job.purged": (RepairJobPurged(job_id="j1"), {"job_id": "j1"}),
+    # Outcomes (issue 11).
+    "repair.outcome": (
+        RepairOutcome(repair_id="dr1", session_id="s1", outcome="held"),
+        {"repair_id": "dr1", "session_id": "s1", "outcome": "held"},
+    ),
+    "repair.stale": (
+        RepairStale(repair_id="dr1", recurrences=3, policy_ids=("p1",)),
+        {"repair_id": "dr1", "recurrences": 3, "policy_ids": ("p1",)},
+    ),
+    "repair.review_flagged": (
+        RepairReviewFlagged(repair_id="dr1", recurrences=3),
+        {"repair_id": "dr1", "recurrences": 3},
+    ),
+    "repair.superseded": (
+        RepairSuperseded(repair_id="dr1", superseded_by="dr2", reason="prefers what it avoided"),
+        {"repair_id": "dr1", "superseded_by": "dr2", "reason": "prefers what it avoided", "policy_ids": ()},
+    ),
 }
 SPEC_KINDS = {
     "repair.triggered",

@@ -477,3 +477,55 @@ def test_old_repairs_survive_0005_and_are_searchable(db_url: str) -> None:
             kept = conn.exec_driver_sql(sql).scalar()
         assert kept == "Avoid: pip install --break-system-packages"
         assert not fts_tables(s.engine)
+
+
+# -- 0008: outcomes (servings, outcomes, repair status) ---------------------------------
+
+
+def test_outcome_tables_and_columns(db_url: str) -> None:
+    with open_store(db_url) as s:
+        insp = inspect(s.engine)
+        columns = {c["name"]: c for c in insp.get_columns("decision_repairs")}
+        for name in ("status", "superseded_by", "review_flagged_at"):
+            assert columns[name]["nullable"], name
+        assert {"repair_served", "repair_outcomes"} <= set(insp.get_table_names())
+        uniques = {u["name"]: u["column_names"] for u in insp.get_unique_constraints("repair_outcomes")}
+        assert uniques == {"uq_repair_outcomes_served_id": ["served_id"]}
+        # (PostgreSQL also lists the unique constraint's own index here.)
+        assert "ix_repair_outcomes_repair_id_kind" in {
+            ix["name"] for ix in insp.get_indexes("repair_outcomes")
+        }
+        assert {ix["name"] for ix in insp.get_indexes("repair_served")} == {
+            "ix_repair_served_repair_id",
+            "ix_repair_served_ts",
+        }
+
+
+def test_repairs_survive_0008_up_and_down_with_search_intact(db_url: str) -> None:
+    with open_store(db_url, migrate_to_head=False) as s:
+        migrate.upgrade(s.engine, "0005")
+        with s.engine.begin() as conn:
+            conn.exec_driver_sql(
+                "INSERT INTO decision_repairs (id, ts, context_hash, trigger, preference, anti_pattern, "
+                "severity, confidence, high_value_trace_ids, low_value_trace_ids, validated, rejected) "
+                "VALUES ('dr_old', 1, 'abc', 'manual', 'Prefer: uv', 'x', 'info', 0.5, '[]', '[]', "
+                "false, false)"
+            )
+        migrate.upgrade(s.engine)
+        row = s.repairs.get("dr_old")
+        assert row.status == "active" and row.superseded_by is None and row.review_flagged_at is None
+        migrate.downgrade(s.engine, "0005")
+        insp = inspect(s.engine)
+        assert "repair_outcomes" not in insp.get_table_names()
+        assert "status" not in {c["name"] for c in insp.get_columns("decision_repairs")}
+        with s.engine.connect() as conn:
+            kept = conn.exec_driver_sql("SELECT preference FROM decision_repairs WHERE id = 'dr_old'")
+            assert kept.scalar() == "Prefer: uv"
+            if s.dialect == "sqlite":
+                # DROP COLUMN, not a table copy: recall's FTS triggers are still there.
+                triggers = set(
+                    conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'trigger'").scalars()
+                )
+                assert triggers == {f"decision_repairs_fts_{k}" for k in ("ai", "au", "ad")}
+        migrate.upgrade(s.engine)
+        assert s.revision() == migrate.head_revision()

@@ -56,6 +56,13 @@ class RecallConfig:
     # Total characters of the rendered <memory-context> block, and per line.
     render_char_budget: int = 1_200
     render_line_cap: int = 200
+    # Effectiveness (ALGORITHMS.md, "Outcomes"): a Beta(prior_held,
+    # prior_failed) prior over "following this repair holds", updated by
+    # its outcomes; unvalidated repairs also halve in weight every
+    # half-life since they were written or last held.
+    effectiveness_prior_held: float = 1.0
+    effectiveness_prior_failed: float = 1.0
+    unvalidated_half_life_ms: int = 3 * _DAY_MS
     # Project given to a repair whose trigger names none (None = global).
     default_project: str | None = None
 
@@ -117,7 +124,16 @@ def _validate(cfg: RecallConfig) -> None:
             if value in (float("inf"), float("-inf")):
                 raise ConfigError(f.name, value, "expected a finite number")
             object.__setattr__(cfg, f.name, float(value))
-    for key in ("unvalidated_max_age_ms", "candidate_limit", "render_char_budget", "render_line_cap"):
+    for key in ("effectiveness_prior_held", "effectiveness_prior_failed"):
+        if not 0.0 < getattr(cfg, key) <= 1_000.0:
+            raise ConfigError(key, getattr(cfg, key), "must be in (0, 1000]")
+    for key in (
+        "unvalidated_max_age_ms",
+        "unvalidated_half_life_ms",
+        "candidate_limit",
+        "render_char_budget",
+        "render_line_cap",
+    ):
         if getattr(cfg, key) < 1:
             raise ConfigError(key, getattr(cfg, key), "must be >= 1")
     if not 1 <= cfg.default_limit <= cfg.max_limit:

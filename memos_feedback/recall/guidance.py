@@ -26,16 +26,21 @@ at most a few hundred candidate rows. The ranking (ALGORITHMS.md, "Recall"):
    gives no query text and names an exact (tool, context) a repair was
    written for gets that repair.
 5. **Order**: exact (tool, context) first, then the same tool, then the
-   rest; within each, validated before unvalidated, then by score.
+   rest; within each, validated before unvalidated, then by score times
+   the repair's outcome factor (``memos_feedback.outcomes.estimate``:
+   Beta posterior of "it held", with age decay for unvalidated repairs).
 6. Near-duplicates collapse to the better-ranked one; at most ``limit``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from ..errors import InvalidInputError
+from ..outcomes.estimate import OutcomeCounts, counts_for, rank_factor
+from ..outcomes.ledger import record_served
 from ..sanitize import sanitize_line
 from ..signals import context_hash_of
 from ..store import Store
@@ -70,6 +75,7 @@ _SHORT_TERM_IDF = 0.3
 Why = Literal["exact context", "same tool", "same session", "same error", "similar text"]
 
 _df = DocumentFrequencies()
+_NO_OUTCOMES = OutcomeCounts()
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +94,8 @@ class GuidanceItem:
     why: tuple[str, ...]
     tool_id: str | None = None
     project: str | None = None
+    # Outcomes: the ranking factor from this repair's held/recurred record (1 = no evidence).
+    effectiveness: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,8 +166,15 @@ def guidance_for(
     embedder: Embedder | None = None,
     config: RecallConfig | None = None,
     now: int | None = None,
+    record: bool = True,
 ) -> Guidance:
-    """Past repairs that apply to (tool, context, query), best first (module docstring)."""
+    """Past repairs that apply to (tool, context, query), best first (module docstring).
+
+    With ``session_id`` and ``record`` (the default), the items served are
+    written to ``repair_served`` in one short transaction after the read
+    (outcomes; skipped on a read-only store). ``FeedbackSubscriber.guidance_for``
+    passes ``record=False`` and hands them to its background writer instead.
+    """
     cfg = config if config is not None else RecallConfig()
     if not isinstance(cfg, RecallConfig):
         raise InvalidInputError(f"config must be a RecallConfig, got {type(cfg).__name__}")
@@ -180,7 +195,8 @@ def guidance_for(
         return Guidance((), mode, cfg.render_char_budget, cfg.render_line_cap)
 
     qvec = emb.embed([evidence_text])[0] if emb is not None else None
-    where = eligible(proj, now_ms() if now is None else now, cfg.unvalidated_max_age_ms)
+    at = now_ms() if now is None else now
+    where = eligible(proj, at, cfg.unvalidated_max_age_ms)
     terms = query_terms(evidence_text)
     situation = query_terms(" ".join(part for part in (tool, ctx) if part))
     identifiers = error_identifiers(evidence_text)
@@ -199,6 +215,7 @@ def guidance_for(
 
             ids.update(i for i, _ in nearest(store, s, emb.model_name, qvec, proj, cfg.candidate_limit))
         candidates = fetch_candidates(s, ids, where)
+        outcome_counts = counts_for(s, (c.id for c in candidates))  # outcomes: one grouped query
 
     weights = _weights(terms.indexed, terms.short, dfs, total)
     situation_weights = _weights(situation.indexed, situation.short, dfs, total)
@@ -218,9 +235,14 @@ def guidance_for(
             cfg,
         )
         if item_key is not None:
-            scored.append((item_key[0], item_key[1], c))
+            (tier, validated, score), item = item_key
+            factor = rank_factor(c.ts, outcome_counts.get(c.id, _NO_OUTCOMES), c.validated, at, cfg)
+            item = dataclasses.replace(item, effectiveness=round(factor, 4))
+            scored.append(((tier, validated, score * factor), item, c))
     scored.sort(key=lambda entry: entry[0], reverse=True)
     kept = _collapse(scored, emb, cfg.duplicate_similarity, n)
+    if record and session is not None and kept and not store.read_only:
+        record_served(store, kept, session, tool, ctx, at)
     return Guidance(tuple(kept), mode, cfg.render_char_budget, cfg.render_line_cap)
 
 

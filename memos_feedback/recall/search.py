@@ -110,7 +110,7 @@ _COLUMNS = (
 
 
 def eligible(project: str | None, now_ms: int, unvalidated_max_age_ms: int) -> ColumnElement[bool]:
-    """Never rejected; global or of ``project``; validated, or younger than the age limit."""
+    """Never rejected, still active; global or of ``project``; validated, or younger than the age limit."""
     # Through coalesce on purpose: eligibility filters rows found by key, text
     # or tool; an indexable project test tempts SQLite's planner into scanning
     # every row of the project (half the table) instead of a few primary keys.
@@ -118,7 +118,8 @@ def eligible(project: str | None, now_ms: int, unvalidated_max_age_ms: int) -> C
     scoped = func.coalesce(M.project, "")
     scope = scoped == "" if project is None else scoped.in_(("", project))
     fresh = or_(M.validated.is_(True), M.ts >= now_ms - unvalidated_max_age_ms)
-    return and_(M.rejected.is_(False), scope, fresh)
+    # Outcomes: a stale or superseded repair (status set) is never offered.
+    return and_(M.rejected.is_(False), M.status.is_(None), scope, fresh)
 
 
 def _candidate(row: Any) -> Candidate:

@@ -19,6 +19,8 @@ __all__ = [
     "JsonType",
     "PolicyModel",
     "RepairJobModel",
+    "RepairOutcomeModel",
+    "RepairServedModel",
     "TraceModel",
     "exists_on",
     "is_search_shadow_table",
@@ -136,6 +138,14 @@ class DecisionRepairModel(Base):
     source_text: Mapped[str | None] = mapped_column(Text)
     embedding: Mapped[bytes | None] = mapped_column(LargeBinary)
     embedding_model: Mapped[str | None] = mapped_column(String(255))
+    # Outcomes (migration 0008; see memos_feedback.outcomes). ``status`` is
+    # NULL while the repair is active, else "stale" or "superseded": NULL,
+    # not a default, so old rows migrate without rewriting the table (SQLite
+    # would need a copy to add a NOT NULL column, and it carries FTS triggers).
+    status: Mapped[str | None] = mapped_column(String(16))
+    superseded_by: Mapped[str | None] = mapped_column(String(64))
+    # Set when a validated repair kept recurring: never retired, shown for review.
+    review_flagged_at: Mapped[int | None] = mapped_column(Millis)
 
     __table_args__ = (
         Index("ix_decision_repairs_context_hash_ts", "context_hash", "ts"),
@@ -208,3 +218,40 @@ class FeedbackEventModel(Base):
     # No secondary index, on purpose: each would add a page write to every
     # repair's commit. Readers walk the primary key (``seq > last``, kinds
     # filtered on the way) and pruning deletes a prefix of it.
+
+
+class RepairServedModel(Base):
+    """One repair shown to one session for one (tool, context); open until settled."""
+
+    __tablename__ = "repair_served"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    repair_id: Mapped[str] = mapped_column(String(64))
+    session_id: Mapped[str] = mapped_column(String(255))
+    tool_id: Mapped[str | None] = mapped_column(Text)
+    context: Mapped[str | None] = mapped_column(Text)
+    ts: Mapped[int] = mapped_column(Millis)
+
+    __table_args__ = (
+        Index("ix_repair_served_repair_id", "repair_id"),
+        Index("ix_repair_served_ts", "ts"),
+    )
+
+
+class RepairOutcomeModel(Base):
+    """What happened after a serving: held, recurred or contradicted.
+
+    ``served_id`` is unique: a settlement replayed after a crash inserts
+    nothing the second time.
+    """
+
+    __tablename__ = "repair_outcomes"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    served_id: Mapped[str] = mapped_column(String(64), unique=True)
+    repair_id: Mapped[str] = mapped_column(String(64))
+    session_id: Mapped[str] = mapped_column(String(255))
+    kind: Mapped[str] = mapped_column(String(16))
+    ts: Mapped[int] = mapped_column(Millis)
+
+    __table_args__ = (Index("ix_repair_outcomes_repair_id_kind", "repair_id", "kind"),)

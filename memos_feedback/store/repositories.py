@@ -232,6 +232,9 @@ def repair_row(m: DecisionRepairModel) -> DecisionRepairRow:
         rejected=bool(m.rejected),
         category=m.category,
         project=m.project,
+        status=m.status or "active",
+        superseded_by=m.superseded_by,
+        review_flagged_at=m.review_flagged_at,
     )
 
 
@@ -495,7 +498,14 @@ class RepairRepository(_Repository):
                 self._detach(s, model.preference, model.anti_pattern)
             return repair_row(model)
 
-    def _detach(self, s: Session, preference: str, anti_pattern: str) -> None:
+    def detach(self, s: Session, preference: str, anti_pattern: str) -> tuple[str, ...]:
+        """Inside ``s``: remove a repair's lines from every policy block; the policies changed.
+
+        Outcomes retire stale and superseded repairs through this.
+        """
+        return self._detach(s, preference, anti_pattern)
+
+    def _detach(self, s: Session, preference: str, anti_pattern: str) -> tuple[str, ...]:
         """Remove a repair's two lines from every policy ``@repair`` block holding them."""
         from ..boundary import remove_repair_lines  # boundary imports nothing of the store
 
@@ -508,9 +518,13 @@ class RepairRepository(_Repository):
             .where(PolicyModel.boundary.like(pattern, escape="\\"))
             .order_by(PolicyModel.id)  # lock order, as attach does
         ).all()
+        changed: list[str] = []
         for policy_id in ids:
-            self._store.policies.update_boundary(
+            row = self._store.policies.update_boundary(
                 policy_id,
                 lambda boundary: remove_repair_lines(boundary, [preference], [anti_pattern]),
                 session=s,
             )
+            if row is not None:
+                changed.append(policy_id)
+        return tuple(changed)

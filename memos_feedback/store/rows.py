@@ -96,3 +96,7 @@ class DecisionRepairRow:
     # belongs to (None = global). Defaults keep older constructors working.
     category: str | None = None
     project: str | None = None
+    # Outcomes (migration 0008): "active", "stale" or "superseded".
+    status: str = "active"
+    superseded_by: str | None = None
+    review_flagged_at: int | None = None

@@ -1,0 +1,86 @@
+"""The outcome state machine (ALGORITHMS.md, "Outcomes").
+
+A *serving* is one repair shown to one session for one (tool, context). It
+is open until the first of these signals in that session settles it:
+
+======================================  ==============
+signal after the serving                outcome
+======================================  ==============
+success of the same tool and context    ``held``
+failure burst of the same tool/context  ``recurred``
+user message classified positive        ``held``
+user message negative / correction      ``contradicted``
+======================================  ==============
+
+Anything else (other tools, a single failure below the burst threshold,
+neutral messages) leaves it open. A serving settles at most once.
+
+A repair's status moves ``active -> stale`` (recurred
+``stale_after_recurrences`` times, never held, not validated) or ``active
+-> superseded`` (a newer repair of its scope prefers what it avoids). Both
+are final; a validated repair is never retired automatically, it is flagged
+for review instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from ..classifier import Shape
+
+__all__ = [
+    "ACTIVE",
+    "CONTRADICTED",
+    "HELD",
+    "OUTCOME_KINDS",
+    "RECURRED",
+    "STALE",
+    "STATUSES",
+    "SUPERSEDED",
+    "Served",
+    "Settlement",
+    "outcome_of_feedback",
+]
+
+HELD: Final = "held"
+RECURRED: Final = "recurred"
+CONTRADICTED: Final = "contradicted"
+OUTCOME_KINDS: Final = (HELD, RECURRED, CONTRADICTED)
+
+ACTIVE: Final = "active"
+STALE: Final = "stale"
+SUPERSEDED: Final = "superseded"
+STATUSES: Final = (ACTIVE, STALE, SUPERSEDED)
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """One serving, as written to ``repair_served``."""
+
+    id: str
+    repair_id: str
+    session_id: str
+    tool_id: str | None
+    context: str | None
+    ts: int
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """The outcome of one serving, as written to ``repair_outcomes``."""
+
+    served_id: str
+    repair_id: str
+    session_id: str
+    kind: str
+    ts: int
+
+
+def outcome_of_feedback(shape: Shape) -> str | None:
+    """What a user's message says about the guidance just served (None: nothing)."""
+    if shape is Shape.POSITIVE:
+        return HELD
+    if shape in (Shape.NEGATIVE, Shape.CORRECTION):
+        return CONTRADICTED
+    return None
