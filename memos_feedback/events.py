@@ -37,10 +37,8 @@ __all__ = [
     "RepairJobRetrying",
     "RepairOutcome",
     "RepairPersisted",
-    "RepairReviewed",
-
-
     "RepairReviewFlagged",
+    "RepairReviewed",
     "RepairSkipped",
     "RepairStale",
     "RepairSuperseded",
@@ -214,8 +212,6 @@ _EVENT_TYPES: tuple[type[FeedbackEvent], ...] = (
     RepairReviewed,
     RepairJobRequeued,
     RepairJobPurged,
-
-
     RepairOutcome,
     RepairStale,
     RepairReviewFlagged,
