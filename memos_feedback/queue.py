@@ -46,6 +46,7 @@ from sqlalchemy import Row, Table, Text, and_, bindparam, delete, exists, func, 
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session, aliased
 
 from .config import FeedbackConfig
@@ -62,6 +63,7 @@ from .repair import RepairInput, context_lock_key, cooldown_family
 from .signals import FailureRecord
 from .store import Store
 from .store.models import DecisionRepairModel, RepairJobModel
+from .store.repositories import Executor
 from .store.rows import now_ms
 
 __all__ = [
@@ -616,8 +618,8 @@ class RepairQueue:
             "owner": owner,
             "lease_until": now + self.config.lease_ms,
         }
-        with self.store.session(write=True, action="claiming a repair job") as s:
-            if s.get_bind().dialect.name != "postgresql":
+        with self.store.connection(write=True, action="claiming a repair job") as s:
+            if s.dialect.name != "postgresql":
                 # One statement: pick and take the job (SQLite >= 3.35 RETURNING).
                 taken = s.execute(_TAKE_SQLITE, values).first()
                 return None if taken is None else _job_row(taken)
@@ -633,7 +635,7 @@ class RepairQueue:
         return now + self.config.retry_max_ms + CLOCK_SLACK_MS
 
     @staticmethod
-    def _pick_postgres(s: Session, now: int, horizon: int) -> int | None:
+    def _pick_postgres(s: Connection, now: int, horizon: int) -> int | None:
         params = {"now": now, "horizon": horizon, "batch": _CLAIM_CANDIDATES}
         candidates = s.execute(_CANDIDATES_PG, params).all()
         tried: set[str] = set()
@@ -669,7 +671,7 @@ class RepairQueue:
 
     # -- finishing ----------------------------------------------------------
 
-    def _finish(self, s: Session, job: JobRow, owner: str, now: int, **values: Any) -> None:
+    def _finish(self, s: Executor, job: JobRow, owner: str, now: int, **values: Any) -> None:
         """Move a job out of ``running`` — only if it is still leased to ``owner``."""
         values.update(updated_at=now, lease_until=None)
         params = {f"v_{k}": v for k, v in values.items()}
@@ -678,16 +680,16 @@ class RepairQueue:
         if getattr(result, "rowcount", 1) != 1:
             raise LeaseLostError(f"job {job.id} is no longer leased to {owner}")
 
-    def complete_in(self, s: Session, job: JobRow, owner: str, outcome: str, repair_id: str | None) -> None:
+    def complete_in(self, s: Executor, job: JobRow, owner: str, outcome: str, repair_id: str | None) -> None:
         """Mark the job done inside the caller's transaction (the repair's own)."""
         self._finish(s, job, owner, now_ms(), status="done", outcome=outcome, repair_id=repair_id)
 
     def complete(self, job: JobRow, owner: str, outcome: str) -> None:
-        with self.store.session(write=True, action="completing a repair job") as s:
+        with self.store.connection(write=True, action="completing a repair job") as s:
             self.complete_in(s, job, owner, outcome, None)
 
     def schedule_retry(self, job: JobRow, owner: str, error: str, next_attempt_at: int) -> None:
-        with self.store.session(write=True, action="rescheduling a repair job") as s:
+        with self.store.connection(write=True, action="rescheduling a repair job") as s:
             self._finish(
                 s,
                 job,
@@ -700,7 +702,7 @@ class RepairQueue:
             )
 
     def bury(self, job: JobRow, owner: str, error: str) -> None:
-        with self.store.session(write=True, action="dead-lettering a repair job") as s:
+        with self.store.connection(write=True, action="dead-lettering a repair job") as s:
             self._finish(s, job, owner, now_ms(), status="dead", last_error=error[:2000])
 
     def discard_stale(self, now: int | None = None) -> list[JobRow]:

@@ -738,8 +738,8 @@ class FeedbackSubscriber:
                 self._in_flight.discard(job.id)
 
     def _finalizer(self, job: JobRow) -> Callable[[Any, str], None]:
-        def finalize(session: Any, repair_id: str) -> None:
-            self.queue.complete_in(session, job, self.owner, "persisted", repair_id)
+        def finalize(conn: Any, repair_id: str) -> None:
+            self.queue.complete_in(conn, job, self.owner, "persisted", repair_id)
             failpoint("repair.before_commit")
 
         return finalize

@@ -11,23 +11,27 @@ import builtins
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import (
     BindParameter,
     Row,
     Select,
     String,
+    Table,
     Text,
     bindparam,
     exists,
     func,
+    insert,
     or_,
     select,
     type_coerce,
+    update,
 )
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from ..errors import InvalidInputError, NotFoundError
@@ -37,7 +41,20 @@ from .rows import DecisionRepairRow, PolicyRow, ToolCall, TraceRow, new_id, now_
 if TYPE_CHECKING:
     from . import Store
 
-__all__ = ["MAX_LIMIT", "PolicyRepository", "RepairRepository", "TraceRepository", "check_text"]
+__all__ = [
+    "MAX_LIMIT",
+    "Executor",
+    "PolicyRepository",
+    "RepairRepository",
+    "TraceRepository",
+    "check_text",
+    "merge_boundaries",
+    "repair_values",
+]
+
+# Where a repository statement can run: an ORM session's transaction or a
+# Core connection's (the worker's hot path uses the latter).
+Executor = Session | Connection
 
 SEVERITIES = ("info", "warn")
 MAX_LIMIT = 10_000
@@ -72,6 +89,25 @@ def _policies_with_episodes(postgresql_dialect: bool) -> Select[Any]:
 
 # Built once per dialect (index: is it PostgreSQL?), like the statements above.
 _POLICIES_WITH_EPISODES = (_policies_with_episodes(False), _policies_with_episodes(True))
+_POLICIES = cast(Table, PolicyModel.__table__)
+_REPAIRS = cast(Table, DecisionRepairModel.__table__)
+# The policies to rewrite, locked in id order (a fixed lock order, so two
+# transactions that rewrite overlapping sets cannot deadlock). SQLite has
+# no row locks: its write transaction (BEGIN IMMEDIATE) already excludes.
+_LOCK_POLICIES = (
+    select(_POLICIES.c.id, _POLICIES.c.boundary)
+    .where(_POLICIES.c.id.in_(bindparam("ids", expanding=True)))
+    .order_by(_POLICIES.c.id)
+    .with_for_update()
+)
+_SET_BOUNDARY = (
+    update(_POLICIES)
+    .where(_POLICIES.c.id == bindparam("policy_id"))
+    .values(boundary=bindparam("new_boundary"), updated_at=bindparam("now"))
+    .returning(*_POLICIES.columns)
+)
+# Every column a new repair row is written with, one prebuilt INSERT.
+_INSERT_REPAIR = insert(_REPAIRS)
 _NEWEST_REPAIR_OF_CONTEXT = (
     select(DecisionRepairModel)
     .where(DecisionRepairModel.context_hash == bindparam("context_hash"))
@@ -240,6 +276,26 @@ def _like_literal(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+def session_traces(ex: Executor, session_id: str, limit: int) -> list[TraceRow]:
+    """The session's newest ``limit`` traces, newest first (arguments already checked)."""
+    return [trace_row(m) for m in ex.execute(_TRACES_OF_SESSION, {"session_id": session_id, "limit": limit})]
+
+
+def policies_with_episodes(ex: Executor, episode_ids: Iterable[str], status: str | None) -> list[PolicyRow]:
+    """Policies (of ``status``; any when None) learned from any of ``episode_ids``, by id."""
+    ids = sorted(set(episode_ids))
+    if not ids:
+        return []
+    postgresql_dialect = _dialect(ex) == "postgresql"
+    params: dict[str, Any] = {"ids": ids, "status": status}
+    return [policy_row(m) for m in ex.execute(_POLICIES_WITH_EPISODES[postgresql_dialect], params)]
+
+
+def _dialect(ex: Executor) -> str:
+    bind = ex.get_bind() if isinstance(ex, Session) else ex
+    return bind.dialect.name
+
+
 class _Repository:
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -284,9 +340,10 @@ class TraceRepository(_Repository):
 
     def list(self, session_id: str, limit: int = 50) -> list[TraceRow]:
         """The session's traces, newest first."""
-        params = {"session_id": _str("session_id", session_id), "limit": _limit(limit)}
-        with self._store.session(action="listing traces") as s:
-            return [trace_row(m) for m in s.execute(_TRACES_OF_SESSION, params)]
+        _str("session_id", session_id)
+        _limit(limit)
+        with self._store.connection(action="listing traces") as conn:
+            return session_traces(conn, session_id, limit)
 
 
 class PolicyRepository(_Repository):
@@ -338,10 +395,10 @@ class PolicyRepository(_Repository):
         ids = sorted(set(_str_tuple("episode_ids", episode_ids)))
         if not ids:
             return []
-        stmt = _POLICIES_WITH_EPISODES[self._store.dialect == "postgresql"]
-        params: dict[str, Any] = {"ids": ids, "status": None if status is None else _str("status", status)}
-        with self._store.session(action="finding policies by episode") as s:
-            return [policy_row(m) for m in s.execute(stmt, params)]
+        if status is not None:
+            _str("status", status)
+        with self._store.connection(action="finding policies by episode") as conn:
+            return policies_with_episodes(conn, ids, status)
 
     def upsert(self, row: PolicyRow) -> PolicyRow:
         """Insert the row, or overwrite every field of the policy with its id."""
@@ -382,19 +439,114 @@ class PolicyRepository(_Repository):
             raise InvalidInputError(f"change must be callable, got {type(change).__name__}")
         _session_arg(session)
         with self._store.session(write=True, action="updating a policy", session=session) as s:
-            model = s.get(PolicyModel, id, with_for_update=True)
-            if model is None:
+            found, changed = merge_boundaries(s, [id], change)
+            if not found:
                 raise NotFoundError(f"no policy with id {id!r}")
-            new = change(model.boundary)
-            if new is not None:
-                # Raising here rolls the transaction back: nothing half-written.
-                _str("the boundary returned by change", new)
-            if new is None or new == model.boundary:
-                return None
-            model.boundary = new
-            model.updated_at = now_ms()
-            s.flush()
-            return policy_row(model)
+            return changed[0] if changed else None
+
+
+def merge_boundaries(
+    ex: Executor, policy_ids: Iterable[str], change: Callable[[str], str | None]
+) -> tuple[int, builtins.list[PolicyRow]]:
+    """Rewrite the boundaries of ``policy_ids`` under their row locks, in id order.
+
+    ``change`` gets a current boundary and returns the new one, or None to
+    leave it alone. Returns how many of the policies exist (ids with no
+    policy are skipped) and the rows that changed. Runs in the caller's
+    transaction: one statement to lock, one per changed policy, and no ORM
+    unit of work.
+    """
+    ids = sorted(set(policy_ids))
+    if not ids:
+        return 0, []
+    now = now_ms()
+    changed: builtins.list[PolicyRow] = []
+    locked = ex.execute(_LOCK_POLICIES, {"ids": ids}).all()
+    for policy_id, boundary in locked:
+        new = change(boundary)
+        if new is not None:
+            # Raising here rolls the transaction back: nothing half-written.
+            _str("the boundary returned by change", new)
+        if new is None or new == boundary:
+            continue
+        row = ex.execute(_SET_BOUNDARY, {"policy_id": policy_id, "new_boundary": new, "now": now}).one()
+        changed.append(policy_row(row))
+    return len(locked), changed
+
+
+def repair_values(
+    *,
+    context_hash: str,
+    trigger: str,
+    preference: str,
+    anti_pattern: str,
+    severity: str = "info",
+    confidence: float = 0.5,
+    tool_id: str | None = None,
+    context: str | None = None,
+    session_id: str | None = None,
+    high_value_trace_ids: Sequence[str] = (),
+    low_value_trace_ids: Sequence[str] = (),
+    ts: int | None = None,
+    id: str | None = None,
+) -> dict[str, Any]:
+    """The checked column values of a new repair row (``InvalidInputError`` when one is wrong)."""
+    if not isinstance(severity, str) or severity not in SEVERITIES:
+        raise InvalidInputError(f"severity must be one of {SEVERITIES}, got {severity!r:.80}")
+    conf = _number("confidence", confidence)
+    if not 0.0 <= conf <= 1.0:
+        raise InvalidInputError(f"confidence must be in [0, 1], got {conf!r}")
+    return {
+        "id": new_id("dr_") if id is None else _str("id", id, empty=False, max_len=_ID_MAX),
+        "ts": _millis("ts", ts),
+        "context_hash": _str("context_hash", context_hash, empty=False, max_len=_ID_MAX),
+        "tool_id": _opt_str("tool_id", tool_id),
+        "context": _opt_str("context", context),
+        "trigger": _str("trigger", trigger, empty=False, max_len=_SHORT_MAX),
+        "session_id": _opt_str("session_id", session_id, max_len=_NAME_MAX),
+        "preference": _str("preference", preference),
+        "anti_pattern": _str("anti_pattern", anti_pattern),
+        "severity": severity,
+        "confidence": conf,
+        "high_value_trace_ids": list(_str_tuple("high_value_trace_ids", high_value_trace_ids)),
+        "low_value_trace_ids": list(_str_tuple("low_value_trace_ids", low_value_trace_ids)),
+        "validated": False,
+        "rejected": False,
+        # Recall columns: the worker fills them in the same INSERT.
+        "category": None,
+        "project": None,
+        "source_text": None,
+        "embedding": None,
+        "embedding_model": None,
+    }
+
+
+def insert_repair(ex: Executor, values: dict[str, Any]) -> DecisionRepairRow:
+    """Write one repair row (``repair_values`` output) in the caller's transaction."""
+    ex.execute(_INSERT_REPAIR, values)
+    return repair_row_from_values(values)
+
+
+def repair_row_from_values(v: Mapping[str, Any]) -> DecisionRepairRow:
+    return DecisionRepairRow(
+        id=v["id"],
+        ts=v["ts"],
+        context_hash=v["context_hash"],
+        tool_id=v["tool_id"],
+        context=v["context"],
+        trigger=v["trigger"],
+        session_id=v["session_id"],
+        preference=v["preference"],
+        anti_pattern=v["anti_pattern"],
+        severity=v["severity"],
+        confidence=v["confidence"],
+        high_value_trace_ids=tuple(v["high_value_trace_ids"]),
+        low_value_trace_ids=tuple(v["low_value_trace_ids"]),
+        validated=bool(v["validated"]),
+        rejected=bool(v["rejected"]),
+        category=v["category"],
+        project=v["project"],
+    )
 
 
 class RepairRepository(_Repository):
@@ -417,32 +569,23 @@ class RepairRepository(_Repository):
         session: Session | None = None,
     ) -> DecisionRepairRow:
         _session_arg(session)
-        if not isinstance(severity, str) or severity not in SEVERITIES:
-            raise InvalidInputError(f"severity must be one of {SEVERITIES}, got {severity!r:.80}")
-        conf = _number("confidence", confidence)
-        if not 0.0 <= conf <= 1.0:
-            raise InvalidInputError(f"confidence must be in [0, 1], got {conf!r}")
-        model = DecisionRepairModel(
-            id=new_id("dr_") if id is None else _str("id", id, empty=False, max_len=_ID_MAX),
-            ts=_millis("ts", ts),
-            context_hash=_str("context_hash", context_hash, empty=False, max_len=_ID_MAX),
-            tool_id=_opt_str("tool_id", tool_id),
-            context=_opt_str("context", context),
-            trigger=_str("trigger", trigger, empty=False, max_len=_SHORT_MAX),
-            session_id=_opt_str("session_id", session_id, max_len=_NAME_MAX),
-            preference=_str("preference", preference),
-            anti_pattern=_str("anti_pattern", anti_pattern),
+        values = repair_values(
+            context_hash=context_hash,
+            trigger=trigger,
+            preference=preference,
+            anti_pattern=anti_pattern,
             severity=severity,
-            confidence=conf,
-            high_value_trace_ids=list(_str_tuple("high_value_trace_ids", high_value_trace_ids)),
-            low_value_trace_ids=list(_str_tuple("low_value_trace_ids", low_value_trace_ids)),
-            validated=False,
-            rejected=False,
+            confidence=confidence,
+            tool_id=tool_id,
+            context=context,
+            session_id=session_id,
+            high_value_trace_ids=high_value_trace_ids,
+            low_value_trace_ids=low_value_trace_ids,
+            ts=ts,
+            id=id,
         )
         with self._store.session(write=True, action="inserting a repair", session=session) as s:
-            s.add(model)
-            s.flush()
-            return repair_row(model)
+            return insert_repair(s, values)
 
     def get(self, id: str) -> DecisionRepairRow:
         _str("id", id)
