@@ -62,7 +62,7 @@ from .limits import (
 from .repair import RepairInput, context_lock_key, cooldown_family
 from .signals import FailureRecord
 from .store import Store
-from .store.models import DecisionRepairModel, RepairJobModel
+from .store.models import DecisionRepairModel, RepairJobCountModel, RepairJobModel
 from .store.repositories import Executor
 from .store.rows import now_ms
 
@@ -361,6 +361,11 @@ _TAKE_PG = (
 )
 _TRY_CONTEXT_LOCK_PG = select(func.pg_try_advisory_xact_lock(bindparam("key")))
 _CLAIM_CANDIDATES = 32
+
+_COUNTS_TABLE = cast(Table, RepairJobCountModel.__table__)
+_COUNTS = select(_COUNTS_TABLE.c.status, func.sum(_COUNTS_TABLE.c.n)).group_by(_COUNTS_TABLE.c.status)
+_OLDEST_PENDING = select(func.min(_JOBS.c.created_at)).where(_JOBS.c.status == "pending")
+_NEXT_DUE = select(func.min(_JOBS.c.next_attempt_at)).where(_JOBS.c.status == "pending")
 
 
 _FINISH_STATEMENTS: dict[frozenset[str], Any] = {}
@@ -799,16 +804,12 @@ class RepairQueue:
     def stats(self, now: int | None = None) -> dict[str, int | None]:
         """Counts per status, depth (pending + running) and the oldest pending age in ms."""
         now = now_ms() if now is None else now
-        with self.store.session(action="reading queue stats") as s:
-            counts = {
-                status: int(n)
-                for status, n in s.execute(
-                    select(RepairJobModel.status, func.count()).group_by(RepairJobModel.status)
-                )
-            }
-            oldest = s.scalar(
-                select(func.min(RepairJobModel.created_at)).where(RepairJobModel.status == "pending")
-            )
+        # Both reads stay small however many jobs there are: the counters
+        # are a few rows per status (kept by triggers, migration 0006) and
+        # the oldest pending job is the first entry of (status, created_at).
+        with self.store.connection(action="reading queue stats") as s:
+            counts = {status: int(n) for status, n in s.execute(_COUNTS)}
+            oldest = s.execute(_OLDEST_PENDING).scalar()
         out: dict[str, int | None] = {status: int(counts.get(status, 0)) for status in JOB_STATUSES}
         out["depth"] = int(counts.get("pending", 0)) + int(counts.get("running", 0))
         out["oldest_pending_age_ms"] = None if oldest is None else max(0, now - int(oldest))
@@ -817,10 +818,8 @@ class RepairQueue:
     def wait_hint(self, now: int | None = None) -> int | None:
         """Milliseconds until the earliest pending job is due (0 if one is due), None if none."""
         now = now_ms() if now is None else now
-        with self.store.session(action="peeking the queue") as s:
-            nxt = s.scalar(
-                select(func.min(RepairJobModel.next_attempt_at)).where(RepairJobModel.status == "pending")
-            )
+        with self.store.connection(action="peeking the queue") as s:
+            nxt = s.execute(_NEXT_DUE).scalar()
         if nxt is None:
             return None
         return 0 if int(nxt) > self._due_horizon(now) else max(0, int(nxt) - now)

@@ -14,28 +14,26 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import (
-    BindParameter,
+    ColumnElement,
     Row,
     Select,
     String,
     Table,
     Text,
+    any_,
     bindparam,
-    exists,
     func,
     insert,
     or_,
     select,
-    type_coerce,
     update,
 )
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from ..errors import InvalidInputError, NotFoundError
-from .models import DecisionRepairModel, PolicyModel, TraceModel
+from .models import DecisionRepairModel, PolicyEpisodeModel, PolicyModel, TraceModel
 from .rows import DecisionRepairRow, PolicyRow, ToolCall, TraceRow, new_id, now_ms
 
 if TYPE_CHECKING:
@@ -73,18 +71,35 @@ _POLICIES_ALL = select(*PolicyModel.__table__.columns).order_by(PolicyModel.id)
 _POLICIES_BY_STATUS = _POLICIES_ALL.where(PolicyModel.status == bindparam("status"))
 
 
-def _policies_with_episodes(postgresql_dialect: bool) -> Select[Any]:
-    """Policies sharing an episode id with ``:ids``, of ``:status`` (any when NULL)."""
-    column = PolicyModel.source_episode_ids
+def _in_list(column: ColumnElement[Any], name: str, postgresql_dialect: bool) -> ColumnElement[bool]:
+    """``column IN (:name...)`` with the whole list as one parameter (see ``_list_param``).
+
+    An expanding IN re-renders the statement for every list length, which
+    costs more than the query itself; an array (PostgreSQL) or a JSON text
+    walked by ``json_each`` (SQLite) keeps the statement fully cached.
+    """
     if postgresql_dialect:
-        # ``?|`` takes a text[]: one array parameter, served by the GIN index.
-        overlap = type_coerce(column, JSONB).has_any(bindparam("ids", type_=postgresql.ARRAY(Text)))
-    else:
-        member = func.json_each(column).table_valued("value")
-        ids: BindParameter[Any] = bindparam("ids", expanding=True)
-        overlap = exists(select(1).select_from(member).where(member.c.value.in_(ids)))
+        return column == any_(bindparam(name, type_=postgresql.ARRAY(Text)))
+    member = func.json_each(bindparam(name, type_=Text)).table_valued("value")
+    return column.in_(select(member.c.value).scalar_subquery())
+
+
+def _list_param(values: Sequence[str], postgresql_dialect: bool) -> Any:
+    return list(values) if postgresql_dialect else json.dumps(list(values))
+
+
+def _policies_with_episodes(postgresql_dialect: bool) -> Select[Any]:
+    """Policies sharing an episode id with ``:ids``, of ``:status`` (any when NULL).
+
+    Read through ``policy_episodes`` (kept by triggers, migration 0006): a
+    primary-key range per episode on both backends.
+    """
+    pairs = cast(Table, PolicyEpisodeModel.__table__)
+    sources = select(pairs.c.policy_id).where(_in_list(pairs.c.episode_id, "ids", postgresql_dialect))
     status = bindparam("status", type_=String)
-    return _POLICIES_ALL.where(overlap, or_(status.is_(None), PolicyModel.status == status))
+    return _POLICIES_ALL.where(
+        PolicyModel.id.in_(sources.scalar_subquery()), or_(status.is_(None), PolicyModel.status == status)
+    )
 
 
 # Built once per dialect (index: is it PostgreSQL?), like the statements above.
@@ -94,11 +109,12 @@ _REPAIRS = cast(Table, DecisionRepairModel.__table__)
 # The policies to rewrite, locked in id order (a fixed lock order, so two
 # transactions that rewrite overlapping sets cannot deadlock). SQLite has
 # no row locks: its write transaction (BEGIN IMMEDIATE) already excludes.
-_LOCK_POLICIES = (
+_LOCK_POLICIES = tuple(
     select(_POLICIES.c.id, _POLICIES.c.boundary)
-    .where(_POLICIES.c.id.in_(bindparam("ids", expanding=True)))
+    .where(_in_list(_POLICIES.c.id, "ids", pg))
     .order_by(_POLICIES.c.id)
     .with_for_update()
+    for pg in (False, True)
 )
 _SET_BOUNDARY = (
     update(_POLICIES)
@@ -286,9 +302,9 @@ def policies_with_episodes(ex: Executor, episode_ids: Iterable[str], status: str
     ids = sorted(set(episode_ids))
     if not ids:
         return []
-    postgresql_dialect = _dialect(ex) == "postgresql"
-    params: dict[str, Any] = {"ids": ids, "status": status}
-    return [policy_row(m) for m in ex.execute(_POLICIES_WITH_EPISODES[postgresql_dialect], params)]
+    pg = _dialect(ex) == "postgresql"
+    params: dict[str, Any] = {"ids": _list_param(ids, pg), "status": status}
+    return [policy_row(m) for m in ex.execute(_POLICIES_WITH_EPISODES[pg], params)]
 
 
 def _dialect(ex: Executor) -> str:
@@ -389,8 +405,8 @@ class PolicyRepository(_Repository):
     ) -> builtins.list[PolicyRow]:  # ``list`` here is the method above
         """Policies (of ``status``; any when None) learned from any of ``episode_ids``, by id.
 
-        The overlap is found by the database: ``?|`` over the JSONB array on
-        PostgreSQL (a GIN index serves it), ``json_each`` on SQLite.
+        The overlap is found through ``policy_episodes`` (migration 0006),
+        whose primary key serves it on both backends.
         """
         ids = sorted(set(_str_tuple("episode_ids", episode_ids)))
         if not ids:
@@ -461,7 +477,8 @@ def merge_boundaries(
         return 0, []
     now = now_ms()
     changed: builtins.list[PolicyRow] = []
-    locked = ex.execute(_LOCK_POLICIES, {"ids": ids}).all()
+    pg = _dialect(ex) == "postgresql"
+    locked = ex.execute(_LOCK_POLICIES[pg], {"ids": _list_param(ids, pg)}).all()
     for policy_id, boundary in locked:
         new = change(boundary)
         if new is not None:
