@@ -69,6 +69,7 @@ from .store.rows import now_ms
 __all__ = [
     "CLOCK_SLACK_MS",
     "JOB_STATUSES",
+    "PRUNE_BATCH",
     "EnqueueResult",
     "JobRow",
     "LeaseLostError",
@@ -84,6 +85,8 @@ logger = logging.getLogger("memos_feedback.queue")
 
 JOB_STATUSES = ("pending", "running", "done", "dead")
 MAX_LIMIT = 10_000
+# Done jobs deleted per transaction by retention pruning.
+PRUNE_BATCH = 500
 # A due time or lease end further ahead than anything this code writes,
 # by more than this, means the wall clock went back (or a host's clock is
 # far off): such a job is treated as due / its lease as expired, so a
@@ -365,6 +368,16 @@ _CLAIM_CANDIDATES = 32
 _COUNTS_TABLE = cast(Table, RepairJobCountModel.__table__)
 _COUNTS = select(_COUNTS_TABLE.c.status, func.sum(_COUNTS_TABLE.c.n)).group_by(_COUNTS_TABLE.c.status)
 _OLDEST_PENDING = select(func.min(_JOBS.c.created_at)).where(_JOBS.c.status == "pending")
+# Done jobs past retention, oldest first, a batch at a time.
+_PRUNE_DONE = delete(_JOBS).where(
+    _JOBS.c.seq.in_(
+        select(_JOBS.c.seq)
+        .where(_JOBS.c.status == "done", _JOBS.c.updated_at < bindparam("before"))
+        .order_by(_JOBS.c.updated_at)
+        .limit(bindparam("batch"))
+        .scalar_subquery()
+    )
+)
 _NEXT_DUE = select(func.min(_JOBS.c.next_attempt_at)).where(_JOBS.c.status == "pending")
 
 
@@ -720,6 +733,30 @@ class RepairQueue:
             if rows:
                 s.execute(delete(_JOBS).where(_JOBS.c.id.in_([r.id for r in rows])))
         return rows
+
+    def prune_done(self, before: int, *, batch: int = PRUNE_BATCH, max_batches: int | None = None) -> int:
+        """Delete ``done`` jobs that finished before ``before`` (epoch ms); count them.
+
+        A batch of at most ``batch`` rows per transaction (found at the edge
+        of the (status, updated_at) index), so pruning a large backlog never
+        holds the write lock for long; stops after ``max_batches`` (None:
+        until nothing is left). Dead jobs stay: they wait for an operator.
+        """
+        if isinstance(before, bool) or not isinstance(before, int):
+            raise InvalidInputError(f"before must be epoch milliseconds (int), got {before!r:.80}")
+        if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_LIMIT:
+            raise InvalidInputError(f"batch must be an int in [1, {MAX_LIMIT}], got {batch!r:.80}")
+        total = rounds = 0
+        while max_batches is None or rounds < max_batches:
+            with self.store.connection(write=True, action="pruning done jobs") as conn:
+                deleted = conn.execute(_PRUNE_DONE, {"before": before, "batch": batch}).rowcount
+            total += deleted
+            rounds += 1
+            if deleted < batch:
+                break
+        if total:
+            logger.info("pruned %d done job(s) finished before %d", total, before)
+        return total
 
     # -- operator surface ---------------------------------------------------
 

@@ -68,6 +68,7 @@ from .events import (
 )
 from .llm import RepairLLM
 from .queue import (
+    PRUNE_BATCH,
     EnqueueResult,
     JobRow,
     LeaseLostError,
@@ -91,6 +92,9 @@ USER_TOOL = "user"
 _TRANSIENT = (LLMTransientError, StoreBusyError)
 # How often (s) the heartbeat looks for jobs another process finished.
 _RESOLVE_EVERY = 0.5
+# Retention pruning of done jobs: how often, and how many batches a beat.
+_PRUNE_EVERY = 60.0
+_PRUNE_BATCHES_PER_BEAT = 10
 # Bounds on the thread pool and the idle poll: a typo must not start
 # 100,000 threads or make a worker sleep for ever.
 MAX_WORKERS = 64
@@ -680,11 +684,30 @@ class FeedbackSubscriber:
         # process, a slow database) before another worker may reclaim.
         interval = max(0.05, self.config.lease_ms / 4000)
         next_beat = time.monotonic() + interval
+        next_prune = time.monotonic()
         while not self._closing.wait(timeout=min(interval, _RESOLVE_EVERY)):
             if time.monotonic() >= next_beat:
                 next_beat = time.monotonic() + interval
                 self._renew_leases()
             self._resolve_finished_elsewhere()
+            if time.monotonic() >= next_prune:
+                # A backlog (first start on an old database) is worked off
+                # a bounded slice per beat, so lease renewal never waits long.
+                backlog = self._prune_done()
+                next_prune = time.monotonic() + (interval if backlog else _PRUNE_EVERY)
+
+    def _prune_done(self) -> bool:
+        """Delete done jobs past ``done_retention_ms``; True when more are left to prune."""
+        retention = self.config.done_retention_ms
+        if retention <= 0:
+            return False
+        batches = _PRUNE_BATCHES_PER_BEAT
+        try:
+            pruned = self.queue.prune_done(now_ms() - retention, max_batches=batches)
+        except StoreError as exc:
+            logger.warning("pruning done jobs failed: %s", exc)
+            return False
+        return pruned >= batches * PRUNE_BATCH
 
     def _renew_leases(self) -> None:
         """Heartbeat: extend our leases, and return other owners' abandoned jobs."""
