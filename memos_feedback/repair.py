@@ -212,12 +212,9 @@ class _Run:
 # kept per family of triggers: what the tool did, what people said.
 _TOOL_TRIGGERS = ("failure-burst",)
 _PEOPLE_TRIGGERS = tuple(t for t in TRIGGERS if t not in _TOOL_TRIGGERS)
-_NEWEST_OF_FAMILY = (
-    select(func.max(DecisionRepairModel.ts))
-    .where(
-        DecisionRepairModel.context_hash == bindparam("context_hash"),
-        DecisionRepairModel.trigger.in_(bindparam("triggers", expanding=True)),
-    )
+_NEWEST_OF_FAMILY = select(func.max(DecisionRepairModel.ts)).where(
+    DecisionRepairModel.context_hash == bindparam("context_hash"),
+    DecisionRepairModel.trigger.in_(bindparam("triggers", expanding=True)),
 )
 
 

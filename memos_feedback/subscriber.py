@@ -723,21 +723,43 @@ class FeedbackSubscriber:
 
     def _worker(self) -> None:
         failing = False  # warn once per outage, not on every poll
+        # Several jobs per claim transaction (config.claim_batch), all in
+        # flight from then on: the heartbeat renews their leases. Not with
+        # an LLM: a job then takes seconds, the transaction saved is noise,
+        # and jobs held here would wait for ours instead of running on
+        # another worker.
+        batch = 1 if self._llm is not None and self.config.use_llm else self.config.claim_batch
         while not self._closing.is_set():
             try:
-                job = self.queue.claim(self.owner)
+                jobs = self.queue.claim_many(self.owner, batch)
                 failing = False
             except StoreError as exc:
                 logger.log(logging.DEBUG if failing else logging.WARNING, "claiming a job failed: %s", exc)
                 failing = True
-                job = None
+                jobs = []
             except Exception:  # a worker must outlive any bug
                 logger.exception("unexpected error while claiming a job")
-                job = None
-            if job is None:
+                jobs = []
+            if not jobs:
                 self._idle_wait()
                 continue
-            self._process(job)
+            with self._lock:
+                self._in_flight.update(job.id for job in jobs)
+            for i, job in enumerate(jobs):
+                if self._closing.is_set():
+                    self._release(jobs[i:])
+                    break
+                self._process(job)
+
+    def _release(self, jobs: list[JobRow]) -> None:
+        """Closing: hand back claimed jobs not started yet, so the next start runs them at once."""
+        try:
+            self.queue.release(jobs, self.owner)
+        except StoreError as exc:  # their leases expire and recovery takes them
+            logger.warning("releasing %d claimed job(s) failed: %s", len(jobs), exc)
+        finally:
+            with self._lock:
+                self._in_flight.difference_update(job.id for job in jobs)
 
     def _idle_wait(self) -> None:
         try:
@@ -751,7 +773,7 @@ class FeedbackSubscriber:
 
     def _process(self, job: JobRow) -> None:
         with self._lock:
-            self._in_flight.add(job.id)
+            self._in_flight.add(job.id)  # claimed by this worker: already there
         try:
             self._run_job(job)
         except Exception:  # the worker must survive anything a job does

@@ -194,9 +194,7 @@ def _millis(name: str, value: object) -> int:
     if value is None:
         return now_ms()
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_MILLIS:
-        raise InvalidInputError(
-            f"{name} must be epoch milliseconds (int in [0, 2**63-1]), got {value!r:.80}"
-        )
+        raise InvalidInputError(f"{name} must be epoch milliseconds (int in [0, 2**63-1]), got {value!r:.80}")
     return value
 
 
