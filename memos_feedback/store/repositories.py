@@ -124,6 +124,14 @@ _SET_BOUNDARY = (
 )
 # Every column a new repair row is written with, one prebuilt INSERT.
 _INSERT_REPAIR = insert(_REPAIRS)
+# The columns a DecisionRepairRow is made of (not the recall text or the
+# embedding blob), newest first: read from the end of the ts index.
+_LATEST_REPAIRS = (
+    select(*(c for c in _REPAIRS.columns if c.name not in ("source_text", "embedding", "embedding_model")))
+    .order_by(_REPAIRS.c.ts.desc(), _REPAIRS.c.id.desc())
+    .limit(bindparam("limit"))
+)
+_LATEST_REPAIRS_OF_CONTEXT = _LATEST_REPAIRS.where(_REPAIRS.c.context_hash == bindparam("context_hash"))
 _NEWEST_REPAIR_OF_CONTEXT = (
     select(DecisionRepairModel)
     .where(DecisionRepairModel.context_hash == bindparam("context_hash"))
@@ -263,7 +271,7 @@ def policy_row(m: PolicyModel | Row[Any]) -> PolicyRow:
     )
 
 
-def repair_row(m: DecisionRepairModel) -> DecisionRepairRow:
+def repair_row(m: DecisionRepairModel | Row[Any]) -> DecisionRepairRow:
     return DecisionRepairRow(
         id=m.id,
         ts=m.ts,
@@ -612,13 +620,14 @@ class RepairRepository(_Repository):
 
     def list(self, context_hash: str | None = None, limit: int = 100) -> list[DecisionRepairRow]:
         """Repairs, newest first, optionally for one context hash."""
-        stmt = select(DecisionRepairModel).order_by(
-            DecisionRepairModel.ts.desc(), DecisionRepairModel.id.desc()
-        )
-        if context_hash is not None:
-            stmt = stmt.where(DecisionRepairModel.context_hash == _str("context_hash", context_hash))
-        with self._store.session(action="listing repairs") as s:
-            return [repair_row(m) for m in s.scalars(stmt.limit(_limit(limit)))]
+        params: dict[str, Any] = {"limit": _limit(limit)}
+        if context_hash is None:
+            stmt = _LATEST_REPAIRS
+        else:
+            stmt = _LATEST_REPAIRS_OF_CONTEXT
+            params["context_hash"] = _str("context_hash", context_hash)
+        with self._store.connection(action="listing repairs") as conn:
+            return [repair_row(m) for m in conn.execute(stmt, params)]
 
     def recent_for_context(
         self, context_hash: str, *, session: Session | None = None
