@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import insert, text
+from sqlalchemy import insert
 from sqlalchemy.engine import Connection
 
 from benchmarks.hot_path import machine
@@ -173,7 +173,8 @@ def _plans(conn: Connection, dialect: str, n: int) -> dict[str, list[str]]:
         ),
         "enqueue: known ids": "SELECT id, status, seq FROM repair_jobs WHERE id IN ('job_x')",
         "prune done": (
-            "SELECT seq FROM repair_jobs WHERE status = 'done' AND updated_at < 0 ORDER BY updated_at LIMIT 500"
+            "SELECT seq FROM repair_jobs WHERE status = 'done' AND updated_at < 0 "
+            "ORDER BY updated_at LIMIT 500"
         ),
     }
     out = {}
@@ -184,7 +185,9 @@ def _plans(conn: Connection, dialect: str, n: int) -> dict[str, list[str]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--calls", type=int, default=200)
