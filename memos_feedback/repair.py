@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from sqlalchemy import bindparam, func, select, text
+from sqlalchemy import Select, bindparam, func, or_, select, text
 from sqlalchemy.engine import Connection
 
 from .attach import attach_in
@@ -198,8 +198,8 @@ class _Run:
         cooldown = self.deps.config.cooldown_ms
         if cooldown <= 0:
             return False
-        params = {"context_hash": self.inp.context_hash, "triggers": list(cooldown_family(self.inp.trigger))}
-        newest = ex.execute(_NEWEST_OF_FAMILY, params).scalar()
+        stmt = _NEWEST_OF_FAMILY[cooldown_family(self.inp.trigger)]
+        newest = ex.execute(stmt, {"context_hash": self.inp.context_hash}).scalar()
         # abs(): a repair stamped in the future (the wall clock went back)
         # holds its context for at most cooldown_ms, not until the clock
         # catches up with it.
@@ -212,10 +212,18 @@ class _Run:
 # kept per family of triggers: what the tool did, what people said.
 _TOOL_TRIGGERS = ("failure-burst",)
 _PEOPLE_TRIGGERS = tuple(t for t in TRIGGERS if t not in _TOOL_TRIGGERS)
-_NEWEST_OF_FAMILY = select(func.max(DecisionRepairModel.ts)).where(
-    DecisionRepairModel.context_hash == bindparam("context_hash"),
-    DecisionRepairModel.trigger.in_(bindparam("triggers", expanding=True)),
-)
+
+
+def _newest_of(family: tuple[str, ...]) -> Select[Any]:
+    # The family's triggers as fixed OR terms, not an IN list: an IN list is
+    # re-rendered on every call, and this runs twice per repair.
+    return select(func.max(DecisionRepairModel.ts)).where(
+        DecisionRepairModel.context_hash == bindparam("context_hash"),
+        or_(*(DecisionRepairModel.trigger == t for t in family)),
+    )
+
+
+_NEWEST_OF_FAMILY = {family: _newest_of(family) for family in (_TOOL_TRIGGERS, _PEOPLE_TRIGGERS)}
 
 
 def cooldown_family(trigger: str) -> tuple[str, ...]:
