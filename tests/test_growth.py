@@ -292,3 +292,28 @@ def test_0006_fills_counters_and_pairs_from_existing_rows(at_0005: Store) -> Non
     migrate.upgrade(s.engine)
     assert stats_counts(queue) == direct_counts(s)
     assert pairs(s) == expected_pairs(s)
+
+
+# -- the WAL ----------------------------------------------------------------------------
+
+
+def test_checkpointer_starts_a_long_wal_over(sqlite_url: str) -> None:
+    from pathlib import Path
+
+    from memos_feedback.store.checkpoint import RESTART_FRAMES, WalCheckpointer
+
+    with open_store(sqlite_url) as store:
+        path = Path(sqlite_url.removeprefix("sqlite:///"))
+        wal = Path(f"{path}-wal")
+        # Well past RESTART_FRAMES pages of WAL (4 KB pages).
+        for i in range(24):
+            store.traces.add("s", agent_text="x" * 1_000_000 + str(i))
+        assert wal.stat().st_size > RESTART_FRAMES * 4096
+        checkpointer = WalCheckpointer(str(path), interval=3600)
+        try:
+            checkpointer.checkpoint()
+        finally:
+            checkpointer.close()
+        assert wal.stat().st_size < RESTART_FRAMES * 4096
+        # and nothing was lost
+        assert len(store.traces.list("s", limit=100)) == 24
