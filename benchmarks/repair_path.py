@@ -1,23 +1,35 @@
 """Repair-path benchmarks: ``run_repair`` latency, queue enqueue latency, drain throughput.
 
-    python -m benchmarks.repair_path [--quick] [--db URL]
+    python -m benchmarks.repair_path [--quick] [--db URL] [--base DIR]
 
-All on a SQLite file in a temp dir (or ``--db``), template synthesis (no
-LLM). Figures are medians over several runs; the machine and Python
-version are printed first. Targets (docs/PERFORMANCE.md): ``run_repair``
-≤ 3 ms median, ≥ 300 repairs/s through the subscriber, enqueue p99 ≤ 5 ms,
-drain ≥ 200 jobs/s.
+All on a SQLite WAL file in a temp dir (or ``--db``), template synthesis
+(no LLM). Figures are medians over several runs; the machine and Python
+version are printed first. Targets (docs/PERFORMANCE.md, issue 15):
+``run_repair`` median ≤ 0.5 ms and p99 ≤ 2 ms, drain ≥ 1,000 repairs/s
+with one worker.
+
+``--base DIR`` (or ``MEMOS_BENCH_BASE``): a checkout of an earlier commit
+(``git worktree add /tmp/wt-base <commit>``). ``run_repair`` and the drain
+are then measured for both, each run in a fresh process
+(``benchmarks/repair_probe.py`` with that checkout on ``PYTHONPATH``),
+alternating which goes first, and printed side by side: on a shared
+machine only figures from the same minutes compare.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from pathlib import Path
 
 from benchmarks.hot_path import machine
 from memos_feedback.config import FeedbackConfig
@@ -28,6 +40,10 @@ from memos_feedback.store import Store, ToolCall, open_store
 from memos_feedback.subscriber import attach_feedback_subscriber
 
 CONFIG = FeedbackConfig(use_llm=False, cooldown_ms=0)
+ROOT = Path(__file__).resolve().parents[1]
+PROBE = Path(__file__).resolve().parent / "repair_probe.py"
+# The reference column (issue 15: MemOS's feedback module on this machine).
+MEMOS = {"run_repair median ms": 0.22, "drain repairs/s": 665.0}
 SESSION = "bench-session"
 
 
@@ -164,15 +180,56 @@ def repeat(fn: Callable[[], float], runs: int) -> float:
     return statistics.median(fn() for _ in range(runs))
 
 
+def probe(library: Path, kind: str, n: int, url: str | None) -> dict[str, float]:
+    """One measurement in a fresh process, importing the library at ``library``."""
+    env = dict(os.environ, PYTHONPATH=str(library))
+    args = [sys.executable, str(PROBE), kind, str(n), *([url] if url else [])]
+    out = subprocess.run(args, env=env, cwd=library, capture_output=True, text=True, timeout=900, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"probe {kind} failed for {library}:\n{out.stderr}")
+    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def side_by_side(base: Path, n: int, runs: int, url: str | None) -> None:
+    """run_repair and drain for this checkout and ``base``, alternating, medians of ``runs``."""
+    sides = {"this checkout": ROOT, "base": base}
+    got: dict[str, dict[str, list[float]]] = {name: {} for name in sides}
+    for r in range(runs):
+        order = list(sides) if r % 2 == 0 else list(reversed(sides))
+        for kind in ("run_repair", "drain"):
+            for name in order:
+                for key, value in probe(sides[name], kind, n, url).items():
+                    got[name].setdefault(key, []).append(value)
+    rows = [
+        ("run_repair median ms", "median_ms"),
+        ("run_repair p99 ms", "p99_ms"),
+        ("drain repairs/s", "repairs_per_s"),
+    ]
+    print(f"side by side ({runs} runs x {n}, alternating; base = {base})")
+    print(f"{'figure':<24}{'this':>10}{'base':>10}{'base/this':>11}{'MemOS':>8}")
+    for label, key in rows:
+        new, old = statistics.median(got["this checkout"][key]), statistics.median(got["base"][key])
+        ratio = old / new if "ms" in label else new / old
+        memos = MEMOS.get(label)
+        reference = "" if memos is None else f"{memos:>8.2f}"
+        print(f"{label:<24}{new:>10.2f}{old:>10.2f}{ratio:>10.1f}x{reference}")
+    print("(base/this: how many times better this checkout is; for repairs/s it is this/base)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--db", help="database URL (default: a fresh SQLite file per run)")
+    parser.add_argument("--base", default=os.environ.get("MEMOS_BENCH_BASE"), help="checkout to compare with")
     args = parser.parse_args()
     n = 200 if args.quick else 1000
     runs = 3 if args.quick else 5
     for line in machine():
         print(line)
+    if args.base:
+        side_by_side(Path(args.base).resolve(), n, runs, args.db)
+        print()
     rr = [bench_run_repair(n, args.db) for _ in range(runs)]
     print(
         f"run_repair (template, persist + attach): median {statistics.median(r[0] for r in rr):.2f} ms, "

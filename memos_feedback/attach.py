@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session
 
 from .boundary import merge_repair_block
-from .errors import InvalidInputError, NotFoundError
+from .errors import InvalidInputError
+from .store.repositories import Executor, merge_boundaries
 
 if TYPE_CHECKING:
     from .store import Store
     from .synthesize import DecisionRepairDraft
 
-__all__ = ["attach_repair_to_policies"]
+__all__ = ["attach_in", "attach_repair_to_policies"]
 
 logger = logging.getLogger("memos_feedback.repair")
 
@@ -35,17 +36,16 @@ def attach_repair_to_policies(
         raise InvalidInputError(f"draft must be a DecisionRepairDraft, got {type(draft).__name__}")
     if not callable(getattr(getattr(store, "policies", None), "update_boundary", None)):
         raise InvalidInputError(f"store must be a Store, got {type(store).__name__}")
-    changed: list[str] = []
-    for policy_id in sorted(set(draft.attach_to_policy_ids)):
-        try:
-            row = store.policies.update_boundary(
-                policy_id,
-                lambda boundary: merge_repair_block(boundary, [draft.preference], [draft.anti_pattern]),
-                session=session,
-            )
-        except NotFoundError:
-            logger.warning("policy %s vanished before the repair could be attached", policy_id)
-            continue
-        if row is not None:
-            changed.append(policy_id)
-    return tuple(changed)
+    with store.session(write=True, action="attaching a repair", session=session) as s:
+        return attach_in(s, draft)
+
+
+def attach_in(ex: Executor, draft: DecisionRepairDraft) -> tuple[str, ...]:
+    """``attach_repair_to_policies`` inside the caller's transaction (session or connection)."""
+    ids = set(draft.attach_to_policy_ids)
+    found, changed = merge_boundaries(
+        ex, ids, lambda boundary: merge_repair_block(boundary, [draft.preference], [draft.anti_pattern])
+    )
+    if found < len(ids):
+        logger.warning("%d policy(ies) vanished before the repair could be attached", len(ids) - found)
+    return tuple(row.id for row in changed)

@@ -258,13 +258,38 @@ def cmd_queue_retry(args: argparse.Namespace) -> int:
 
 
 def cmd_queue_purge(args: argparse.Namespace) -> int:
-
     from .feed.actions import purge_job
+    from .queue import RepairQueue
 
+    if (args.id is None) == (args.done_before is None):
+        _error("queue purge takes a job id or --done-before (one of the two)")
+        return 2  # bad usage, like argparse's own errors
     with _store(args) as store:
+        if args.done_before is not None:
+            count = RepairQueue(store).prune_done(args.done_before)
+            print(f"{count} done job(s) purged")
+            return 0
         purge_job(store, args.id)  # logs repair.job.purged (issue 13)
     print(f"{args.id} purged")
     return 0
+
+
+def _epoch_ms(text: str) -> int:
+    """``--done-before``: epoch milliseconds, or an ISO 8601 date/time (UTC unless it says)."""
+    from datetime import UTC, datetime
+
+    stripped = text.strip()
+    if stripped.isdigit():
+        return int(stripped)
+    try:
+        when = datetime.fromisoformat(stripped)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected epoch milliseconds or an ISO 8601 date/time, got {text!r}"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return int(when.timestamp() * 1000)
 
 
 def cmd_queue_stats(args: argparse.Namespace) -> int:
@@ -363,8 +388,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p = add("retry", cmd_queue_retry, "put a dead job back to pending, attempts reset", queue)
     p.add_argument("id")
-    p = add("purge", cmd_queue_purge, "delete a job", queue)
-    p.add_argument("id")
+    p = add("purge", cmd_queue_purge, "delete a job, or every done job finished before a time", queue)
+    p.add_argument("id", nargs="?")
+    p.add_argument(
+        "--done-before",
+        type=_epoch_ms,
+        metavar="WHEN",
+        help="delete done jobs that finished before WHEN (epoch ms or ISO 8601, UTC by default), "
+        "in batches of 500",
+    )
     p = add("stats", cmd_queue_stats, "counts per status, depth, oldest pending age", queue)
     p.add_argument("--json", action="store_true")
 

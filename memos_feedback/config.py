@@ -54,6 +54,12 @@ class FeedbackConfig:
     max_attempts: int = 5
     lease_ms: int = 120_000
     stale_after_ms: int = 7 * 24 * 3_600_000
+    # Done jobs finished longer ago than this are deleted by the worker's
+    # housekeeping, a small batch at a time; 0 keeps them for ever.
+    done_retention_ms: int = 7 * 24 * 3_600_000
+    # Jobs a worker claims per transaction (each of a different context),
+    # then runs one after another; 1 claims one at a time.
+    claim_batch: int = 8
     buffer_flush_ms: int = 50
     # How long close() (and leaving a ``with`` block) keeps trying to store
     # buffered triggers and waits for jobs in flight, when given no timeout.
@@ -229,6 +235,10 @@ def _validate(cfg: FeedbackConfig) -> None:
     at_least("max_attempts", 1)
     at_least("lease_ms", 1)
     at_least("stale_after_ms", 1)
+    at_least("done_retention_ms", 0)
+    at_least("claim_batch", 1)
+    if cfg.claim_batch > 64:
+        raise ConfigError("claim_batch", cfg.claim_batch, "must be <= 64")
     at_least("buffer_flush_ms", 1)
     at_least("close_timeout_ms", 0)
     at_least("events_flush_ms", 1)

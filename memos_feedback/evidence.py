@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -40,8 +40,10 @@ if TYPE_CHECKING:
 __all__ = [
     "RepairEvidence",
     "cap_trace",
+    "evidence_window",
     "gather_repair_evidence",
     "looks_like_failure",
+    "split_evidence",
 ]
 
 logger = logging.getLogger("memos_feedback.evidence")
@@ -194,19 +196,54 @@ def gather_repair_evidence(
         raise InvalidInputError(f"session_id must be a non-empty str, got {session_id!r}")
     if keyword is not None and not isinstance(keyword, str):
         raise InvalidInputError(f"keyword must be a str or None, got {type(keyword).__name__}")
-    per_side = _per_side_limit(limit, cfg)
-    needle = keyword.strip() if keyword is not None and keyword.strip() else None
+    traces = store.traces.list(session_id, limit=evidence_window(limit, cfg))
+    return split_evidence(
+        traces,
+        keyword,
+        limit,
+        cfg,
+        session_id=session_id,
+        embedder=embedder,
+        about=about,
+        similarity=similarity,
+    )
 
-    window = min(max(6 * max(per_side, cfg.evidence_limit), 24), _MAX_WINDOW)
-    traces = store.traces.list(session_id, limit=window)
+
+def evidence_window(limit: int | None, config: FeedbackConfig) -> int:
+    """How many of the session's newest traces evidence is chosen from.
+
+    ``max(6 * limit, 24)``, never less than the spec's ``max(6 * evidence_limit, 24)``.
+    """
+    per_side = _per_side_limit(limit, config)
+    return min(max(6 * max(per_side, config.evidence_limit), 24), _MAX_WINDOW)
+
+
+def split_evidence(
+    traces: Sequence[TraceRow],
+    keyword: str | None,
+    limit: int | None,
+    config: FeedbackConfig,
+    *,
+    session_id: str = "",
+    embedder: Embedder | None = None,
+    about: str | None = None,
+    similarity: float = 0.5,
+) -> RepairEvidence:
+    """The evidence in ``traces`` (a session's traces, newest first), already read.
+
+    What ``gather_repair_evidence`` does after its read; the worker reads
+    the traces inside its own grouped read transaction and calls this.
+    """
+    per_side = _per_side_limit(limit, config)
+    needle = keyword.strip() if keyword is not None and keyword.strip() else None
     similar: frozenset[str] = frozenset()
     if needle is not None and embedder is not None and about and about.strip():
-        similar = _said_otherwise(traces, needle, per_side, cfg, embedder, about, similarity)
-    high, low = _split(traces, needle, per_side, cfg, similar)
+        similar = _said_otherwise(traces, needle, per_side, config, embedder, about, similarity)
+    high, low = _split(traces, needle, per_side, config, similar)
     relaxed = False
     if needle is not None and not high and not low:
         relaxed = True
-        high, low = _split(traces, None, per_side, cfg)
+        high, low = _split(traces, None, per_side, config)
     logger.debug(
         "evidence for session %s: %d traces read, %d high, %d low, keyword=%r relaxed=%s",
         session_id,
@@ -221,7 +258,7 @@ def gather_repair_evidence(
 
 
 def _said_otherwise(
-    traces: list[TraceRow],
+    traces: Sequence[TraceRow],
     needle: str,
     per_side: int,
     cfg: FeedbackConfig,

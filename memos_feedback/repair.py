@@ -17,10 +17,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, get_args
 
-from sqlalchemy import bindparam, func, select, text
+from sqlalchemy import Select, bindparam, func, or_, select, text
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
-from .attach import attach_repair_to_policies
+from .attach import attach_in
 from .classifier import ClassifiedFeedback, classify_feedback
 from .config import FeedbackConfig
 from .errors import InvalidInputError
@@ -33,16 +34,23 @@ from .events import (
     RepairSkipped,
     RepairTriggered,
 )
-from .evidence import RepairEvidence, gather_repair_evidence
+from .evidence import RepairEvidence, evidence_window, split_evidence
 from .llm import RepairLLM
 from .outcomes.supersede import supersede_older
 from .recall.categories import category_for
 from .recall.config import RecallConfig
 from .recall.embeddings import check_embedder
-from .recall.indexing import RecallFields, annotate, build_source_text, embed_fields
+from .recall.indexing import RecallFields, build_source_text, embed_fields
 from .signals import FailureRecord
 from .store import Store
 from .store.models import DecisionRepairModel
+from .store.repositories import (
+    Executor,
+    insert_repair,
+    policies_with_episodes,
+    repair_values,
+    session_traces,
+)
 from .store.rows import now_ms
 from .synthesize import DecisionRepairDraft, synthesize_draft
 
@@ -108,15 +116,15 @@ class RepairResult:
     attached_policy_ids: tuple[str, ...] = ()
 
 
-# Called inside the persisting transaction, after the repair row is added;
-# raising aborts (rolls back) the whole write.
-Finalizer = Callable[[Session, str], None]
+# Called inside the persisting transaction (a Core connection), after the
+# repair row is written; raising aborts (rolls back) the whole write.
+Finalizer = Callable[[Connection, str], None]
 
 
 class EventWriter(Protocol):
     """Logs events inside a transaction (``memos_feedback.feed.FeedStore``)."""
 
-    def write_in(self, session: Session, events: Sequence[FeedbackEvent] = ()) -> None: ...
+    def write_in(self, session: Session | Connection, events: Sequence[FeedbackEvent] = ()) -> None: ...
 
 
 @dataclass(slots=True)
@@ -149,11 +157,14 @@ def context_lock_key(context_hash: str) -> int:
     return raw - (1 << 64) if raw >= 1 << 63 else raw
 
 
-def _lock_context(session: Session, context_hash: str) -> None:
+_LOCK_CONTEXT_PG = text("SELECT pg_advisory_xact_lock(:k)")
+
+
+def _lock_context(conn: Connection, context_hash: str) -> None:
     # SQLite needs nothing more: the write transaction began IMMEDIATE and
     # holds the database's only write lock until commit.
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": context_lock_key(context_hash)})
+    if conn.dialect.name == "postgresql":
+        conn.execute(_LOCK_CONTEXT_PG, {"k": context_lock_key(context_hash)})
 
 
 class _Run:
@@ -193,13 +204,12 @@ class _Run:
         self.emit(RepairSkipped(context_hash=self.inp.context_hash, trigger=self.inp.trigger, reason=reason))
         return self.result(skipped_reason=reason)
 
-    def in_cooldown(self, session: Session | None = None) -> bool:
+    def in_cooldown(self, ex: Executor) -> bool:
         cooldown = self.deps.config.cooldown_ms
         if cooldown <= 0:
             return False
-        params = {"context_hash": self.inp.context_hash, "triggers": list(cooldown_family(self.inp.trigger))}
-        with self.deps.store.session(action="reading the cooldown", session=session) as s:
-            newest = s.execute(_NEWEST_OF_FAMILY, params).scalar()
+        stmt = _NEWEST_OF_FAMILY[cooldown_family(self.inp.trigger)]
+        newest = ex.execute(stmt, {"context_hash": self.inp.context_hash}).scalar()
         # abs(): a repair stamped in the future (the wall clock went back)
         # holds its context for at most cooldown_ms, not until the clock
         # catches up with it.
@@ -212,13 +222,21 @@ class _Run:
 # kept per family of triggers: what the tool did, what people said.
 _TOOL_TRIGGERS = ("failure-burst",)
 _PEOPLE_TRIGGERS = tuple(t for t in TRIGGERS if t not in _TOOL_TRIGGERS)
-_NEWEST_OF_FAMILY = select(func.max(DecisionRepairModel.ts)).where(
-    DecisionRepairModel.context_hash == bindparam("context_hash"),
-    DecisionRepairModel.trigger.in_(bindparam("triggers", expanding=True)),
-    # Outcomes (issue 11): a stale or superseded repair stopped applying; it
-    # must not hold back the next attempt at its context.
-    DecisionRepairModel.status.is_(None),
-)
+
+
+def _newest_of(family: tuple[str, ...]) -> Select[Any]:
+    # The family's triggers as fixed OR terms, not an IN list: an IN list is
+    # re-rendered on every call, and this runs twice per repair.
+    return select(func.max(DecisionRepairModel.ts)).where(
+        DecisionRepairModel.context_hash == bindparam("context_hash"),
+        or_(*(DecisionRepairModel.trigger == t for t in family)),
+        # Outcomes (issue 11): a stale or superseded repair stopped applying; it
+        # must not hold back the next attempt at its context.
+        DecisionRepairModel.status.is_(None),
+    )
+
+
+_NEWEST_OF_FAMILY = {family: _newest_of(family) for family in (_TOOL_TRIGGERS, _PEOPLE_TRIGGERS)}
 
 
 def cooldown_family(trigger: str) -> tuple[str, ...]:
@@ -238,14 +256,14 @@ def _value_gap_too_small(evidence: RepairEvidence, delta: float) -> bool:
     return gap < delta
 
 
-def _candidate_policies(store: Store, inp: RepairInput, evidence: RepairEvidence) -> tuple[str, ...]:
+def _candidate_policies(ex: Executor, inp: RepairInput, evidence: RepairEvidence) -> tuple[str, ...]:
     episodes = {t.episode_id for t in (*evidence.high, *evidence.low) if t.episode_id}
     episodes.update(f.episode_id for f in inp.failures if f.episode_id)
     if inp.episode_id:
         episodes.add(inp.episode_id)
     if not episodes:
         return ()
-    return tuple(p.id for p in store.policies.with_source_episodes(episodes))
+    return tuple(p.id for p in policies_with_episodes(ex, episodes, "active"))
 
 
 def _keyword(inp: RepairInput, feedback: ClassifiedFeedback | None) -> str | None:
@@ -306,29 +324,14 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
         feedback = classify_feedback(input.user_text)
         run.emit(FeedbackClassified(shape=feedback.shape.value, confidence=feedback.confidence))
 
-    if run.in_cooldown():
-        return run.skip("cooldown")
-
-    if feedback is not None and not feedback.shape.triggers_repair:
-        return run.skip("feedback-not-actionable")
-
-    if not input.session_id:
-        return run.skip("no-session")
-
-    evidence = gather_repair_evidence(
-        input.session_id,
-        _keyword(input, feedback),
-        None,
-        deps.store,
-        cfg,
-        embedder=check_embedder(deps.embedder),
-        about=_about(input, feedback),
-        similarity=deps.recall.evidence_similarity,
-    )
-    if feedback is None and _value_gap_too_small(evidence, cfg.value_delta):
-        return run.skip("value-delta-low")
-
-    policy_ids = _candidate_policies(deps.store, input, evidence)
+    # The reads before synthesis — cooldown, the session's traces, the
+    # candidate policies — share one read transaction (one snapshot, one
+    # BEGIN/COMMIT instead of three).
+    with deps.store.connection(action="reading repair evidence") as conn:
+        read = _read_evidence(conn, run, feedback)
+    if isinstance(read, str):
+        return run.skip(read)
+    evidence, policy_ids = read
     run.emit(
         RepairTriggered(
             context_hash=input.context_hash, trigger=input.trigger, failure_count=len(input.failures)
@@ -352,54 +355,103 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
     # Computed before the write transaction: an embedding can take a while.
     recall_fields = _recall_fields(input, deps, feedback, evidence, draft)
 
-    with deps.store.session(write=True, action="persisting a repair") as session:
-        _lock_context(session, input.context_hash)
-        # Re-checked under the lock: another process may have written a
-        # repair for this context while we were synthesizing.
-        if run.in_cooldown(session):
-            cooled = True
-        else:
-            cooled = False
-            row = deps.store.repairs.insert(
-                context_hash=input.context_hash,
-                trigger=input.trigger,
-                preference=draft.preference,
-                anti_pattern=draft.anti_pattern,
-                severity=draft.severity,
-                confidence=draft.confidence,
-                tool_id=input.tool_id,
-                context=input.context,
-                session_id=input.session_id,
-                high_value_trace_ids=draft.high_value_trace_ids,
-                low_value_trace_ids=draft.low_value_trace_ids,
-                ts=run.started if run.started > 0 else None,
-                session=session,
-            )
-            annotate(session, row.id, recall_fields)
-            # Outcomes (issue 11): older repairs this one contradicts are retired with it.
-            superseded = supersede_older(session, deps.store, row.id)
-            attached: tuple[str, ...] = ()
-            if cfg.attach_to_policy and draft.attach_to_policy_ids:
-                attached = attach_repair_to_policies(draft, deps.store, session=session)
-            if deps.finalize is not None:
-                deps.finalize(session, row.id)
-            written: list[FeedbackEvent] = [
-                RepairPersisted(
-                    context_hash=input.context_hash,
-                    repair_id=row.id,
-                    confidence=draft.confidence,
-                    severity=draft.severity,
-                )
-            ]
-            if attached:
-                written.append(RepairAttached(repair_id=row.id, policy_ids=attached))
-            written.extend(superseded)
-            if deps.events is not None:  # issue 13: last statement, see feed/log.py
-                deps.events.write_in(session, written)
-    if cooled:
+    with deps.store.connection(write=True, action="persisting a repair") as conn:
+        written = _write_repair(conn, run, draft, recall_fields)
+    if written is None:
         return run.skip("cooldown")
+    repair_id, attached, events = written
 
-    for event in written:
+    for event in events:
         run.emit(event)
-    logger.info("repair %s persisted for %s (%s)", row.id, input.context_hash, input.trigger)
-    return run.result(repair_id=row.id, draft=draft, attached=attached)
+    logger.info("repair %s persisted for %s (%s)", repair_id, input.context_hash, input.trigger)
+    return run.result(repair_id=repair_id, draft=draft, attached=attached)
+
+
+def _read_evidence(
+    conn: Connection, run: _Run, feedback: ClassifiedFeedback | None
+) -> str | tuple[RepairEvidence, tuple[str, ...]]:
+    """The guards that read, in the contract's order: a skip reason, or evidence and policies."""
+    inp, cfg = run.inp, run.deps.config
+    if run.in_cooldown(conn):
+        return "cooldown"
+    if feedback is not None and not feedback.shape.triggers_repair:
+        return "feedback-not-actionable"
+    if not inp.session_id:
+        return "no-session"
+    traces = session_traces(conn, inp.session_id, evidence_window(None, cfg))
+    evidence = split_evidence(
+        traces,
+        _keyword(inp, feedback),
+        None,
+        cfg,
+        session_id=inp.session_id,
+        embedder=check_embedder(run.deps.embedder),
+        about=_about(inp, feedback),
+        similarity=run.deps.recall.evidence_similarity,
+    )
+    if feedback is None and _value_gap_too_small(evidence, cfg.value_delta):
+        return "value-delta-low"
+    return evidence, _candidate_policies(conn, inp, evidence)
+
+
+def _write_repair(
+    conn: Connection, run: _Run, draft: DecisionRepairDraft, recall: RecallFields
+) -> tuple[str, tuple[str, ...], list[FeedbackEvent]] | None:
+    """The one write transaction of a repair; None when the cooldown re-check stops it.
+
+    Everything a repair changes commits here together: the repair row
+    (recall columns included), the older repairs it supersedes, the policy
+    blocks it attaches to, the caller's bookkeeping (``finalize``: the queue
+    marks the job done) and the events that report it in the durable log,
+    so a crash leaves all of it or none of it. Returns the events to emit
+    on the bus after the commit.
+    """
+    inp, deps = run.inp, run.deps
+    _lock_context(conn, inp.context_hash)
+    # Re-checked under the lock: another process may have written a repair
+    # for this context while we were synthesizing.
+    if run.in_cooldown(conn):
+        return None
+    values = repair_values(
+        context_hash=inp.context_hash,
+        trigger=inp.trigger,
+        preference=draft.preference,
+        anti_pattern=draft.anti_pattern,
+        severity=draft.severity,
+        confidence=draft.confidence,
+        tool_id=inp.tool_id,
+        context=inp.context,
+        session_id=inp.session_id,
+        high_value_trace_ids=draft.high_value_trace_ids,
+        low_value_trace_ids=draft.low_value_trace_ids,
+        ts=run.started if run.started > 0 else None,
+    )
+    values.update(
+        category=recall.category,
+        project=recall.project,
+        source_text=recall.source_text,
+        embedding=recall.embedding,
+        embedding_model=recall.embedding_model,
+    )
+    row = insert_repair(conn, values)
+    # Outcomes (issue 11): older repairs this one contradicts are retired with it.
+    superseded = supersede_older(conn, deps.store, row.id)
+    attached: tuple[str, ...] = ()
+    if deps.config.attach_to_policy and draft.attach_to_policy_ids:
+        attached = attach_in(conn, draft)
+    if deps.finalize is not None:
+        deps.finalize(conn, row.id)
+    written: list[FeedbackEvent] = [
+        RepairPersisted(
+            context_hash=inp.context_hash,
+            repair_id=row.id,
+            confidence=draft.confidence,
+            severity=draft.severity,
+        )
+    ]
+    if attached:
+        written.append(RepairAttached(repair_id=row.id, policy_ids=attached))
+    written.extend(superseded)
+    if deps.events is not None:  # issue 13: last statement, see feed/log.py
+        deps.events.write_in(conn, written)
+    return row.id, attached, written

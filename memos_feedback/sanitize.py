@@ -206,6 +206,26 @@ def sanitize_line(text: str, cap: int = DEFAULT_CAP) -> str:
         raise InvalidInputError(f"text must be a str, got {type(text).__name__}")
     if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
         raise InvalidInputError(f"cap must be a positive int, got {cap!r}")
+    if len(text) <= _MEMO_MAX_CHARS:
+        return _sanitize_memo(text, cap)
+    return _sanitize(text, cap)
+
+
+# A repair sanitizes the same strings more than once (its two lines again
+# for the search text) and consecutive repairs of a session read the same
+# traces, so results of short inputs are kept: the function is pure, and
+# a hit costs a dict lookup instead of ~40 us of regular expressions. The
+# bound keeps the memo under ~8 MB even when every entry is at the cap.
+_MEMO_MAX_CHARS = 2048
+_MEMO_ENTRIES = 1024
+
+
+@lru_cache(maxsize=_MEMO_ENTRIES)
+def _sanitize_memo(text: str, cap: int) -> str:
+    return _sanitize(text, cap)
+
+
+def _sanitize(text: str, cap: int) -> str:
     cut = len(text) > SCAN_LIMIT
     folded = _fold_and_strip_controls(text[:SCAN_LIMIT])
     # Each original line loses its leading structure and speaker marker

@@ -71,6 +71,7 @@ from .feed.log import FeedStore
 from .llm import RepairLLM
 from .outcomes.wiring import SubscriberOutcomes
 from .queue import (
+    PRUNE_BATCH,
     EnqueueResult,
     JobRow,
     LeaseLostError,
@@ -94,6 +95,9 @@ USER_TOOL = "user"
 _TRANSIENT = (LLMTransientError, StoreBusyError)
 # How often (s) the heartbeat looks for jobs another process finished.
 _RESOLVE_EVERY = 0.5
+# Retention pruning of done jobs: how often, and how many batches a beat.
+_PRUNE_EVERY = 60.0
+_PRUNE_BATCHES_PER_BEAT = 10
 # Bounds on the thread pool and the idle poll: a typo must not start
 # 100,000 threads or make a worker sleep for ever.
 MAX_WORKERS = 64
@@ -761,11 +765,30 @@ class FeedbackSubscriber:
         # process, a slow database) before another worker may reclaim.
         interval = max(0.05, self.config.lease_ms / 4000)
         next_beat = time.monotonic() + interval
+        next_prune = time.monotonic()
         while not self._closing.wait(timeout=min(interval, _RESOLVE_EVERY)):
             if time.monotonic() >= next_beat:
                 next_beat = time.monotonic() + interval
                 self._renew_leases()
             self._resolve_finished_elsewhere()
+            if time.monotonic() >= next_prune:
+                # A backlog (first start on an old database) is worked off
+                # a bounded slice per beat, so lease renewal never waits long.
+                backlog = self._prune_done()
+                next_prune = time.monotonic() + (interval if backlog else _PRUNE_EVERY)
+
+    def _prune_done(self) -> bool:
+        """Delete done jobs past ``done_retention_ms``; True when more are left to prune."""
+        retention = self.config.done_retention_ms
+        if retention <= 0:
+            return False
+        batches = _PRUNE_BATCHES_PER_BEAT
+        try:
+            pruned = self.queue.prune_done(now_ms() - retention, max_batches=batches)
+        except StoreError as exc:
+            logger.warning("pruning done jobs failed: %s", exc)
+            return False
+        return pruned >= batches * PRUNE_BATCH
 
     def _renew_leases(self) -> None:
         """Heartbeat: extend our leases, and return other owners' abandoned jobs."""
@@ -781,21 +804,43 @@ class FeedbackSubscriber:
 
     def _worker(self) -> None:
         failing = False  # warn once per outage, not on every poll
+        # Several jobs per claim transaction (config.claim_batch), all in
+        # flight from then on: the heartbeat renews their leases. Not with
+        # an LLM: a job then takes seconds, the transaction saved is noise,
+        # and jobs held here would wait for ours instead of running on
+        # another worker.
+        batch = 1 if self._llm is not None and self.config.use_llm else self.config.claim_batch
         while not self._closing.is_set():
             try:
-                job = self.queue.claim(self.owner)
+                jobs = self.queue.claim_many(self.owner, batch)
                 failing = False
             except StoreError as exc:
                 logger.log(logging.DEBUG if failing else logging.WARNING, "claiming a job failed: %s", exc)
                 failing = True
-                job = None
+                jobs = []
             except Exception:  # a worker must outlive any bug
                 logger.exception("unexpected error while claiming a job")
-                job = None
-            if job is None:
+                jobs = []
+            if not jobs:
                 self._idle_wait()
                 continue
-            self._process(job)
+            with self._lock:
+                self._in_flight.update(job.id for job in jobs)
+            for i, job in enumerate(jobs):
+                if self._closing.is_set():
+                    self._release(jobs[i:])
+                    break
+                self._process(job)
+
+    def _release(self, jobs: list[JobRow]) -> None:
+        """Closing: hand back claimed jobs not started yet, so the next start runs them at once."""
+        try:
+            self.queue.release(jobs, self.owner)
+        except StoreError as exc:  # their leases expire and recovery takes them
+            logger.warning("releasing %d claimed job(s) failed: %s", len(jobs), exc)
+        finally:
+            with self._lock:
+                self._in_flight.difference_update(job.id for job in jobs)
 
     def _idle_wait(self) -> None:
         try:
@@ -809,7 +854,7 @@ class FeedbackSubscriber:
 
     def _process(self, job: JobRow) -> None:
         with self._lock:
-            self._in_flight.add(job.id)
+            self._in_flight.add(job.id)  # claimed by this worker: already there
         try:
             self._run_job(job)
         except Exception:  # the worker must survive anything a job does
@@ -819,8 +864,8 @@ class FeedbackSubscriber:
                 self._in_flight.discard(job.id)
 
     def _finalizer(self, job: JobRow) -> Callable[[Any, str], None]:
-        def finalize(session: Any, repair_id: str) -> None:
-            self.queue.complete_in(session, job, self.owner, "persisted", repair_id)
+        def finalize(conn: Any, repair_id: str) -> None:
+            self.queue.complete_in(conn, job, self.owner, "persisted", repair_id)
             failpoint("repair.before_commit")
 
         return finalize

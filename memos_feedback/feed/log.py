@@ -39,7 +39,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, delete, event, func, insert, select, text
+from sqlalchemy import Connection, Table, bindparam, delete, event, func, insert, select, text
 from sqlalchemy.orm import Session
 
 from .._failpoints import failpoint
@@ -200,21 +200,25 @@ class FeedStore:
         if len(self._pending) >= _WAKE_AT:
             self._wake.set()
 
-    def write_in(self, session: Session, events: Sequence[FeedbackEvent] = ()) -> None:
-        """Insert ``events`` (and everything buffered) in ``session``'s transaction.
+    def write_in(self, session: Session | Connection, events: Sequence[FeedbackEvent] = ()) -> None:
+        """Insert ``events`` (and, in an ORM session, everything buffered) in its transaction.
 
         Call it as the last statement of the transaction: on PostgreSQL it
-        takes the log's lock, which is held until commit.
+        takes the log's lock, which is held until commit. A Core connection
+        (the worker's repair write) writes ``events`` only: buffered rows
+        taken there could not be handed back on a rollback, so they wait for
+        the next flush.
         """
-        postgres = session.get_bind().dialect.name == "postgresql"
-        if postgres:
+        dialect = session.get_bind().dialect if isinstance(session, Session) else session.dialect
+        if dialect.name == "postgresql":
             session.execute(_LOCK_PG)
-        taken = self._take()
+        taken = self._take() if isinstance(session, Session) else []
         rows = taken + [_row(e) for e in events]
         if not rows:
             return
         if taken:
             # A rollback must not lose what other threads buffered (see _settled).
+            assert isinstance(session, Session)
             session.info.setdefault(_TAKEN, []).append((self, taken))
         session.execute(_INSERT, rows)
         if events:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import Connection, func, or_, select
 from sqlalchemy.orm import Session
 
 from ..events import FeedbackEvent, RepairReviewFlagged, RepairSuperseded
@@ -30,6 +30,7 @@ _SCAN = 100
 _DIRECTIVE = re.compile(r"^\s*(prefer|avoid|do not|don't|do|never|use)\s*:?\s*", re.IGNORECASE)
 _INSTEAD = re.compile(r"\s+instead of\s+.*$", re.IGNORECASE | re.DOTALL)
 _WORD = re.compile(r"\w+", re.UNICODE)
+_NEW = (M.id, M.context_hash, M.tool_id, M.ts, M.project, M.preference, M.anti_pattern)
 
 
 def line_object(line: str) -> frozenset[str]:
@@ -51,20 +52,27 @@ def opposes(new_pref: str, new_avoid: str, old_pref: str, old_avoid: str) -> str
     return None
 
 
-def supersede_older(s: Session, store: Store, new_id: str) -> list[FeedbackEvent]:
+def supersede_older(ex: Session | Connection, store: Store, new_id: str) -> list[FeedbackEvent]:
     """Inside the new repair's transaction: retire the active older repairs it contradicts.
 
-    A validated older repair is not retired (a person vouched for it); it is
-    flagged for review. Returns the events, to be emitted after the commit.
+    ``ex`` is the transaction: an ORM session, or the Core connection of the
+    worker's repair write. The scan is one Core read (it runs for every
+    repair); the ORM is only set up, on the same connection, when something
+    is retired. A validated older repair is not retired (a person vouched
+    for it); it is flagged for review. Returns the events, to be emitted
+    after the commit.
     """
-    new = s.get(M, new_id)
+    if isinstance(ex, Session):
+        ex.flush()  # the new row may still be pending in the session
+    conn = ex.connection() if isinstance(ex, Session) else ex
+    new = conn.execute(select(*_NEW).where(M.id == new_id)).first()
     if new is None:
         return []
     same_place = M.context_hash == new.context_hash
     if new.tool_id is not None:
         same_place = or_(same_place, M.tool_id == new.tool_id)
     stmt = (
-        select(M)
+        select(M.id, M.preference, M.anti_pattern)
         .where(
             same_place,
             M.id != new.id,
@@ -76,18 +84,35 @@ def supersede_older(s: Session, store: Store, new_id: str) -> list[FeedbackEvent
         .order_by(M.ts.desc(), M.id.desc())
         .limit(_SCAN)
     )
-    events: list[FeedbackEvent] = []
-    for old in list(s.scalars(stmt)):
+    hits: list[tuple[str, str]] = []
+    for old in conn.execute(stmt):
         reason = opposes(new.preference, new.anti_pattern, old.preference, old.anti_pattern)
-        if reason is None:
+        if reason is not None:
+            hits.append((old.id, reason))
+    if not hits:
+        return []
+    if isinstance(ex, Session):
+        return _retire_all(ex, store, new.id, hits)
+    # Joins the connection's transaction: the session neither commits nor ends it.
+    with Session(bind=conn) as s:
+        events = _retire_all(s, store, new.id, hits)
+        s.flush()
+    return events
+
+
+def _retire_all(s: Session, store: Store, new_id: str, hits: list[tuple[str, str]]) -> list[FeedbackEvent]:
+    events: list[FeedbackEvent] = []
+    for old_id, reason in hits:
+        old = s.get(M, old_id)
+        if old is None:
             continue
         if old.validated:
             if old.review_flagged_at is None:
                 old.review_flagged_at = now_ms()
                 events.append(RepairReviewFlagged(repair_id=old.id, recurrences=0))
             continue
-        policies = retire(s, store, old, SUPERSEDED, superseded_by=new.id)
+        policies = retire(s, store, old, SUPERSEDED, superseded_by=new_id)
         events.append(
-            RepairSuperseded(repair_id=old.id, superseded_by=new.id, reason=reason, policy_ids=policies)
+            RepairSuperseded(repair_id=old.id, superseded_by=new_id, reason=reason, policy_ids=policies)
         )
     return events

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import TracebackType
 
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session
 
 from ..errors import InvalidInputError, SchemaError, StoreBusyError, StoreError
@@ -117,37 +117,78 @@ class Store:
             if session is not None:
                 yield session
                 return
-            if not write:
-                with (
-                    self.engine.connect() as conn,
-                    Session(bind=conn, expire_on_commit=False) as s,
-                    s.begin(),
-                ):
-                    yield s
+            # The session begins and commits the transaction itself, so
+            # whatever it still holds unflushed is flushed before the commit.
+            with (
+                self._transaction(write, action, begin=False) as conn,
+                Session(bind=conn, expire_on_commit=False) as s,
+                s.begin(),
+            ):
+                yield s
+
+    @contextmanager
+    def connection(
+        self,
+        *,
+        write: bool = False,
+        action: str = "database access",
+        session: Session | None = None,
+    ) -> Iterator[Connection]:
+        """A Core connection inside one transaction, committed on success.
+
+        The same locking as ``session`` without the ORM: the worker's hot
+        statements (claim, grouped reads, the repair write) run here, where
+        a prebuilt statement is one compiled-cache lookup and no unit of
+        work is set up or flushed. When ``session`` is given, work joins
+        that session's transaction (its connection) instead.
+        """
+        with translate_errors(action):
+            if session is not None:
+                yield session.connection()
                 return
-            if self.read_only:
-                raise StoreError(f"{action} failed: the store was opened read-only")
-            # One budget for the whole write: the lock below, the pool
-            # checkout and SQLite's busy handler all draw on it.
-            budget = self.busy_timeout_ms / 1000
-            deadline = time.monotonic() + budget
-            lock = self._write_lock
-            if lock is not None and not lock.acquire(timeout=budget):
-                raise StoreBusyError(
-                    f"{action} failed: database is locked (another writer held it past the "
-                    f"{budget:g} s busy timeout)"
-                )
-            try:
-                with self.engine.connect() as conn:
-                    # Remaining budget in ms (at least 1, so a write that just
-                    # got the lock still tries once) for the begin hook.
-                    remaining = max(1, int((deadline - time.monotonic()) * 1000))
-                    conn.execution_options(**{WRITE_OPTION: remaining if lock is not None else True})
-                    with Session(bind=conn, expire_on_commit=False) as s, s.begin():
-                        yield s
-            finally:
-                if lock is not None:
-                    lock.release()
+            with self._transaction(write, action, begin=True) as conn:
+                yield conn
+
+    @contextmanager
+    def _transaction(self, write: bool, action: str, *, begin: bool) -> Iterator[Connection]:
+        """A connection for one transaction (begun here when ``begin``, else by the caller).
+
+        Begun here, it commits when the block ends without error.
+        """
+        if not write:
+            with self.engine.connect() as conn:
+                if begin:
+                    with conn.begin():
+                        yield conn
+                else:
+                    yield conn
+            return
+        if self.read_only:
+            raise StoreError(f"{action} failed: the store was opened read-only")
+        # One budget for the whole write: the lock below, the pool
+        # checkout and SQLite's busy handler all draw on it.
+        budget = self.busy_timeout_ms / 1000
+        deadline = time.monotonic() + budget
+        lock = self._write_lock
+        if lock is not None and not lock.acquire(timeout=budget):
+            raise StoreBusyError(
+                f"{action} failed: database is locked (another writer held it past the "
+                f"{budget:g} s busy timeout)"
+            )
+        try:
+            with self.engine.connect() as conn:
+                # Remaining budget in ms (at least 1, so a write that just
+                # got the lock still tries once) for the begin hook.
+                remaining = max(1, int((deadline - time.monotonic()) * 1000))
+                conn.execution_options(**{WRITE_OPTION: remaining if lock is not None else True})
+                if begin:
+                    with conn.begin():
+                        yield conn
+                else:
+                    yield conn
+        finally:
+            if lock is not None:
+                lock.release()
 
     def revision(self) -> str | None:
         """The database's Alembic revision."""

@@ -179,7 +179,7 @@ def _sqlite_engine(url: str, busy_timeout_ms: int, read_only: bool) -> Engine:
         # still carry a lowered one from an earlier write).
         budget = write if isinstance(write, int) and not isinstance(write, bool) else busy_timeout_ms
         _set_busy_timeout(conn, budget)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+        _begin(conn, "BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
 
@@ -193,6 +193,20 @@ def _connect_ro(uri: str, busy_timeout_ms: int) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+def _begin(conn: Connection, statement: str) -> None:
+    """Run BEGIN on the DBAPI connection itself, a failure raised as SQLAlchemy's.
+
+    Every transaction starts here; going through ``exec_driver_sql`` costs
+    more than the BEGIN (statement events, a result object). The error is
+    wrapped as a statement's would be, so ``translate_errors`` still tells
+    "database is locked" (retry) from anything else.
+    """
+    try:
+        conn.connection.driver_connection.execute(statement)  # type: ignore[union-attr]
+    except sqlite3.Error as exc:
+        raise DBAPIError.instance(statement, None, exc, sqlite3.Error) from exc
 
 
 def _set_busy_timeout(conn: Connection, ms: int) -> None:

@@ -17,7 +17,9 @@ __all__ = [
     "DecisionRepairModel",
     "FeedbackEventModel",
     "JsonType",
+    "PolicyEpisodeModel",
     "PolicyModel",
+    "RepairJobCountModel",
     "RepairJobModel",
     "RepairOutcomeModel",
     "RepairServedModel",
@@ -194,6 +196,10 @@ class RepairJobModel(Base):
         Index("ix_repair_jobs_status_next_attempt_at", "status", "next_attempt_at"),
         Index("ix_repair_jobs_status_seq", "status", "seq"),
         Index("ix_repair_jobs_context_hash_status", "context_hash", "status"),
+        # Migration 0006: the oldest pending job (stats) and finished jobs
+        # past their retention (pruning) are found at an index's edge.
+        Index("ix_repair_jobs_status_created_at", "status", "created_at"),
+        Index("ix_repair_jobs_status_updated_at", "status", "updated_at"),
     )
 
 
@@ -255,3 +261,35 @@ class RepairOutcomeModel(Base):
     ts: Mapped[int] = mapped_column(Millis)
 
     __table_args__ = (Index("ix_repair_outcomes_repair_id_kind", "repair_id", "kind"),)
+
+
+class RepairJobCountModel(Base):
+    """How many ``repair_jobs`` rows have each status, kept by triggers (migration 0006).
+
+    ``queue.stats()`` sums these rows instead of counting the job table.
+    PostgreSQL spreads each status over shards (by backend pid) so that
+    concurrent transactions rarely wait on the same counter row; a shard's
+    ``n`` may go negative, only the sum per status means anything.
+    """
+
+    __tablename__ = "repair_job_counts"
+
+    status: Mapped[str] = mapped_column(String(16), primary_key=True)
+    shard: Mapped[int] = mapped_column(Integer, primary_key=True)
+    n: Mapped[int] = mapped_column(BigInteger)
+
+
+class PolicyEpisodeModel(Base):
+    """One (episode, policy) pair of ``policies.source_episode_ids``, kept by triggers (0006).
+
+    Finding the policies of some episodes is then a primary-key range read
+    on either backend, instead of ``json_each`` over every policy (SQLite).
+    """
+
+    __tablename__ = "policy_episodes"
+
+    episode_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    policy_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+
+    # The triggers replace a policy's pairs by policy id.
+    __table_args__ = (Index("ix_policy_episodes_policy_id", "policy_id"),)

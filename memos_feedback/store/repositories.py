@@ -11,33 +11,48 @@ import builtins
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import (
-    BindParameter,
+    ColumnElement,
     Row,
     Select,
     String,
+    Table,
     Text,
+    any_,
     bindparam,
-    exists,
     func,
+    insert,
     or_,
     select,
-    type_coerce,
+    update,
 )
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from ..errors import InvalidInputError, NotFoundError
-from .models import DecisionRepairModel, PolicyModel, TraceModel
+from .models import DecisionRepairModel, PolicyEpisodeModel, PolicyModel, TraceModel
 from .rows import DecisionRepairRow, PolicyRow, ToolCall, TraceRow, new_id, now_ms
 
 if TYPE_CHECKING:
     from . import Store
 
-__all__ = ["MAX_LIMIT", "PolicyRepository", "RepairRepository", "TraceRepository", "check_text"]
+__all__ = [
+    "MAX_LIMIT",
+    "Executor",
+    "PolicyRepository",
+    "RepairRepository",
+    "TraceRepository",
+    "check_text",
+    "merge_boundaries",
+    "repair_values",
+]
+
+# Where a repository statement can run: an ORM session's transaction or a
+# Core connection's (the worker's hot path uses the latter).
+Executor = Session | Connection
 
 SEVERITIES = ("info", "warn")
 MAX_LIMIT = 10_000
@@ -56,22 +71,67 @@ _POLICIES_ALL = select(*PolicyModel.__table__.columns).order_by(PolicyModel.id)
 _POLICIES_BY_STATUS = _POLICIES_ALL.where(PolicyModel.status == bindparam("status"))
 
 
-def _policies_with_episodes(postgresql_dialect: bool) -> Select[Any]:
-    """Policies sharing an episode id with ``:ids``, of ``:status`` (any when NULL)."""
-    column = PolicyModel.source_episode_ids
+def _in_list(column: ColumnElement[Any], name: str, postgresql_dialect: bool) -> ColumnElement[bool]:
+    """``column IN (:name...)`` with the whole list as one parameter (see ``_list_param``).
+
+    An expanding IN re-renders the statement for every list length, which
+    costs more than the query itself; an array (PostgreSQL) or a JSON text
+    walked by ``json_each`` (SQLite) keeps the statement fully cached.
+    """
     if postgresql_dialect:
-        # ``?|`` takes a text[]: one array parameter, served by the GIN index.
-        overlap = type_coerce(column, JSONB).has_any(bindparam("ids", type_=postgresql.ARRAY(Text)))
-    else:
-        member = func.json_each(column).table_valued("value")
-        ids: BindParameter[Any] = bindparam("ids", expanding=True)
-        overlap = exists(select(1).select_from(member).where(member.c.value.in_(ids)))
+        return column == any_(bindparam(name, type_=postgresql.ARRAY(Text)))
+    member = func.json_each(bindparam(name, type_=Text)).table_valued("value")
+    return column.in_(select(member.c.value).scalar_subquery())
+
+
+def _list_param(values: Sequence[str], postgresql_dialect: bool) -> Any:
+    return list(values) if postgresql_dialect else json.dumps(list(values))
+
+
+def _policies_with_episodes(postgresql_dialect: bool) -> Select[Any]:
+    """Policies sharing an episode id with ``:ids``, of ``:status`` (any when NULL).
+
+    Read through ``policy_episodes`` (kept by triggers, migration 0006): a
+    primary-key range per episode on both backends.
+    """
+    pairs = cast(Table, PolicyEpisodeModel.__table__)
+    sources = select(pairs.c.policy_id).where(_in_list(pairs.c.episode_id, "ids", postgresql_dialect))
     status = bindparam("status", type_=String)
-    return _POLICIES_ALL.where(overlap, or_(status.is_(None), PolicyModel.status == status))
+    return _POLICIES_ALL.where(
+        PolicyModel.id.in_(sources.scalar_subquery()), or_(status.is_(None), PolicyModel.status == status)
+    )
 
 
 # Built once per dialect (index: is it PostgreSQL?), like the statements above.
 _POLICIES_WITH_EPISODES = (_policies_with_episodes(False), _policies_with_episodes(True))
+_POLICIES = cast(Table, PolicyModel.__table__)
+_REPAIRS = cast(Table, DecisionRepairModel.__table__)
+# The policies to rewrite, locked in id order (a fixed lock order, so two
+# transactions that rewrite overlapping sets cannot deadlock). SQLite has
+# no row locks: its write transaction (BEGIN IMMEDIATE) already excludes.
+_LOCK_POLICIES = tuple(
+    select(_POLICIES.c.id, _POLICIES.c.boundary)
+    .where(_in_list(_POLICIES.c.id, "ids", pg))
+    .order_by(_POLICIES.c.id)
+    .with_for_update()
+    for pg in (False, True)
+)
+_SET_BOUNDARY = (
+    update(_POLICIES)
+    .where(_POLICIES.c.id == bindparam("policy_id"))
+    .values(boundary=bindparam("new_boundary"), updated_at=bindparam("now"))
+    .returning(*_POLICIES.columns)
+)
+# Every column a new repair row is written with, one prebuilt INSERT.
+_INSERT_REPAIR = insert(_REPAIRS)
+# The columns a DecisionRepairRow is made of (not the recall text or the
+# embedding blob), newest first: read from the end of the ts index.
+_LATEST_REPAIRS = (
+    select(*(c for c in _REPAIRS.columns if c.name not in ("source_text", "embedding", "embedding_model")))
+    .order_by(_REPAIRS.c.ts.desc(), _REPAIRS.c.id.desc())
+    .limit(bindparam("limit"))
+)
+_LATEST_REPAIRS_OF_CONTEXT = _LATEST_REPAIRS.where(_REPAIRS.c.context_hash == bindparam("context_hash"))
 _NEWEST_REPAIR_OF_CONTEXT = (
     select(DecisionRepairModel)
     .where(DecisionRepairModel.context_hash == bindparam("context_hash"))
@@ -142,9 +202,7 @@ def _millis(name: str, value: object) -> int:
     if value is None:
         return now_ms()
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_MILLIS:
-        raise InvalidInputError(
-            f"{name} must be epoch milliseconds (int in [0, 2**63-1]), got {value!r:.80}"
-        )
+        raise InvalidInputError(f"{name} must be epoch milliseconds (int in [0, 2**63-1]), got {value!r:.80}")
     return value
 
 
@@ -213,7 +271,7 @@ def policy_row(m: PolicyModel | Row[Any]) -> PolicyRow:
     )
 
 
-def repair_row(m: DecisionRepairModel) -> DecisionRepairRow:
+def repair_row(m: DecisionRepairModel | Row[Any]) -> DecisionRepairRow:
     return DecisionRepairRow(
         id=m.id,
         ts=m.ts,
@@ -241,6 +299,26 @@ def repair_row(m: DecisionRepairModel) -> DecisionRepairRow:
 def _like_literal(text: str) -> str:
     """``text`` for a LIKE pattern, its wildcards escaped with ``\\``."""
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def session_traces(ex: Executor, session_id: str, limit: int) -> list[TraceRow]:
+    """The session's newest ``limit`` traces, newest first (arguments already checked)."""
+    return [trace_row(m) for m in ex.execute(_TRACES_OF_SESSION, {"session_id": session_id, "limit": limit})]
+
+
+def policies_with_episodes(ex: Executor, episode_ids: Iterable[str], status: str | None) -> list[PolicyRow]:
+    """Policies (of ``status``; any when None) learned from any of ``episode_ids``, by id."""
+    ids = sorted(set(episode_ids))
+    if not ids:
+        return []
+    pg = _dialect(ex) == "postgresql"
+    params: dict[str, Any] = {"ids": _list_param(ids, pg), "status": status}
+    return [policy_row(m) for m in ex.execute(_POLICIES_WITH_EPISODES[pg], params)]
+
+
+def _dialect(ex: Executor) -> str:
+    bind = ex.get_bind() if isinstance(ex, Session) else ex
+    return bind.dialect.name
 
 
 class _Repository:
@@ -287,9 +365,10 @@ class TraceRepository(_Repository):
 
     def list(self, session_id: str, limit: int = 50) -> list[TraceRow]:
         """The session's traces, newest first."""
-        params = {"session_id": _str("session_id", session_id), "limit": _limit(limit)}
-        with self._store.session(action="listing traces") as s:
-            return [trace_row(m) for m in s.execute(_TRACES_OF_SESSION, params)]
+        _str("session_id", session_id)
+        _limit(limit)
+        with self._store.connection(action="listing traces") as conn:
+            return session_traces(conn, session_id, limit)
 
 
 class PolicyRepository(_Repository):
@@ -335,16 +414,16 @@ class PolicyRepository(_Repository):
     ) -> builtins.list[PolicyRow]:  # ``list`` here is the method above
         """Policies (of ``status``; any when None) learned from any of ``episode_ids``, by id.
 
-        The overlap is found by the database: ``?|`` over the JSONB array on
-        PostgreSQL (a GIN index serves it), ``json_each`` on SQLite.
+        The overlap is found through ``policy_episodes`` (migration 0006),
+        whose primary key serves it on both backends.
         """
         ids = sorted(set(_str_tuple("episode_ids", episode_ids)))
         if not ids:
             return []
-        stmt = _POLICIES_WITH_EPISODES[self._store.dialect == "postgresql"]
-        params: dict[str, Any] = {"ids": ids, "status": None if status is None else _str("status", status)}
-        with self._store.session(action="finding policies by episode") as s:
-            return [policy_row(m) for m in s.execute(stmt, params)]
+        if status is not None:
+            _str("status", status)
+        with self._store.connection(action="finding policies by episode") as conn:
+            return policies_with_episodes(conn, ids, status)
 
     def upsert(self, row: PolicyRow) -> PolicyRow:
         """Insert the row, or overwrite every field of the policy with its id."""
@@ -385,19 +464,115 @@ class PolicyRepository(_Repository):
             raise InvalidInputError(f"change must be callable, got {type(change).__name__}")
         _session_arg(session)
         with self._store.session(write=True, action="updating a policy", session=session) as s:
-            model = s.get(PolicyModel, id, with_for_update=True)
-            if model is None:
+            found, changed = merge_boundaries(s, [id], change)
+            if not found:
                 raise NotFoundError(f"no policy with id {id!r}")
-            new = change(model.boundary)
-            if new is not None:
-                # Raising here rolls the transaction back: nothing half-written.
-                _str("the boundary returned by change", new)
-            if new is None or new == model.boundary:
-                return None
-            model.boundary = new
-            model.updated_at = now_ms()
-            s.flush()
-            return policy_row(model)
+            return changed[0] if changed else None
+
+
+def merge_boundaries(
+    ex: Executor, policy_ids: Iterable[str], change: Callable[[str], str | None]
+) -> tuple[int, builtins.list[PolicyRow]]:
+    """Rewrite the boundaries of ``policy_ids`` under their row locks, in id order.
+
+    ``change`` gets a current boundary and returns the new one, or None to
+    leave it alone. Returns how many of the policies exist (ids with no
+    policy are skipped) and the rows that changed. Runs in the caller's
+    transaction: one statement to lock, one per changed policy, and no ORM
+    unit of work.
+    """
+    ids = sorted(set(policy_ids))
+    if not ids:
+        return 0, []
+    now = now_ms()
+    changed: builtins.list[PolicyRow] = []
+    pg = _dialect(ex) == "postgresql"
+    locked = ex.execute(_LOCK_POLICIES[pg], {"ids": _list_param(ids, pg)}).all()
+    for policy_id, boundary in locked:
+        new = change(boundary)
+        if new is not None:
+            # Raising here rolls the transaction back: nothing half-written.
+            _str("the boundary returned by change", new)
+        if new is None or new == boundary:
+            continue
+        row = ex.execute(_SET_BOUNDARY, {"policy_id": policy_id, "new_boundary": new, "now": now}).one()
+        changed.append(policy_row(row))
+    return len(locked), changed
+
+
+def repair_values(
+    *,
+    context_hash: str,
+    trigger: str,
+    preference: str,
+    anti_pattern: str,
+    severity: str = "info",
+    confidence: float = 0.5,
+    tool_id: str | None = None,
+    context: str | None = None,
+    session_id: str | None = None,
+    high_value_trace_ids: Sequence[str] = (),
+    low_value_trace_ids: Sequence[str] = (),
+    ts: int | None = None,
+    id: str | None = None,
+) -> dict[str, Any]:
+    """The checked column values of a new repair row (``InvalidInputError`` when one is wrong)."""
+    if not isinstance(severity, str) or severity not in SEVERITIES:
+        raise InvalidInputError(f"severity must be one of {SEVERITIES}, got {severity!r:.80}")
+    conf = _number("confidence", confidence)
+    if not 0.0 <= conf <= 1.0:
+        raise InvalidInputError(f"confidence must be in [0, 1], got {conf!r}")
+    return {
+        "id": new_id("dr_") if id is None else _str("id", id, empty=False, max_len=_ID_MAX),
+        "ts": _millis("ts", ts),
+        "context_hash": _str("context_hash", context_hash, empty=False, max_len=_ID_MAX),
+        "tool_id": _opt_str("tool_id", tool_id),
+        "context": _opt_str("context", context),
+        "trigger": _str("trigger", trigger, empty=False, max_len=_SHORT_MAX),
+        "session_id": _opt_str("session_id", session_id, max_len=_NAME_MAX),
+        "preference": _str("preference", preference),
+        "anti_pattern": _str("anti_pattern", anti_pattern),
+        "severity": severity,
+        "confidence": conf,
+        "high_value_trace_ids": list(_str_tuple("high_value_trace_ids", high_value_trace_ids)),
+        "low_value_trace_ids": list(_str_tuple("low_value_trace_ids", low_value_trace_ids)),
+        "validated": False,
+        "rejected": False,
+        # Recall columns: the worker fills them in the same INSERT.
+        "category": None,
+        "project": None,
+        "source_text": None,
+        "embedding": None,
+        "embedding_model": None,
+    }
+
+
+def insert_repair(ex: Executor, values: dict[str, Any]) -> DecisionRepairRow:
+    """Write one repair row (``repair_values`` output) in the caller's transaction."""
+    ex.execute(_INSERT_REPAIR, values)
+    return repair_row_from_values(values)
+
+
+def repair_row_from_values(v: Mapping[str, Any]) -> DecisionRepairRow:
+    return DecisionRepairRow(
+        id=v["id"],
+        ts=v["ts"],
+        context_hash=v["context_hash"],
+        tool_id=v["tool_id"],
+        context=v["context"],
+        trigger=v["trigger"],
+        session_id=v["session_id"],
+        preference=v["preference"],
+        anti_pattern=v["anti_pattern"],
+        severity=v["severity"],
+        confidence=v["confidence"],
+        high_value_trace_ids=tuple(v["high_value_trace_ids"]),
+        low_value_trace_ids=tuple(v["low_value_trace_ids"]),
+        validated=bool(v["validated"]),
+        rejected=bool(v["rejected"]),
+        category=v["category"],
+        project=v["project"],
+    )
 
 
 class RepairRepository(_Repository):
@@ -420,32 +595,23 @@ class RepairRepository(_Repository):
         session: Session | None = None,
     ) -> DecisionRepairRow:
         _session_arg(session)
-        if not isinstance(severity, str) or severity not in SEVERITIES:
-            raise InvalidInputError(f"severity must be one of {SEVERITIES}, got {severity!r:.80}")
-        conf = _number("confidence", confidence)
-        if not 0.0 <= conf <= 1.0:
-            raise InvalidInputError(f"confidence must be in [0, 1], got {conf!r}")
-        model = DecisionRepairModel(
-            id=new_id("dr_") if id is None else _str("id", id, empty=False, max_len=_ID_MAX),
-            ts=_millis("ts", ts),
-            context_hash=_str("context_hash", context_hash, empty=False, max_len=_ID_MAX),
-            tool_id=_opt_str("tool_id", tool_id),
-            context=_opt_str("context", context),
-            trigger=_str("trigger", trigger, empty=False, max_len=_SHORT_MAX),
-            session_id=_opt_str("session_id", session_id, max_len=_NAME_MAX),
-            preference=_str("preference", preference),
-            anti_pattern=_str("anti_pattern", anti_pattern),
+        values = repair_values(
+            context_hash=context_hash,
+            trigger=trigger,
+            preference=preference,
+            anti_pattern=anti_pattern,
             severity=severity,
-            confidence=conf,
-            high_value_trace_ids=list(_str_tuple("high_value_trace_ids", high_value_trace_ids)),
-            low_value_trace_ids=list(_str_tuple("low_value_trace_ids", low_value_trace_ids)),
-            validated=False,
-            rejected=False,
+            confidence=confidence,
+            tool_id=tool_id,
+            context=context,
+            session_id=session_id,
+            high_value_trace_ids=high_value_trace_ids,
+            low_value_trace_ids=low_value_trace_ids,
+            ts=ts,
+            id=id,
         )
         with self._store.session(write=True, action="inserting a repair", session=session) as s:
-            s.add(model)
-            s.flush()
-            return repair_row(model)
+            return insert_repair(s, values)
 
     def get(self, id: str) -> DecisionRepairRow:
         _str("id", id)
@@ -457,13 +623,14 @@ class RepairRepository(_Repository):
 
     def list(self, context_hash: str | None = None, limit: int = 100) -> list[DecisionRepairRow]:
         """Repairs, newest first, optionally for one context hash."""
-        stmt = select(DecisionRepairModel).order_by(
-            DecisionRepairModel.ts.desc(), DecisionRepairModel.id.desc()
-        )
-        if context_hash is not None:
-            stmt = stmt.where(DecisionRepairModel.context_hash == _str("context_hash", context_hash))
-        with self._store.session(action="listing repairs") as s:
-            return [repair_row(m) for m in s.scalars(stmt.limit(_limit(limit)))]
+        params: dict[str, Any] = {"limit": _limit(limit)}
+        if context_hash is None:
+            stmt = _LATEST_REPAIRS
+        else:
+            stmt = _LATEST_REPAIRS_OF_CONTEXT
+            params["context_hash"] = _str("context_hash", context_hash)
+        with self._store.connection(action="listing repairs") as conn:
+            return [repair_row(m) for m in conn.execute(stmt, params)]
 
     def recent_for_context(
         self, context_hash: str, *, session: Session | None = None

@@ -7,7 +7,7 @@ whole ``payload`` as JSON. No secondary index: every one would cost each
 repair's commit a page write; followers and pruning use the primary key.
 
 Revision ID: 0007
-Revises: 0005
+Revises: 0006
 Create Date: 2026-12-01
 """
 
@@ -21,7 +21,7 @@ from sqlalchemy.dialects import postgresql
 
 revision: str = "0007"
 # 0006 is being written on another branch; the merge relinks this to it.
-down_revision: str | None = "0005"
+down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
