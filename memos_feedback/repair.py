@@ -124,7 +124,11 @@ Finalizer = Callable[[Connection, str], None]
 class EventWriter(Protocol):
     """Logs events inside a transaction (``memos_feedback.feed.FeedStore``)."""
 
-    def write_in(self, session: Session | Connection, events: Sequence[FeedbackEvent] = ()) -> None: ...
+    def write_in(
+        self, session: Session | Connection, events: Sequence[FeedbackEvent] = ()
+    ) -> list[dict[str, Any]]: ...
+
+    def hand_back(self, rows: list[dict[str, Any]]) -> None: ...
 
 
 @dataclass(slots=True)
@@ -355,8 +359,14 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
     # Computed before the write transaction: an embedding can take a while.
     recall_fields = _recall_fields(input, deps, feedback, evidence, draft)
 
-    with deps.store.connection(write=True, action="persisting a repair") as conn:
-        written = _write_repair(conn, run, draft, recall_fields)
+    taken: list[dict[str, Any]] = []
+    try:
+        with deps.store.connection(write=True, action="persisting a repair") as conn:
+            written = _write_repair(conn, run, draft, recall_fields, taken)
+    except BaseException:
+        if deps.events is not None:  # buffered events the failed write took (issue 13)
+            deps.events.hand_back(taken)
+        raise
     if written is None:
         return run.skip("cooldown")
     repair_id, attached, events = written
@@ -395,7 +405,11 @@ def _read_evidence(
 
 
 def _write_repair(
-    conn: Connection, run: _Run, draft: DecisionRepairDraft, recall: RecallFields
+    conn: Connection,
+    run: _Run,
+    draft: DecisionRepairDraft,
+    recall: RecallFields,
+    taken: list[dict[str, Any]],
 ) -> tuple[str, tuple[str, ...], list[FeedbackEvent]] | None:
     """The one write transaction of a repair; None when the cooldown re-check stops it.
 
@@ -404,7 +418,10 @@ def _write_repair(
     blocks it attaches to, the caller's bookkeeping (``finalize``: the queue
     marks the job done) and the events that report it in the durable log,
     so a crash leaves all of it or none of it. Returns the events to emit
-    on the bus after the commit.
+    on the bus after the commit (supersede events among them; those are
+    logged batched, like every outcome event). ``taken`` receives the
+    buffered events the log write took, for the caller to hand back if the
+    transaction fails.
     """
     inp, deps = run.inp, run.deps
     _lock_context(conn, inp.context_hash)
@@ -451,7 +468,6 @@ def _write_repair(
     ]
     if attached:
         written.append(RepairAttached(repair_id=row.id, policy_ids=attached))
-    written.extend(superseded)
     if deps.events is not None:  # issue 13: last statement, see feed/log.py
-        deps.events.write_in(conn, written)
-    return row.id, attached, written
+        taken.extend(deps.events.write_in(conn, written))
+    return row.id, attached, [*written, *superseded]

@@ -677,7 +677,7 @@ def test_a_correction_in_cooldown_is_classified_then_skipped(store: Store, feed:
     assert shape.shape.value == "correction"
     assert first.result(timeout=30).repair_id is not None
     feed.take()
-    shape, second = sub.submit_user_feedback("wrong host, it's db2 not db1", SESSION)
+    shape, second = sub.submit_user_feedback("wrong host, it's db-2 not db-1", SESSION)
     assert shape.shape.value == "correction"
     result = second.result(timeout=30)
     assert result.skipped and result.skipped_reason == "cooldown"

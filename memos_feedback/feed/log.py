@@ -200,29 +200,37 @@ class FeedStore:
         if len(self._pending) >= _WAKE_AT:
             self._wake.set()
 
-    def write_in(self, session: Session | Connection, events: Sequence[FeedbackEvent] = ()) -> None:
-        """Insert ``events`` (and, in an ORM session, everything buffered) in its transaction.
+    def write_in(
+        self, session: Session | Connection, events: Sequence[FeedbackEvent] = ()
+    ) -> list[dict[str, Any]]:
+        """Insert everything buffered, then ``events``, in the transaction of ``session``.
 
         Call it as the last statement of the transaction: on PostgreSQL it
-        takes the log's lock, which is held until commit. A Core connection
-        (the worker's repair write) writes ``events`` only: buffered rows
-        taken there could not be handed back on a rollback, so they wait for
-        the next flush.
+        takes the log's lock, which is held until commit. In an ORM session
+        the buffered rows taken are handed back by itself on a rollback; on
+        a Core connection (the worker's repair write) they are returned, and
+        a caller whose transaction fails passes them to ``hand_back``.
         """
         dialect = session.get_bind().dialect if isinstance(session, Session) else session.dialect
         if dialect.name == "postgresql":
             session.execute(_LOCK_PG)
-        taken = self._take() if isinstance(session, Session) else []
+        taken = self._take()
         rows = taken + [_row(e) for e in events]
         if not rows:
-            return
-        if taken:
+            return []
+        if taken and isinstance(session, Session):
             # A rollback must not lose what other threads buffered (see _settled).
-            assert isinstance(session, Session)
             session.info.setdefault(_TAKEN, []).append((self, taken))
+            taken = []
         session.execute(_INSERT, rows)
         if events:
             failpoint("events.before_commit")
+        return taken
+
+    def hand_back(self, rows: list[dict[str, Any]]) -> None:
+        """Buffered rows a failed Core transaction took (``write_in``'s result): keep them."""
+        if rows:
+            self._put_back(rows)
 
     def _take(self) -> list[dict[str, Any]]:
         with self._take_lock:
