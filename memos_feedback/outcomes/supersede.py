@@ -10,9 +10,11 @@ with ``superseded_by`` set. "Prefers what the other avoids" compares the
 
 from __future__ import annotations
 
+import functools
 import re
+from typing import Any
 
-from sqlalchemy import Connection, func, or_, select
+from sqlalchemy import Connection, Select, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from ..events import FeedbackEvent, RepairReviewFlagged, RepairSuperseded
@@ -26,21 +28,47 @@ __all__ = ["SIMILAR", "line_object", "opposes", "supersede_older"]
 
 M = DecisionRepairModel
 SIMILAR = 0.6
-_SCAN = 100
+# Older repairs compared per source (same context; same tool), newest first.
+_SCAN = 20
 _DIRECTIVE = re.compile(r"^\s*(prefer|avoid|do not|don't|do|never|use)\s*:?\s*", re.IGNORECASE)
 _INSTEAD = re.compile(r"\s+instead of\s+.*$", re.IGNORECASE | re.DOTALL)
 _WORD = re.compile(r"\w+", re.UNICODE)
 _NEW = (M.id, M.context_hash, M.tool_id, M.ts, M.project, M.preference, M.anti_pattern)
 
 
+@functools.lru_cache(maxsize=4096)
 def line_object(line: str) -> frozenset[str]:
-    """The words of what a line recommends or warns against."""
+    """The words of what a line recommends or warns against (cached: the same
+    older lines are compared again for every new repair of their tool)."""
     core = _INSTEAD.sub("", _DIRECTIVE.sub("", line.strip()))
     return frozenset(w.lower() for w in _WORD.findall(core))
 
 
 def _similar(a: frozenset[str], b: frozenset[str]) -> bool:
     return bool(a) and bool(b) and len(a & b) / len(a | b) >= SIMILAR
+
+
+def _older(column: Any) -> Select[str, str, str]:
+    # One indexed range per source — (context_hash, ts) and (tool_id, ts) —
+    # instead of an OR that no single index serves (a scan and a sort of
+    # every repair of the tool, for every new repair).
+    return (
+        select(M.id, M.preference, M.anti_pattern)
+        .where(
+            column == bindparam("key"),
+            M.id != bindparam("new_id"),
+            M.status.is_(None),
+            M.rejected.is_(False),
+            M.ts <= bindparam("ts"),
+            func.coalesce(M.project, "") == bindparam("project"),
+        )
+        .order_by(M.ts.desc(), M.id.desc())
+        .limit(_SCAN)
+    )
+
+
+_SAME_CONTEXT = _older(M.context_hash)
+_SAME_TOOL = _older(M.tool_id)
 
 
 def opposes(new_pref: str, new_avoid: str, old_pref: str, old_avoid: str) -> str | None:
@@ -56,8 +84,8 @@ def supersede_older(ex: Session | Connection, store: Store, new_id: str) -> list
     """Inside the new repair's transaction: retire the active older repairs it contradicts.
 
     ``ex`` is the transaction: an ORM session, or the Core connection of the
-    worker's repair write. The scan is one Core read (it runs for every
-    repair); the ORM is only set up, on the same connection, when something
+    worker's repair write. The scan is two indexed Core reads, newest first
+    (it runs for every repair); the ORM is only set up, on the same connection, when something
     is retired. A validated older repair is not retired (a person vouched
     for it); it is flagged for review. Returns the events, to be emitted
     after the commit.
@@ -68,24 +96,13 @@ def supersede_older(ex: Session | Connection, store: Store, new_id: str) -> list
     new = conn.execute(select(*_NEW).where(M.id == new_id)).first()
     if new is None:
         return []
-    same_place = M.context_hash == new.context_hash
-    if new.tool_id is not None:
-        same_place = or_(same_place, M.tool_id == new.tool_id)
-    stmt = (
-        select(M.id, M.preference, M.anti_pattern)
-        .where(
-            same_place,
-            M.id != new.id,
-            M.status.is_(None),
-            M.rejected.is_(False),
-            M.ts <= new.ts,
-            func.coalesce(M.project, "") == (new.project or ""),
-        )
-        .order_by(M.ts.desc(), M.id.desc())
-        .limit(_SCAN)
-    )
+    params = {"new_id": new.id, "ts": new.ts, "project": new.project or ""}
+    olders: dict[str, Any] = {}
+    for stmt, key in ((_SAME_CONTEXT, new.context_hash), (_SAME_TOOL, new.tool_id)):
+        if key is not None:
+            olders.update((row.id, row) for row in conn.execute(stmt, {**params, "key": key}))
     hits: list[tuple[str, str]] = []
-    for old in conn.execute(stmt):
+    for old in olders.values():
         reason = opposes(new.preference, new.anti_pattern, old.preference, old.anti_pattern)
         if reason is not None:
             hits.append((old.id, reason))
