@@ -14,6 +14,7 @@ from memos_feedback.recall import Guidance, RecallConfig, guidance_for
 from memos_feedback.recall.categories import category_for
 from memos_feedback.recall.cli import main as recall_cli
 from memos_feedback.recall.evaluate import evaluate_recall, load_cases
+from memos_feedback.recall.terms import is_tool_report
 from memos_feedback.repair import RepairDeps, RepairInput, run_repair
 from memos_feedback.signals import context_hash_of
 from memos_feedback.store import Store
@@ -254,7 +255,8 @@ def test_dev_set_lexical_figures(store: Store) -> None:
     report = evaluate_recall(load_cases(DATA / "recall_dev.jsonl"), store)
     assert report.repairs_written >= 58
     assert report.false_injection.value is not None and report.false_injection.value <= 0.05
-    assert report.recall_at_5.value is not None and report.recall_at_5.value >= 0.3
+    # A floor well under today's 0.75, so the test guards against a regression, not a tuning.
+    assert report.recall_at_5.value is not None and report.recall_at_5.value >= 0.65
 
 
 def test_relatedness_must_come_from_the_problem_not_the_shared_situation(store: Store) -> None:
@@ -281,6 +283,34 @@ def test_relatedness_must_come_from_the_problem_not_the_shared_situation(store: 
         project="shop",
     )
     assert [i.repair_id for i in found.items] == [rid]
+
+
+def test_in_the_same_situation_own_words_get_the_repair_and_an_unseen_tool_report_does_not(
+    store: Store,
+) -> None:
+    rid = write(
+        store,
+        tool="shell.run",
+        context="pnpm install in web/ after pulling main",
+        trace="ERR_PNPM_UNSUPPORTED_ENGINE Unsupported environment: expected node >=20.11 <21, got v22.3.0",
+        feedback="don't touch the engines field; run nvm use in web/ first, .nvmrc pins node 20.11",
+    )
+    kwargs = {"tool_id": "shell.run", "context": "pnpm install in web/ after pulling main", "project": "shop"}
+    # The caller's own words about the same problem: the shared situation supports them.
+    asked = guidance_for(store, query="which node version does web/ want before I install?", **kwargs)  # type: ignore[arg-type]
+    assert [i.repair_id for i in asked.items] == [rid]
+    assert asked.items[0].why[0] == "exact context"
+    # The same words under the strict gate a tool report gets would have been refused.
+    strict = RecallConfig(described_situation_weight_lexical=0.7)
+    assert (
+        guidance_for(
+            store, query="which node version does web/ want before I install?", config=strict, **kwargs
+        ).items
+        == ()
+    )  # type: ignore[arg-type]
+    # A tool's report of something this repair never saw, in the very same situation: a near miss.
+    report = "ERR_PNPM_OUTDATED_LOCKFILE Cannot install with frozen-lockfile: pnpm-lock.yaml not up to date"
+    assert guidance_for(store, query=report, **kwargs).items == ()  # type: ignore[arg-type]
 
 
 def test_a_shared_error_identifier_is_the_same_problem_in_the_same_situation(store: Store) -> None:
@@ -318,3 +348,35 @@ def test_error_identifiers_are_codes_and_exception_classes_only() -> None:
     assert len(error_identifiers(" ".join(f"E_{n}_X" for n in range(100)))) == 8
     # Linear: a megabyte of identifier characters is one token, classified once.
     assert error_identifiers("A" * 1_000_000 + "Error") == ("A" * 1_000_000 + "Error",)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("HTTP 429 Too Many Requests, Retry-After: 20", True),
+        ('403 {"detail":"token lacks scope"}', True),
+        ("INFO  [alembic.autogenerate.compare] No changes detected", True),
+        ("bash: ./seed.sh: Permission denied", True),
+        ("psycopg.errors.UndefinedColumn: column does not exist", True),
+        ("redis.exceptions.ResponseError: OOM command not allowed", True),
+        ("COPY --from=builder 报错：文件找不到", True),
+        ("which branch should this PR target?", False),
+        ("github cut me off halfway through, the reset is an hour away", False),
+        ("第一页只回来 200 条，第二页怎么取？", False),
+        ("", False),
+    ],
+)
+def test_is_tool_report_tells_a_tools_report_from_the_callers_words(text: str, expected: bool) -> None:
+    assert is_tool_report(text) is expected
+
+
+def test_is_tool_report_is_linear_on_hostile_input() -> None:
+    # Long runs of the characters each pattern branches on: matching must not backtrack.
+    for text in (
+        "HTTP" + "/1" * 200_000,
+        "4" * 300_000,
+        "[" * 300_000 + "x",
+        "Aa " * 200_000,
+        "\n " * 200_000,
+    ):
+        assert isinstance(is_tool_report(text), bool)

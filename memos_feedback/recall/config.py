@@ -31,8 +31,8 @@ class RecallConfig:
     default_limit: int = 5
     max_limit: int = 20
     # Relatedness gate (see ALGORITHMS.md): below it, nothing is returned.
-    min_score_semantic: float = 0.25
-    min_score_lexical: float = 0.2
+    min_score_semantic: float = 0.22
+    min_score_lexical: float = 0.15
     # Weight of the embedding cosine against the lexical coverage (the share
     # of the query's IDF mass found in the repair's lesson, error and trace)
     # when both exist.
@@ -42,6 +42,13 @@ class RecallConfig:
     # context terms found in the repair's tool and context). Near misses —
     # same tool and context, different problem — fail here.
     situation_weight: float = 0.7
+    # The same test for a query in the caller's own words (no tool report in
+    # it: no error word, code, class, log level or HTTP status): sharing the
+    # situation is then a reason to believe the repair applies, not a sign
+    # of a near miss, so the bar is lower. One per evidence scale, like the
+    # minimum scores.
+    described_situation_weight_semantic: float = 0.3
+    described_situation_weight_lexical: float = 0.2
     # Small boosts inside the ranking (never enough to pass the gate alone).
     same_tool_bonus: float = 0.05
     exact_context_bonus: float = 0.1
@@ -145,6 +152,8 @@ def _validate(cfg: RecallConfig) -> None:
         "min_score_lexical",
         "semantic_weight",
         "situation_weight",
+        "described_situation_weight_semantic",
+        "described_situation_weight_lexical",
         "evidence_similarity",
         "duplicate_similarity",
     ):

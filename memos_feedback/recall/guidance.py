@@ -58,7 +58,7 @@ from .search import (
     same_context_candidate_ids,
     same_tool_candidate_ids,
 )
-from .terms import error_identifiers, normalise, query_terms
+from .terms import error_identifiers, is_tool_report, normalise, query_terms
 
 if TYPE_CHECKING:
     import numpy as np
@@ -71,6 +71,8 @@ CLOSE_TAG = "</memory-context>"
 _HEADER = "Lessons from earlier repairs in this workspace (most relevant first):"
 # A 2-character Chinese term cannot be counted by a trigram index; it counts this much.
 _SHORT_TERM_IDF = 0.3
+# A tool's report shows in its first lines; a pasted megabyte is not scanned whole.
+_REPORT_SCAN = 8_000
 
 Why = Literal["exact context", "same tool", "same session", "same error", "similar text"]
 
@@ -200,6 +202,9 @@ def guidance_for(
     terms = query_terms(evidence_text)
     situation = query_terms(" ".join(part for part in (tool, ctx) if part))
     identifiers = error_identifiers(evidence_text)
+    # A tool's report is its own problem; words of the caller's own are read
+    # in the light of the situation they share (ALGORITHMS.md, "Recall").
+    report = is_tool_report(evidence_text[:_REPORT_SCAN])
     exact_hash = context_hash_of(tool, ctx) if tool is not None and ctx is not None else None
     with store.session(action="recalling guidance") as s:
         total = _df.total(store, s)
@@ -230,6 +235,7 @@ def guidance_for(
             weights,
             situation_weights,
             identifiers,
+            report,
             qvec,
             emb,
             cfg,
@@ -269,6 +275,7 @@ def _score(
     weights: dict[str, float],
     situation_weights: dict[str, float],
     identifiers: tuple[str, ...],
+    report: bool,
     qvec: npt.NDArray[np.float32] | None,
     emb: Embedder | None,
     cfg: RecallConfig,
@@ -280,12 +287,15 @@ def _score(
     cosine = _cosine(c, qvec, emb)
     if cosine is not None:
         evidence = cfg.semantic_weight * cosine + (1.0 - cfg.semantic_weight) * lexical
-        threshold = cfg.min_score_semantic
+        threshold, gate_weight = cfg.min_score_semantic, cfg.described_situation_weight_semantic
     else:
         evidence, threshold = lexical, cfg.min_score_lexical
+        gate_weight = cfg.described_situation_weight_lexical
+    if report:
+        gate_weight = cfg.situation_weight
     exact = exact_hash is not None and c.context_hash == exact_hash
     same_tool = tool is not None and c.tool_id == tool
-    related = evidence >= threshold and (same_error or evidence >= cfg.situation_weight * overlap)
+    related = evidence >= threshold and (same_error or evidence >= gate_weight * overlap)
     if not related and not (exact and no_query):
         return None
     why: list[str] = []

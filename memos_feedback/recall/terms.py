@@ -21,7 +21,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["MAX_TERMS", "QueryTerms", "error_identifiers", "query_terms"]
+__all__ = ["MAX_TERMS", "QueryTerms", "error_identifiers", "http_statuses", "is_tool_report", "query_terms"]
 
 MAX_TERMS = 48
 
@@ -30,6 +30,26 @@ _WORD = re.compile(r"[a-z0-9][a-z0-9_\-]*[a-z0-9]")
 _IDENT_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _CODE_WITH_NUMBER = re.compile(r"[A-Z]{1,4}[0-9]{3,5}")
 _MAX_IDENTIFIERS = 8
+# Words that tool output uses to say what happened. A literal alternation
+# between word boundaries: matching stays linear. What counts is a tool's
+# *report* ("Error:", "FAILED", "Permission denied", a log line's level),
+# not a person describing a symptom in their own words.
+_REPORT_WORD = re.compile(
+    r"\b(?:error|errors|exception|traceback|failed|fails|failing|failure|fatal|panic|warning|denied|refused"
+    r"|rejected|forbidden|unauthorized|declined|invalid|unsupported|undefined|aborted|killed"
+    r"|segmentation fault|not found|no such|cannot|can't|exit code|exit status"
+    r"|oomkilled|crashloopbackoff|deprecated|mismatch)\b"
+    # The same in Chinese (no word boundaries there): "reported an error", error, exception.
+    r"|报错|錯誤|错误|异常|異常",
+    re.IGNORECASE,
+)
+# A log line's level, as loggers print it: upper case, then spaces or a bracket.
+_LOG_LEVEL = re.compile(r"(?:^|\n)[ \t]*\[?(?:DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL)\]?[ \t:\[]")
+# An HTTP status: after "HTTP" (HTTP 429, HTTP/1.1 401), or opening the text
+# ("403 {...}"), or followed by its reason phrase ("404 Not Found").
+_HTTP_STATUS = re.compile(
+    r"\bHTTP(?:/[0-9.]{1,3})? ?([1-5][0-9]{2})\b|^\s*([45][0-9]{2})\b|\b([45][0-9]{2}) [A-Z][a-z]+"
+)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _STOP = frozenset(
     [
@@ -202,3 +222,33 @@ def error_identifiers(text: str | None) -> tuple[str, ...]:
             if len(found) >= _MAX_IDENTIFIERS:
                 break
     return tuple(found)
+
+
+
+def http_statuses(text: str | None) -> frozenset[str]:
+    """The HTTP status codes ``text`` reports (``"429"``), at most a few."""
+    if not text:
+        return frozenset()
+    found: set[str] = set()
+    for match in _HTTP_STATUS.finditer(text):
+        found.add(next(g for g in match.groups() if g))
+        if len(found) >= _MAX_IDENTIFIERS:
+            break
+    return frozenset(found)
+
+
+def is_tool_report(text: str | None) -> bool:
+    """Whether ``text`` carries a tool's report: an error word, code or class, a log level, an HTTP status.
+
+    A query that does is *about what the tool reported*: a repair that never
+    saw that report is a different problem, however alike the situations
+    are (ALGORITHMS.md, "Recall"). A query in the caller's own words carries none.
+    """
+    if not text:
+        return False
+    return (
+        _REPORT_WORD.search(text) is not None
+        or _LOG_LEVEL.search(text) is not None
+        or _HTTP_STATUS.search(text) is not None
+        or bool(error_identifiers(text))
+    )
