@@ -220,31 +220,35 @@ def guidance_for(
 
             ids.update(i for i, _ in nearest(store, s, emb.model_name, qvec, proj, cfg.candidate_limit))
         candidates = fetch_candidates(s, ids, where)
-        outcome_counts = counts_for(s, (c.id for c in candidates))  # outcomes: one grouped query
+        weights = _weights(terms.indexed, terms.short, dfs, total)
+        situation_weights = _weights(situation.indexed, situation.short, dfs, total)
+        passed: list[tuple[tuple[int, int, float], GuidanceItem, Candidate]] = []
+        for c in candidates:
+            item_key = _score(
+                c,
+                tool,
+                exact_hash,
+                text is None,
+                session,
+                weights,
+                situation_weights,
+                identifiers,
+                report,
+                qvec,
+                emb,
+                cfg,
+            )
+            if item_key is not None:
+                passed.append((item_key[0], item_key[1], c))
+        # Outcomes only for what passed the gate (one grouped query): they
+        # reorder related repairs, never make an unrelated one related.
+        outcome_counts = counts_for(s, (c.id for _, _, c in passed))
 
-    weights = _weights(terms.indexed, terms.short, dfs, total)
-    situation_weights = _weights(situation.indexed, situation.short, dfs, total)
     scored: list[tuple[tuple[int, int, float], GuidanceItem, Candidate]] = []
-    for c in candidates:
-        item_key = _score(
-            c,
-            tool,
-            exact_hash,
-            text is None,
-            session,
-            weights,
-            situation_weights,
-            identifiers,
-            report,
-            qvec,
-            emb,
-            cfg,
-        )
-        if item_key is not None:
-            (tier, validated, score), item = item_key
-            factor = rank_factor(c.ts, outcome_counts.get(c.id, _NO_OUTCOMES), c.validated, at, cfg)
-            item = dataclasses.replace(item, effectiveness=round(factor, 4))
-            scored.append(((tier, validated, score * factor), item, c))
+    for (tier, validated, score), item, c in passed:
+        factor = rank_factor(c.ts, outcome_counts.get(c.id, _NO_OUTCOMES), c.validated, at, cfg)
+        item = dataclasses.replace(item, effectiveness=round(factor, 4))
+        scored.append(((tier, validated, score * factor), item, c))
     scored.sort(key=lambda entry: entry[0], reverse=True)
     kept = _collapse(scored, emb, cfg.duplicate_similarity, n)
     if record and session is not None and kept and not store.read_only:

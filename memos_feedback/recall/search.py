@@ -41,6 +41,7 @@ from ..store import Store
 from ..store.models import SQLITE_FTS_TABLE, DecisionRepairModel
 
 __all__ = [
+    "MAX_SEARCH_TERMS",
     "RARE_DF",
     "Candidate",
     "DocumentFrequencies",
@@ -59,6 +60,8 @@ _DF_CAP = 1_000
 # too many to rank cheaply and say too little on their own (they still weigh
 # in the score of candidates found otherwise).
 RARE_DF = 200
+# At most this many (the rarest) of a query's terms select candidates by text.
+MAX_SEARCH_TERMS = 8
 _RARE_SHARE = 20
 _RARE_FLOOR = 20
 _DF_TTL_S = 60.0
@@ -185,15 +188,21 @@ def lexical_candidate_ids(
     """Eligible repairs matching the query's rarer terms (3+ characters each), best first.
 
     Ranked (bm25 on SQLite, terms matched on PostgreSQL) over the terms fewer
-    than ``RARE_DF`` repairs (or 5 % of ``total``) contain, so the work follows those terms'
+    than ``RARE_DF`` repairs (or 5 % of ``total``, at least 20) contain — the
+    ``MAX_SEARCH_TERMS`` rarest of them — so the work follows those terms'
     postings, not the table. A query whose every term is common selects no
     candidate by text: such terms cannot tell a few hundred repairs apart,
     and candidates found by tool, context or embedding are still scored on
     them.
     """
-    rare = [t for t in terms if len(t) >= 3 and (frequencies is None or frequencies.get(t, 0) < RARE_DF)]
+    cap = RARE_DF if total is None else max(_RARE_FLOOR, min(RARE_DF, total // _RARE_SHARE))
+    rare = [t for t in terms if len(t) >= 3 and (frequencies is None or frequencies.get(t, 0) < cap)]
     if not rare:
         return []
+    if frequencies is not None and len(rare) > MAX_SEARCH_TERMS:
+        # The rarest say the most and have the shortest postings: the
+        # search's cost follows the terms it ORs, so it takes only those.
+        rare = sorted(rare, key=lambda t: frequencies.get(t, 0))[:MAX_SEARCH_TERMS]
     if session.get_bind().dialect.name == "sqlite":
         match = " OR ".join(_fts_phrase(t) for t in rare)
         hits = (
