@@ -287,7 +287,7 @@ class AdapterCore:
                 value=-1.0,
                 call=ToolCall(tool_name, error_code or "error"),
             )
-        burst = self.subscriber.record_tool_failure(
+        burst = self.subscriber.record_tool_failure_now(
             tool_name,
             ctx,
             step,
