@@ -15,6 +15,8 @@ import pytest
 
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.events import FeedbackBus
+from memos_feedback.outcomes import HELD
+from memos_feedback.outcomes.ledger import history, open_servings
 from memos_feedback.queue import RepairQueue
 from memos_feedback.signals import context_hash_of
 from memos_feedback.store import Store, ToolCall
@@ -159,3 +161,24 @@ def test_a_caller_faster_than_the_enqueuer_applies_its_own_backlog(make_sub: Any
         sub.record_tool_success(TOOL, f"ctx-{i % 100}", i)
     # Over the bound, the recording thread applied the steps itself.
     assert sub.signals.stats()["successes_recorded"] == _STEP_BACKLOG + 1
+
+
+def test_a_step_recorded_before_a_serving_does_not_settle_it(store: Store, make_sub: Any) -> None:
+    repair = store.repairs.insert(
+        context_hash=context_hash_of(TOOL, "web/"),
+        trigger="manual",
+        preference="Prefer: pnpm install",
+        anti_pattern="Avoid: npm install",
+        tool_id=TOOL,
+        context="web/",
+    )
+    sub = make_sub()
+    sub.record_tool_success(TOOL, "web/", 1, session_id=SESSION)  # queued, not applied yet
+    served = sub.guidance_for(tool_id=TOOL, context="web/", session_id=SESSION)
+    assert [item.repair_id for item in served.items] == [repair.id]
+    assert sub.flush(timeout=30)
+    assert [v.session_id for v in open_servings(store, 0)] == [SESSION]  # still open
+    sub.record_tool_success(TOOL, "web/", 2, session_id=SESSION)
+    assert sub.flush(timeout=30)
+    assert open_servings(store, 0) == []
+    assert [e.event for e in history(store, repair.id)] == ["served", HELD]
