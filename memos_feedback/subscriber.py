@@ -15,12 +15,12 @@ Threads and what they own:
   return (a correction the user typed survives a crash).
 * the enqueuer — every ``buffer_flush_ms`` (or at once when woken) applies
   the recorded tool steps and moves the bursts they made into
-  ``repair_jobs`` (the bound is that period plus one insert transaction). Bursts of one context
-  that pile up while it works are coalesced to the newest. A batch the
-  database refuses is split: a trigger that fails alone while the
-  database takes a plain write is poison and is dropped with a logged
-  reason; anything else is kept and retried, so one bad input never
-  stops the queue and a database outage loses nothing.
+  ``repair_jobs`` (the bound is that period plus one insert transaction).
+  Bursts of one context that pile up while it works are coalesced to the
+  newest. A batch the database refuses is split: a trigger that fails
+  alone while the database takes a plain write is poison and is dropped
+  with a logged reason; anything else is kept and retried, so one bad
+  input never stops the queue and a database outage loses nothing.
 * the heartbeat — renews the leases of jobs in flight every quarter lease
   and returns other owners' abandoned jobs to ``pending``. It has a thread
   of its own so a slow insert or a busy enqueuer can never let a live
@@ -192,7 +192,7 @@ class FeedbackSubscriber:
         self._record_failure = self.signals.record_failure
         self._record_success = self.signals.record_success
         # Tool steps as the hot path recorded them, raw and unvalidated: an
-        # 8-tuple for a failure, a 4-tuple for a success (see _apply_step).
+        # 8-tuple for a failure, a 4-tuple for a success (_apply_steps_locked).
         # Only a holder of _steps_lock pops, so steps are applied in order.
         self._steps: deque[tuple[Any, ...]] = deque()
         self._steps_lock = threading.Lock()
