@@ -13,8 +13,10 @@ earlier benchmarks do not skew them.
 
 The script is a list of small bench functions (``BENCHES``); to add one,
 write ``def bench_x(s: Settings) -> list[Row]`` and decorate it with
-``@bench``. ``bench_subscriber`` measures the subscriber's
-``record_tool_failure`` / ``record_tool_success`` once that API exists.
+``@bench``. ``bench_subscriber`` times the subscriber's
+``record_tool_failure`` / ``record_tool_success`` in batches alternating
+with a bare dict+deque baseline (``BareWindows``) and prints the ratio;
+the work those calls hand to the enqueuer is timed on its own line.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -351,48 +354,151 @@ def bench_classifier(s: Settings) -> list[Row]:
     ]
 
 
+class BareWindows:
+    """The baseline: a dict of bounded deques, about the least a Python host
+    can do per failed step (no validation, no lock, no timestamp)."""
+
+    __slots__ = ("windows",)
+
+    def __init__(self) -> None:
+        self.windows: dict[tuple[str, str], deque[tuple[int, str]]] = {}
+
+    def record(self, tool_id: str, context: str, step: int, reason: str = "") -> None:
+        key = (tool_id, context)
+        window = self.windows.get(key)
+        if window is None:
+            window = self.windows[key] = deque(maxlen=5)
+        window.append((step, reason))
+
+
+Call = Callable[..., object]
+
+
+def paired(
+    calls: dict[str, Call],
+    settle: Callable[[], object],
+    batch: int,
+    batches: int,
+    contexts: list[str],
+    *,
+    reason: bool = True,
+) -> tuple[dict[str, float], float]:
+    """Median ns/call of each callable, timed in alternating batches of ``batch`` calls.
+
+    Each call is ``fn(TOOL, context, step, "exit status 1")``, or without
+    the reason when ``reason`` is False. After every batch ``settle()`` runs
+    outside the clock (the subscriber's enqueuer work, done here so each
+    batch starts with nothing pending: what a tool step costs the agent's
+    thread when the enqueuer keeps up). Returns the medians and the median
+    ns per step that ``settle`` took after the non-baseline batches.
+    """
+    k = len(contexts)
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    settled: list[float] = []
+    step = 0
+    for r in range(batches):
+        names = list(calls)
+        if r % 2:  # alternate the order, so neither always runs first
+            names.reverse()
+        for name in names:
+            fn = calls[name]
+            gc.disable()
+            try:
+                t0 = time.perf_counter_ns()
+                if reason:
+                    for i in range(step, step + batch):
+                        fn(TOOL, contexts[i % k], i, "exit status 1")
+                else:
+                    for i in range(step, step + batch):
+                        fn(TOOL, contexts[i % k], i)
+                elapsed = time.perf_counter_ns() - t0
+                t0 = time.perf_counter_ns()
+                settle()
+                settle_ns = time.perf_counter_ns() - t0
+            finally:
+                gc.enable()
+            samples[name].append(elapsed / batch)
+            if name != "bare":
+                settled.append(settle_ns / batch)
+            step += batch
+    return {name: statistics.median(v) for name, v in samples.items()}, statistics.median(settled)
+
+
 @bench
 def bench_subscriber(s: Settings) -> list[Row]:
-    """The subscriber's hot path; reports 'to be measured' until it exists."""
+    """The subscriber's hot path beside a bare dict+deque, in the same run."""
     try:
-        import memos_feedback as pkg
-
-        attach = getattr(pkg, "attach_feedback_subscriber", None)
-        if attach is None:
-            attach = importlib.import_module("memos_feedback.subscriber").attach_feedback_subscriber
-        open_store = getattr(pkg, "open_store", None)
-        if open_store is None:
-            open_store = importlib.import_module("memos_feedback.store").open_store
+        from memos_feedback.store import open_store
+        from memos_feedback.subscriber import attach_feedback_subscriber
     except Exception as exc:
-        note = f"subscriber: not available, to be measured ({type(exc).__name__}: {exc})"
+        note = f"subscriber: not available ({type(exc).__name__}: {exc})"
         return [Row("record_tool_failure / record_tool_success", None, note)]
-    n, k = s.ops, 1_000
-    contexts = [CONTEXT_PREFIX + str(i) for i in range(k)]
+    batch, batches = 1_000, (40 if s.quick else 200)
+    contexts = [CONTEXT_PREFIX + str(i) for i in range(1_000)]
     try:
         with tempfile.TemporaryDirectory() as tmp:
             store = open_store(f"sqlite:///{tmp}/bench.db")
-            with attach(store, config=FeedbackConfig(use_llm=False)) as handle:
-                failure = handle.record_tool_failure
-                success = handle.record_tool_success
+            with attach_feedback_subscriber(store, config=FeedbackConfig(use_llm=False)) as handle:
+                bare = BareWindows()
+                sync = handle.sync_signals
 
-                def run_failures(base: int) -> None:
-                    for i in range(n):  # 1,000 contexts round-robin: no burst
-                        failure(TOOL, contexts[i % k], base + i, "exit status 1")
+                # 1,000 contexts round-robin: no burst. Failures and successes
+                # in separate runs, each beside the baseline.
+                failure = {"bare": bare.record, "failure": handle.record_tool_failure}
+                f, f_apply = paired(failure, sync, batch, batches, contexts)
+                success = {"bare": bare.record, "success": handle.record_tool_success}
+                sx, s_apply = paired(success, sync, batch, batches, contexts, reason=False)
+                # The old measurement: s.ops calls back to back, the enqueuer
+                # free to take the GIL for its rounds meanwhile (a sustained
+                # tight loop pays for both threads' work, at most up to the
+                # backlog bound, past which it applies its own steps).
+                record = handle.record_tool_failure
+                n = s.ops
 
-                def run_successes(base: int) -> None:
+                def back_to_back(base: int) -> None:
                     for i in range(n):
-                        success(TOOL, contexts[i % k], base + i)
+                        record(TOOL, contexts[i % 1_000], base + i, "exit status 1")
 
-                f_ns = timed(lambda r: r * n, run_failures, n, s.repeats)
-                s_ns = timed(lambda r: (s.repeats + r) * n, run_successes, n, s.repeats)
-            dispose = getattr(store, "close", None) or getattr(store, "dispose", None)
-            if callable(dispose):
-                dispose()
+                def fresh(r: int) -> int:
+                    sync()
+                    return 10_000_000 + r * n
+
+                sustained = timed(fresh, back_to_back, n, s.repeats)
+                sync()
+                now, _ = paired(
+                    {"bare": bare.record, "now": handle.record_tool_failure_now},
+                    sync,
+                    batch,
+                    max(10, batches // 4),
+                    contexts,
+                )
+            store.close()
     except Exception as exc:
         return [Row("record_tool_failure / record_tool_success", None, f"subscriber failed: {exc!r}")]
+    ratio_f = f["failure"] / f["bare"]
+    ratio_s = sx["success"] / sx["bare"]
+    window = f"{batches} alternating batches of {batch:,}"
     return [
-        Row("subscriber record_tool_failure, no burst", f_ns),
-        Row("subscriber record_tool_success", s_ns),
+        Row("bare dict+deque record (baseline)", f["bare"], f"{window}; method call, dict get, deque append"),
+        Row(
+            "subscriber record_tool_failure, no burst",
+            f["failure"],
+            f"{ratio_f:.2f}x the baseline (target <= 2x); caller's thread",
+        ),
+        Row("  (baseline in the success run)", sx["bare"], ""),
+        Row("subscriber record_tool_success", sx["success"], f"{ratio_s:.2f}x the baseline; caller's thread"),
+        Row("  applying a recorded failure", f_apply, "enqueuer's thread (sync_signals): validate + window"),
+        Row("  applying a recorded success", s_apply, "enqueuer's thread (sync_signals)"),
+        Row(
+            f"subscriber record_tool_failure, {s.ops:,} back to back",
+            sustained,
+            f"{sustained / f['bare']:.2f}x the baseline; past 10,000 pending steps the caller applies them",
+        ),
+        Row(
+            "subscriber record_tool_failure_now, no burst",
+            now["now"],
+            f"{now['now'] / now['bare']:.2f}x its baseline ({now['bare']:,.0f} ns); the burst returned",
+        ),
     ]
 
 
@@ -431,6 +537,7 @@ def render(rows: Iterable[Row]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.hot_path", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (< 20 s)")
+    parser.add_argument("--only", metavar="TEXT", help="run only the benches whose name contains TEXT")
     parser.add_argument("--rss-child", nargs=2, type=int, metavar=("BOUND", "COUNT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.rss_child:
@@ -453,6 +560,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     rows: list[Row] = []
     for fn in BENCHES:
+        if args.only and args.only not in fn.__name__:
+            continue
         t0 = time.perf_counter()
         new = fn(settings)
         for row in new:

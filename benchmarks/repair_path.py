@@ -168,7 +168,7 @@ def bench_burst_to_row(samples: int, url: str | None) -> tuple[float, float]:
                 for step in (1, 2):
                     sub.record_tool_failure("pip.install", f"ctx{i}", step, "E", SESSION)
                 t0 = time.perf_counter()
-                assert sub.record_tool_failure("pip.install", f"ctx{i}", 3, "E", SESSION) is not None
+                assert sub.record_tool_failure_now("pip.install", f"ctx{i}", 3, "E", SESSION) is not None
                 while jobs() <= before:
                     time.sleep(0.0002)
                 latencies.append((time.perf_counter() - t0) * 1000)

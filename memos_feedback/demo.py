@@ -148,7 +148,7 @@ def _script(
                 episode_id=EPISODE,
                 tool_calls=[ToolCall(TOOL, error_code="ERESOLVE")],
             )
-            burst = sub.record_tool_failure(
+            burst = sub.record_tool_failure_now(
                 TOOL, CONTEXT, step, reason="ERESOLVE", session_id=SESSION, episode_id=EPISODE
             )
             say(f"   step {step}: failure recorded{' → burst, repair queued' if burst else ''}")

@@ -3,19 +3,24 @@
 Threads and what they own:
 
 * the caller's thread — ``record_tool_failure`` / ``record_tool_success``
-  touch only in-memory signals; a burst is appended to a small buffer.
-  Nothing is logged here (a slow log handler must not slow a tool step):
-  bad calls are counted, and the enqueuer logs a summary at most every
-  ``_BAD_CALL_LOG_EVERY`` seconds.
+  append the raw arguments (and the time) to a deque and return: no
+  validation, no lock, no failure window. The enqueuer runs those steps,
+  in arrival order, through ``FailureSignals`` (validation included) and
+  buffers the bursts they make; so does any call that needs them applied
+  now (``record_tool_failure_now``, ``sync_signals``, ``flush``, a user
+  message or a served guidance of a session). Nothing is logged here (a
+  slow log handler must not slow a tool step): bad calls are counted, and
+  the enqueuer logs a summary at most every ``_BAD_CALL_LOG_EVERY`` seconds.
   ``submit_user_feedback`` and ``run_once`` commit their job before they
   return (a correction the user typed survives a crash).
-* the enqueuer — moves buffered bursts into ``repair_jobs`` as soon as it
-  is woken (the bound is one insert transaction). Bursts of one context
-  that pile up while it works are coalesced to the newest. A batch the
-  database refuses is split: a trigger that fails alone while the
-  database takes a plain write is poison and is dropped with a logged
-  reason; anything else is kept and retried, so one bad input never
-  stops the queue and a database outage loses nothing.
+* the enqueuer — every ``buffer_flush_ms`` (or at once when woken) applies
+  the recorded tool steps and moves the bursts they made into
+  ``repair_jobs`` (the bound is that period plus one insert transaction).
+  Bursts of one context that pile up while it works are coalesced to the
+  newest. A batch the database refuses is split: a trigger that fails
+  alone while the database takes a plain write is poison and is dropped
+  with a logged reason; anything else is kept and retried, so one bad
+  input never stops the queue and a database outage loses nothing.
 * the heartbeat — renews the leases of jobs in flight every quarter lease
   and returns other owners' abandoned jobs to ``pending``. It has a thread
   of its own so a slow insert or a busy enqueuer can never let a live
@@ -107,6 +112,12 @@ _BAD_CALL_LOG_EVERY = 10.0
 # A trigger the database refused this many times, while a plain write
 # succeeds, is poison: it is dropped with a logged reason.
 _POISON_AFTER = 3
+# Tool steps waiting for the enqueuer beyond this many are applied by the
+# recording thread itself: a caller that records faster than the enqueuer
+# keeps up (a tight retry loop) pays for its steps instead of growing memory
+# without bound. ~10,000 tuples are about 1.5 MB.
+_STEP_BACKLOG = 10_000
+_time_ns = time.time_ns
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,9 +189,13 @@ class FeedbackSubscriber:
         self.config = config or FeedbackConfig()
         self.bus = bus or FeedbackBus()
         self.signals = FailureSignals(self.config)
-        # Bound once: these run on every tool step of the agent.
         self._record_failure = self.signals.record_failure
         self._record_success = self.signals.record_success
+        # Tool steps as the hot path recorded them, raw and unvalidated: an
+        # 8-tuple for a failure, a 4-tuple for a success (_apply_steps_locked).
+        # Only a holder of _steps_lock pops, so steps are applied in order.
+        self._steps: deque[tuple[Any, ...]] = deque()
+        self._steps_lock = threading.Lock()
         self.queue = RepairQueue(store, self.config)
         self.owner = owner or default_owner()
         self._llm = llm
@@ -249,23 +264,121 @@ class FeedbackSubscriber:
         session_id: str | None = None,
         episode_id: str | None = None,
         trace_id: str | None = None,
-    ) -> FailureBurst | None:
-        """Record a failed tool step; a burst is queued for repair. Never blocks on I/O.
+    ) -> None:
+        """Record a failed tool step. Never blocks, never raises, returns nothing.
 
-        Bad arguments are counted and ignored (the agent loop must not crash
-        on its own instrumentation; a summary is logged off this thread);
-        so are calls after ``close()``. The return value is the burst, if any.
+        The step is appended as it is (with the time) for the enqueuer,
+        which validates it and runs the failure window within
+        ``buffer_flush_ms``; a burst it makes is queued for repair from
+        there. Bad arguments are then counted and ignored (the agent loop
+        must not crash on its own instrumentation; a summary is logged off
+        this thread); so are calls after ``close()``. A caller that needs
+        the burst itself uses ``record_tool_failure_now``.
+        """
+        if self._closed:
+            self._bad_call("record_tool_failure after close()")
+            return
+        steps = self._steps
+        steps.append((tool_id, context, step, reason, _time_ns(), session_id, episode_id, trace_id))
+        if len(steps) > _STEP_BACKLOG:
+            self._catch_up()
+
+    def record_tool_success(
+        self, tool_id: str, context: str, step: int, session_id: str | None = None
+    ) -> None:
+        """Record a successful tool step (it suppresses bursts for that tool and context).
+
+        Deferred like ``record_tool_failure``: steps are applied in the
+        order they were recorded, so a success still cancels the failures
+        recorded before it.
+        """
+        if self._closed:
+            self._bad_call("record_tool_success after close()")
+            return
+        steps = self._steps
+        steps.append((tool_id, context, step, session_id))
+        if len(steps) > _STEP_BACKLOG:
+            self._catch_up()
+
+    def record_tool_failure_now(
+        self,
+        tool_id: str,
+        context: str,
+        step: int,
+        reason: str = "",
+        session_id: str | None = None,
+        episode_id: str | None = None,
+        trace_id: str | None = None,
+    ) -> FailureBurst | None:
+        """``record_tool_failure``, applied on this thread: returns the burst it makes, if any.
+
+        Steps recorded earlier are applied first, so the order holds. It
+        costs what ``record_tool_failure`` cost before it was deferred
+        (validation and the failure window, ~1.5 µs here); for hosts that
+        act on the burst at once (the adapters, the demo). Never raises.
         """
         if self._closed:
             self._bad_call("record_tool_failure after close()")
             return None
-        try:
-            burst = self._record_failure(
-                FailureRecord(tool_id, context, step, reason, None, session_id, episode_id, trace_id)
-            )
-        except InvalidInputError as exc:
-            self._bad_call(exc)
-            return None
+        with self._steps_lock:
+            self._apply_steps_locked()
+            try:
+                return self._apply_failure(
+                    tool_id, context, step, reason, _time_ns(), session_id, episode_id, trace_id
+                )
+            except Exception as exc:  # the agent loop must not crash on a bad step
+                self._bad_call(exc)
+                return None
+
+    def sync_signals(self) -> None:
+        """Apply every tool step recorded so far to ``signals``, on this thread.
+
+        ``record_tool_*`` only queue their step; call this before reading
+        ``signals`` (``peek``, ``stats``) if it must reflect them. ``flush``
+        does it too.
+        """
+        with self._steps_lock:
+            self._apply_steps_locked()
+
+    def _catch_up(self) -> None:
+        # Back-pressure, not a wait: when another thread is applying steps
+        # already, the backlog is shrinking and this call just returns.
+        if self._steps_lock.acquire(blocking=False):
+            try:
+                self._apply_steps_locked()
+            finally:
+                self._steps_lock.release()
+
+    def _apply_steps_locked(self) -> None:
+        """Apply the recorded steps, oldest first (``_steps_lock`` held)."""
+        steps = self._steps
+        popleft = steps.popleft
+        while steps:
+            item = popleft()
+            try:
+                if len(item) == 8:
+                    self._apply_failure(*item)
+                else:
+                    self._apply_success(*item)
+            except Exception as exc:  # one bad step must not stop the others
+                self._bad_call(exc)
+
+    def _apply_failure(
+        self,
+        tool_id: Any,
+        context: Any,
+        step: Any,
+        reason: Any,
+        ts_ns: int,
+        session_id: Any,
+        episode_id: Any,
+        trace_id: Any,
+    ) -> FailureBurst | None:
+        # FailureRecord validates every field (InvalidInputError names the bad one).
+        record = FailureRecord(
+            tool_id, context, step, reason, ts_ns // 1_000_000, session_id, episode_id, trace_id
+        )
+        burst = self._record_failure(record)
         if session_id is not None:
             self._in_play(session_id, tool_id, context)
             if burst is not None and session_id in self._open_sessions:  # outcomes: a burst recurred
@@ -275,6 +388,15 @@ class FeedbackSubscriber:
             self._buffer_wake.set()
         return burst
 
+    def _apply_success(self, tool_id: Any, context: Any, step: Any, session_id: Any) -> None:
+        if session_id is not None and not isinstance(session_id, str):
+            raise InvalidInputError(f"session_id must be a str or None, got {type(session_id).__name__}")
+        self._record_success(tool_id, context, step)
+        if session_id is not None:
+            self._in_play(session_id, tool_id, context)
+            if session_id in self._open_sessions:  # outcomes: the served guidance held
+                self.outcomes.tool_step(session_id, tool_id, context, ok=True)
+
     def _in_play(self, session_id: str, tool_id: str, context: str) -> None:
         """Remember the session's newest tool step: a correction typed next is about it."""
         in_play = self._tool_in_play
@@ -283,23 +405,6 @@ class FeedbackSubscriber:
             # Bounded like the failure windows: forget the oldest session.
             # (Under a race another thread may pop first; that is harmless.)
             in_play.pop(next(iter(in_play)), None)
-
-    def record_tool_success(
-        self, tool_id: str, context: str, step: int, session_id: str | None = None
-    ) -> None:
-        """Record a successful tool step (it suppresses bursts for that tool and context)."""
-        if self._closed:
-            self._bad_call("record_tool_success after close()")
-            return
-        try:
-            self._record_success(tool_id, context, step)
-        except InvalidInputError as exc:
-            self._bad_call(exc)
-            return
-        if session_id is not None:
-            self._in_play(session_id, tool_id, context)
-            if session_id in self._open_sessions:  # outcomes: the served guidance held
-                self.outcomes.tool_step(session_id, tool_id, context, ok=True)
 
     def _bad_call(self, why: object) -> None:
         # Plain attribute writes: a lost increment under a race only makes
@@ -344,6 +449,10 @@ class FeedbackSubscriber:
             if value is not None and not isinstance(value, str):
                 raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
         feedback = classify_feedback(text)
+        if session_id is not None:
+            # The session's tool steps recorded before this message come
+            # first: they pick the tool in play and settle servings first.
+            self.sync_signals()
         if session_id is not None:  # outcomes: the user's verdict on served guidance
             self.outcomes.message(session_id, feedback.shape)
         if tool_id is None and session_id is not None:
@@ -438,11 +547,14 @@ class FeedbackSubscriber:
         """
         limit = _timeout("timeout", timeout)
         deadline = None if limit is None else time.monotonic() + limit
+        self.sync_signals()  # here rather than waiting up to buffer_flush_ms for the enqueuer
         while True:
-            # Order matters: buffer, then the enqueuer's hand, then jobs.
+            # Order matters: steps, the hand applying them, buffer, then the
+            # enqueuer's hand, then jobs.
             with self._lock:
-                idle = not self._buffer and not self._draining and not self._held and not self._futures
-                idle = idle and not self.outcomes.pending()
+                idle = not self._steps and not self._steps_lock.locked()
+                idle = idle and not self._buffer and not self._draining and not self._held
+                idle = idle and not self._futures and not self.outcomes.pending()
             if idle:
                 return True
             if deadline is not None and time.monotonic() >= deadline:
@@ -466,7 +578,8 @@ class FeedbackSubscriber:
         self._check_open()
         while True:
             with self._lock:
-                local_idle = not self._buffer and not self._draining and not self._held
+                local_idle = not self._steps and not self._steps_lock.locked()
+                local_idle = local_idle and not self._buffer and not self._draining and not self._held
             if local_idle:
                 try:
                     stats = self.queue.stats()
@@ -536,6 +649,23 @@ class FeedbackSubscriber:
         """Triggers not (known to be) stored; waits up to ``wait`` s for the enqueuer's hand."""
         got = self._drain_lock.acquire(timeout=wait)
         try:
+            # Steps recorded while close() began (a call that passed the
+            # closed check just before it) may have missed the enqueuer's
+            # last round: apply them, and store their bursts if we can.
+            late = False
+            if self._steps_lock.acquire(timeout=wait):
+                try:
+                    late = bool(self._steps)
+                    self._apply_steps_locked()
+                finally:
+                    self._steps_lock.release()
+            # Only when the enqueuer's last round stored everything (the
+            # database is up): otherwise this would wait on it past the deadline.
+            if got and late and self._buffer and not self._held:
+                try:
+                    self._store_buffered()
+                except Exception:
+                    logger.exception("storing bursts while closing failed")
             # Without the lock the enqueuer is stuck inside an insert: what it
             # holds is in doubt, and is reported as not persisted.
             held = dict(self._held)
@@ -589,6 +719,8 @@ class FeedbackSubscriber:
             record=False,  # recorded below, by the background writer
         )
         if record and session_id is not None and session_id.strip():
+            # Steps recorded before this serving must not settle it.
+            self.sync_signals()
             self.outcomes.served(guidance, session_id, tool_id, context)
         return guidance
 
@@ -651,6 +783,7 @@ class FeedbackSubscriber:
         with self._drain_lock:
             self._draining = True
             try:
+                self.sync_signals()
                 return self._store_buffered()
             finally:
                 self._draining = False

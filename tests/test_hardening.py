@@ -130,11 +130,13 @@ def fire_burst(
     episode: str | None = EPISODE,
     first_step: int = 1,
 ) -> None:
-    fired = [
+    # record_tool_failure only queues the step; sync_signals runs the
+    # failure windows now, so the burst is counted before this returns.
+    before = sub.signals.stats()["bursts"]
+    for step in range(first_step, first_step + 3):
         sub.record_tool_failure(tool, ctx, step, reason, session, episode)
-        for step in range(first_step, first_step + 3)
-    ]
-    assert fired[2] is not None, "three failures in a row make a burst"
+    sub.sync_signals()
+    assert sub.signals.stats()["bursts"] > before, "three failures in a row make a burst"
 
 
 def manual(ctx: str) -> RepairInput:
@@ -614,7 +616,7 @@ def test_the_hot_path_never_logs_on_the_callers_thread(
     caller = threading.get_ident()
     started = time.monotonic()
     for _ in range(1000):
-        assert sub.record_tool_failure(None, "x", 1) is None  # type: ignore[arg-type]
+        sub.record_tool_failure(None, "x", 1)  # type: ignore[arg-type]
     for i in range(20):
         fire_burst(sub, f"ctx-{i}/")
     elapsed = time.monotonic() - started
@@ -688,13 +690,16 @@ def test_a_correction_in_cooldown_is_classified_then_skipped(store: Store, feed:
 
 def test_close_drops_the_signal_state_and_later_failures_change_nothing(store: Store, make_sub: Any) -> None:
     sub = make_sub()
-    assert sub.record_tool_failure(TOOL, "web/", 1, "E", SESSION) is None
-    assert sub.record_tool_failure(TOOL, "web/", 2, "E", SESSION) is None
+    sub.record_tool_failure(TOOL, "web/", 1, "E", SESSION)
+    sub.record_tool_failure(TOOL, "web/", 2, "E", SESSION)
+    sub.sync_signals()
     assert sub.signals.stats()["states"] == 1
     sub.close(timeout=30)
     stats = sub.signals.stats()
     assert stats["states"] == 0
     # The third failure would make a burst on an open handle.
-    assert sub.record_tool_failure(TOOL, "web/", 3, "E", SESSION) is None
+    sub.record_tool_failure(TOOL, "web/", 3, "E", SESSION)
+    assert sub.record_tool_failure_now(TOOL, "web/", 4, "E", SESSION) is None
+    sub.sync_signals()
     assert sub.signals.stats() == stats
     assert jobs_of(store) == []

@@ -91,8 +91,13 @@ def add_history(store: Store, session: str = SESSION, *, good: float = 0.8, bad:
 def burst(
     sub: FeedbackSubscriber, tool: str = "npm.install", ctx: str = "web/", session: str = SESSION
 ) -> None:
-    fired = [sub.record_tool_failure(tool, ctx, step, "ERESOLVE", session, EPISODE) for step in (1, 2, 3)]
-    assert fired[:2] == [None, None] and fired[2] is not None
+    # record_tool_failure only queues the step; sync_signals runs the
+    # failure windows now, so the burst is counted before this returns.
+    before = sub.signals.stats()["bursts"]
+    for step in (1, 2, 3):
+        sub.record_tool_failure(tool, ctx, step, "ERESOLVE", session, EPISODE)
+    sub.sync_signals()
+    assert sub.signals.stats()["bursts"] == before + 1, "three failures in a row make one burst"
 
 
 def test_burst_persists_a_repair_and_attaches_it(store: Store, feed: Feed, make_sub: Any) -> None:
@@ -218,7 +223,7 @@ def test_twenty_bursts_from_four_threads_write_one_repair(store: Store, make_sub
         barrier.wait()
         for i in range(6):
             step = 1 + offset + 4 * i  # the four threads interleave steps 1..24
-            b = sub.record_tool_failure("npm.install", "web/", step, "E", SESSION, EPISODE)
+            b = sub.record_tool_failure_now("npm.install", "web/", step, "E", SESSION, EPISODE)
             if b is not None:
                 bursts.append(b)
 
@@ -268,8 +273,11 @@ def test_a_job_that_raises_does_not_stop_the_next_hundred(store: Store, feed: Fe
 def test_run_once_and_bad_hot_path_input(store: Store, make_sub: Any) -> None:
     add_history(store)
     sub = make_sub()
-    assert sub.record_tool_failure(None, "x", 1) is None  # type: ignore[arg-type]
+    sub.record_tool_failure(None, "x", 1)  # type: ignore[arg-type]
     sub.record_tool_success("t", "x", "one")  # type: ignore[arg-type]
+    assert sub.record_tool_failure_now(None, "x", 1) is None  # type: ignore[arg-type]
+    sub.sync_signals()  # the bad steps are counted and skipped, not raised
+    assert sub.metrics()["ignored_calls"] == 3
     result = sub.run_once(RepairInput(trigger="manual", context_hash="abc", session_id=SESSION)).result(10)
     assert result.repair_id is not None
 

@@ -17,7 +17,8 @@ into the library's calls:
   them). Pass your own ``context_of`` to change that;
 * **trace rows** — each failure (and, unless ``trace_successes=False``, each
   success) is written to ``store.traces`` so a repair has evidence to stand
-  on; the failure's trace id goes with ``record_tool_failure``;
+  on; the failure's trace id goes with ``record_tool_failure_now`` (the
+  burst is needed at once: the next model call waits for its repair);
 * **guidance** — ``guidance(session)`` returns the ``<memory-context>``
   block for the next model call, computed once per turn and cached until
   something that can change it happens (a new user message, a new failing
@@ -287,7 +288,7 @@ class AdapterCore:
                 value=-1.0,
                 call=ToolCall(tool_name, error_code or "error"),
             )
-        burst = self.subscriber.record_tool_failure(
+        burst = self.subscriber.record_tool_failure_now(
             tool_name,
             ctx,
             step,
