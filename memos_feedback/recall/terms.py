@@ -35,7 +35,7 @@ _MAX_IDENTIFIERS = 8
 # *report* ("Error:", "FAILED", "Permission denied", a log line's level),
 # not a person describing a symptom in their own words.
 _REPORT_WORD = re.compile(
-    r"\b(?:error|errors|exception|traceback|failed|fails|failing|failure|fatal|panic|warning|denied|refused"
+    r"\b(?:error|errors|exception|traceback|failed|fails|failing|fatal|panic|warning|denied|refused"
     r"|rejected|forbidden|unauthorized|declined|invalid|unsupported|undefined|aborted|killed"
     r"|segmentation fault|not found|no such|cannot|can't|exit code|exit status"
     r"|oomkilled|crashloopbackoff|deprecated|mismatch)\b"
