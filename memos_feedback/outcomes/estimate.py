@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 from sqlalchemy.orm import Session
 
 from ..store.models import RepairOutcomeModel, RepairServedModel
@@ -78,7 +78,7 @@ def rank_factor(
 
 
 def counts_for(
-    session: Session, repair_ids: Iterable[str], *, served: bool = False
+    session: Session | Connection, repair_ids: Iterable[str], *, served: bool = False
 ) -> dict[str, OutcomeCounts]:
     """Outcome counts per repair (one grouped, indexed query; ``served`` adds a second)."""
     ids = sorted(set(repair_ids))

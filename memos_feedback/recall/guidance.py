@@ -206,7 +206,7 @@ def guidance_for(
     # in the light of the situation they share (ALGORITHMS.md, "Recall").
     report = is_tool_report(evidence_text[:_REPORT_SCAN])
     exact_hash = context_hash_of(tool, ctx) if tool is not None and ctx is not None else None
-    with store.session(action="recalling guidance") as s:
+    with store.connection(action="recalling guidance") as s:
         total = _df.total(store, s)
         lookup = tuple(dict.fromkeys(terms.indexed + situation.indexed))
         dfs = _df.of(store, s, lookup)

@@ -19,13 +19,18 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
+    BigInteger,
     ColumnElement,
+    Connection,
     Float,
+    Integer,
+    Select,
     String,
     and_,
+    bindparam,
     case,
     column,
     func,
@@ -39,12 +44,15 @@ from sqlalchemy.orm import Session
 
 from ..store import Store
 from ..store.models import SQLITE_FTS_TABLE, DecisionRepairModel
+from ..store.repositories import _in_list, _list_param  # one-parameter IN lists, shared with the store
 
 __all__ = [
     "MAX_SEARCH_TERMS",
     "RARE_DF",
     "Candidate",
     "DocumentFrequencies",
+    "Eligibility",
+    "Reader",
     "eligible",
     "fetch_candidates",
     "idf",
@@ -112,17 +120,81 @@ _COLUMNS = (
 )
 
 
-def eligible(project: str | None, now_ms: int, unvalidated_max_age_ms: int) -> ColumnElement[bool]:
+# What the reads run on: a Core connection (``guidance_for``) or an ORM session.
+Reader = Connection | Session
+
+
+@dataclass(frozen=True, slots=True)
+class Eligibility:
+    """Which repairs may be offered: global or of ``project``; validated, or written since ``fresh_after``."""
+
+    project: str | None
+    fresh_after: int
+
+    def params(self) -> dict[str, Any]:
+        # Projects are never "" (callers' values are stripped, "" means none),
+        # so "" stands for "no project": only global repairs match twice.
+        return {"e_project": self.project or "", "e_fresh_after": self.fresh_after}
+
+
+def eligible(project: str | None, now_ms: int, unvalidated_max_age_ms: int) -> Eligibility:
     """Never rejected, still active; global or of ``project``; validated, or younger than the age limit."""
-    # Through coalesce on purpose: eligibility filters rows found by key, text
-    # or tool; an indexable project test tempts SQLite's planner into scanning
-    # every row of the project (half the table) instead of a few primary keys.
-    # Projects are never "" (callers' values are stripped, "" means none).
-    scoped = func.coalesce(M.project, "")
-    scope = scoped == "" if project is None else scoped.in_(("", project))
-    fresh = or_(M.validated.is_(True), M.ts >= now_ms - unvalidated_max_age_ms)
-    # Outcomes: a stale or superseded repair (status set) is never offered.
-    return and_(M.rejected.is_(False), M.status.is_(None), scope, fresh)
+    return Eligibility(project, now_ms - unvalidated_max_age_ms)
+
+
+# Through coalesce on purpose: eligibility filters rows found by key, text
+# or tool; an indexable project test tempts SQLite's planner into scanning
+# every row of the project (half the table) instead of a few primary keys.
+# Built once with bound parameters: every statement below is then one
+# compiled-cache hit instead of an expression tree rebuilt per call.
+_SCOPED = func.coalesce(M.project, "")
+_ELIGIBLE = and_(
+    M.rejected.is_(False),
+    M.status.is_(None),  # outcomes: a stale or superseded repair (status set) is never offered
+    or_(_SCOPED == "", bindparam("e_project", type_=String) == _SCOPED),
+    or_(M.validated.is_(True), M.ts >= bindparam("e_fresh_after", type_=BigInteger)),
+)
+_LIMIT = bindparam("lim", type_=Integer)
+_SAME_CONTEXT = (
+    select(M.id)
+    .where(M.context_hash == bindparam("context_hash", type_=String), _ELIGIBLE)
+    .order_by(M.ts.desc())
+    .limit(_LIMIT)
+)
+_SAME_TOOL = (
+    select(M.id)
+    .where(M.tool_id == bindparam("tool_id", type_=String), _ELIGIBLE)
+    .order_by(M.ts.desc())
+    .limit(_LIMIT)
+)
+
+
+def _fetch_statement(postgresql_dialect: bool) -> Select[Any]:
+    ids = _in_list(cast(ColumnElement[Any], M.id), "ids", postgresql_dialect)
+    return cast(Select[Any], select(*_COLUMNS).where(ids, _ELIGIBLE))
+
+
+_FETCH = {True: _fetch_statement(True), False: _fetch_statement(False)}
+_FTS_HITS = (
+    text(
+        f"SELECT repair_id, bm25({SQLITE_FTS_TABLE}) AS rank FROM {SQLITE_FTS_TABLE} "
+        f"WHERE {SQLITE_FTS_TABLE} MATCH :match ORDER BY rank LIMIT :fts_limit"
+    )
+    .columns(column("repair_id", String), column("rank", Float))
+    .subquery("hits")
+)
+_SQLITE_LEXICAL = (
+    select(M.id)
+    .join(_FTS_HITS, _FTS_HITS.c.repair_id == M.id)
+    .where(_ELIGIBLE)
+    .order_by(_FTS_HITS.c.rank)
+    .limit(_LIMIT)
+)
+
+
+def _is_postgresql(reader: Reader) -> bool:
+    bind = reader.get_bind() if isinstance(reader, Session) else reader
+    return bind.dialect.name == "postgresql"
 
 
 def _candidate(row: Any) -> Candidate:
@@ -148,29 +220,26 @@ def _candidate(row: Any) -> Candidate:
     )
 
 
-def fetch_candidates(session: Session, ids: Iterable[str], where: ColumnElement[bool]) -> list[Candidate]:
+def fetch_candidates(reader: Reader, ids: Iterable[str], where: Eligibility) -> list[Candidate]:
     """The eligible repairs among ``ids`` (order unspecified)."""
     wanted = sorted(set(ids))
     if not wanted:
         return []
-    stmt = select(*_COLUMNS).where(M.id.in_(wanted), where)
-    return [_candidate(r) for r in session.execute(stmt)]
+    pg = _is_postgresql(reader)
+    params = {**where.params(), "ids": _list_param(wanted, pg)}
+    return [_candidate(r) for r in reader.execute(_FETCH[pg], params)]
 
 
 def same_context_candidate_ids(
-    session: Session, context_hash: str, where: ColumnElement[bool], limit: int
+    reader: Reader, context_hash: str, where: Eligibility, limit: int
 ) -> list[str]:
     """Newest eligible repairs written for exactly this (tool, context)."""
-    stmt = select(M.id).where(M.context_hash == context_hash, where).order_by(M.ts.desc()).limit(limit)
-    return list(session.scalars(stmt))
+    return list(reader.scalars(_SAME_CONTEXT, {**where.params(), "context_hash": context_hash, "lim": limit}))
 
 
-def same_tool_candidate_ids(
-    session: Session, tool_id: str, where: ColumnElement[bool], limit: int
-) -> list[str]:
+def same_tool_candidate_ids(reader: Reader, tool_id: str, where: Eligibility, limit: int) -> list[str]:
     """Newest eligible repairs written for ``tool_id``."""
-    stmt = select(M.id).where(M.tool_id == tool_id, where).order_by(M.ts.desc()).limit(limit)
-    return list(session.scalars(stmt))
+    return list(reader.scalars(_SAME_TOOL, {**where.params(), "tool_id": tool_id, "lim": limit}))
 
 
 def _fts_phrase(term: str) -> str:
@@ -178,9 +247,9 @@ def _fts_phrase(term: str) -> str:
 
 
 def lexical_candidate_ids(
-    session: Session,
+    reader: Reader,
     terms: Sequence[str],
-    where: ColumnElement[bool],
+    where: Eligibility,
     limit: int,
     frequencies: Mapping[str, int] | None = None,
     total: int | None = None,
@@ -203,26 +272,16 @@ def lexical_candidate_ids(
         # The rarest say the most and have the shortest postings: the
         # search's cost follows the terms it ORs, so it takes only those.
         rare = sorted(rare, key=lambda t: frequencies.get(t, 0))[:MAX_SEARCH_TERMS]
-    if session.get_bind().dialect.name == "sqlite":
+    if not _is_postgresql(reader):
         match = " OR ".join(_fts_phrase(t) for t in rare)
-        hits = (
-            text(
-                f"SELECT repair_id, bm25({SQLITE_FTS_TABLE}) AS rank FROM {SQLITE_FTS_TABLE} "
-                f"WHERE {SQLITE_FTS_TABLE} MATCH :match ORDER BY rank LIMIT :fts_limit"
-            )
-            .columns(column("repair_id", String), column("rank", Float))
-            .subquery("hits")
-        )
-        stmt = (
-            select(M.id).join(hits, hits.c.repair_id == M.id).where(where).order_by(hits.c.rank).limit(limit)
-        )
-        return list(session.scalars(stmt, {"match": match, "fts_limit": limit * 4}))
+        params = {**where.params(), "match": match, "fts_limit": limit * 4, "lim": limit}
+        return list(reader.scalars(_SQLITE_LEXICAL, params))
     likes = [M.source_text.ilike(_like(t), escape="\\") for t in rare]
     matched: ColumnElement[int] = literal(0)
     for like in likes:
         matched = matched + case((like, 1), else_=0)
-    stmt = select(M.id).where(or_(*likes), where).order_by(matched.desc(), M.ts.desc()).limit(limit)
-    return list(session.scalars(stmt))
+    stmt = select(M.id).where(or_(*likes), _ELIGIBLE).order_by(matched.desc(), M.ts.desc()).limit(limit)
+    return list(reader.scalars(stmt, where.params()))
 
 
 def _like(term: str) -> str:
@@ -237,7 +296,7 @@ class DocumentFrequencies:
         self._cache: dict[tuple[str, str], tuple[float, int]] = {}
         self._totals: dict[str, tuple[float, int]] = {}
 
-    def total(self, store: Store, session: Session) -> int:
+    def total(self, store: Store, session: Reader) -> int:
         now = time.monotonic()
         with self._lock:
             hit = self._totals.get(store.url)
@@ -248,7 +307,7 @@ class DocumentFrequencies:
             self._totals[store.url] = (now, n)
         return n
 
-    def of(self, store: Store, session: Session, terms: Sequence[str]) -> dict[str, int]:
+    def of(self, store: Store, session: Reader, terms: Sequence[str]) -> dict[str, int]:
         now = time.monotonic()
         out: dict[str, int] = {}
         missing: list[str] = []
@@ -259,7 +318,7 @@ class DocumentFrequencies:
                     out[t] = hit[1]
                 else:
                     missing.append(t)
-        sqlite = session.get_bind().dialect.name == "sqlite"
+        sqlite = not _is_postgresql(session)
         for t in missing:
             if sqlite:
                 sub = text(

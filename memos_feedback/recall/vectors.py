@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 from sqlalchemy.orm import Session
 
 from ..store import Store
@@ -63,7 +63,7 @@ def reset_cache() -> None:
         _indexes.clear()
 
 
-def _refresh(index: _Index, session: Session, model: str) -> None:
+def _refresh(index: _Index, session: Session | Connection, model: str) -> None:
     import numpy as np
 
     now = time.monotonic()
@@ -104,7 +104,7 @@ def _refresh(index: _Index, session: Session, model: str) -> None:
 
 def nearest(
     store: Store,
-    session: Session,
+    session: Session | Connection,
     model: str,
     query: npt.NDArray[np.float32],
     project: str | None,
