@@ -36,7 +36,7 @@ from .events import (
 )
 from .evidence import RepairEvidence, evidence_window, split_evidence
 from .llm import RepairLLM
-from .outcomes.supersede import supersede_older
+from .outcomes.supersede import supersede_new
 from .recall.categories import category_for
 from .recall.config import RecallConfig
 from .recall.embeddings import check_embedder
@@ -452,7 +452,7 @@ def _write_repair(
     )
     row = insert_repair(conn, values)
     # Outcomes (issue 11): older repairs this one contradicts are retired with it.
-    superseded = supersede_older(conn, deps.store, row.id)
+    superseded = supersede_new(conn, deps.store, values)
     attached: tuple[str, ...] = ()
     if deps.config.attach_to_policy and draft.attach_to_policy_ids:
         attached = attach_in(conn, draft)
