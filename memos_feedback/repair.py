@@ -52,7 +52,7 @@ from .store.repositories import (
     session_traces,
 )
 from .store.rows import now_ms
-from .synthesize import DecisionRepairDraft, synthesize_draft
+from .synthesize import DecisionRepairDraft, SynthesisOutcome, synthesize_draft
 
 __all__ = [
     "TRIGGERS",
@@ -328,6 +328,9 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
         feedback = classify_feedback(input.user_text)
         run.emit(FeedbackClassified(shape=feedback.shape.value, confidence=feedback.confidence))
 
+    if deps.embedder is None and not (cfg.use_llm and deps.llm is not None):
+        return _run_in_one_transaction(run, feedback)
+
     # The reads before synthesis — cooldown, the session's traces, the
     # candidate policies — share one read transaction (one snapshot, one
     # BEGIN/COMMIT instead of three).
@@ -341,18 +344,7 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
             context_hash=input.context_hash, trigger=input.trigger, failure_count=len(input.failures)
         )
     )
-
-    outcome = synthesize_draft(
-        context_hash=input.context_hash,
-        trigger=input.trigger,
-        tool_id=input.tool_id,
-        evidence=evidence,
-        feedback=feedback,
-        config=cfg,
-        llm=deps.llm if cfg.use_llm else None,
-        attach_to_policy_ids=policy_ids,
-        raise_transient=deps.raise_transient,
-    )
+    outcome = _synthesize(run, feedback, evidence, policy_ids)
     if outcome.draft is None:
         return run.skip(outcome.skipped_reason or "insufficient-evidence")
     draft = outcome.draft
@@ -362,18 +354,89 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
     taken: list[dict[str, Any]] = []
     try:
         with deps.store.connection(write=True, action="persisting a repair") as conn:
-            written = _write_repair(conn, run, draft, recall_fields, taken)
+            _lock_context(conn, input.context_hash)
+            # Re-checked under the lock: another process may have written a
+            # repair for this context while we were synthesizing.
+            written = None if run.in_cooldown(conn) else _write_repair(conn, run, draft, recall_fields, taken)
     except BaseException:
         if deps.events is not None:  # buffered events the failed write took (issue 13)
             deps.events.hand_back(taken)
         raise
     if written is None:
         return run.skip("cooldown")
-    repair_id, attached, events = written
+    return _persisted(run, draft, written)
 
+
+def _run_in_one_transaction(run: _Run, feedback: ClassifiedFeedback | None) -> RepairResult:
+    """``run_repair`` when synthesis is local (no LLM, no embedder): one write transaction.
+
+    Template synthesis takes tens of microseconds, so there is nothing to
+    keep out of the write transaction: the guards' reads, synthesis and the
+    write run under the context lock, in one snapshot. That saves a
+    transaction and the cooldown re-check (nothing can be written for the
+    context between this read and this write).
+    """
+    deps = run.deps
+    taken: list[dict[str, Any]] = []
+    try:
+        with deps.store.connection(write=True, action="persisting a repair") as conn:
+            _lock_context(conn, run.inp.context_hash)
+            done = _read_synthesize_write(conn, run, feedback, taken)
+    except BaseException:
+        if deps.events is not None:  # buffered events the failed write took (issue 13)
+            deps.events.hand_back(taken)
+        raise
+    if isinstance(done, str):
+        return run.skip(done)
+    return _persisted(run, *done)
+
+
+def _read_synthesize_write(
+    conn: Connection, run: _Run, feedback: ClassifiedFeedback | None, taken: list[dict[str, Any]]
+) -> str | tuple[DecisionRepairDraft, tuple[str, tuple[str, ...], list[FeedbackEvent]]]:
+    """The single transaction's work: a skip reason, or the draft and what ``_write_repair`` wrote."""
+    inp = run.inp
+    read = _read_evidence(conn, run, feedback)
+    if isinstance(read, str):
+        return read
+    evidence, policy_ids = read
+    # Emitted here, inside the transaction, as on the two-transaction path
+    # before the write: the event log then holds it before repair.persisted.
+    run.emit(
+        RepairTriggered(context_hash=inp.context_hash, trigger=inp.trigger, failure_count=len(inp.failures))
+    )
+    outcome = _synthesize(run, feedback, evidence, policy_ids)
+    if outcome.draft is None:
+        return outcome.skipped_reason or "insufficient-evidence"
+    draft = outcome.draft
+    recall_fields = _recall_fields(inp, run.deps, feedback, evidence, draft)
+    return draft, _write_repair(conn, run, draft, recall_fields, taken)
+
+
+def _synthesize(
+    run: _Run, feedback: ClassifiedFeedback | None, evidence: RepairEvidence, policy_ids: tuple[str, ...]
+) -> SynthesisOutcome:
+    inp, deps, cfg = run.inp, run.deps, run.deps.config
+    return synthesize_draft(
+        context_hash=inp.context_hash,
+        trigger=inp.trigger,
+        tool_id=inp.tool_id,
+        evidence=evidence,
+        feedback=feedback,
+        config=cfg,
+        llm=deps.llm if cfg.use_llm else None,
+        attach_to_policy_ids=policy_ids,
+        raise_transient=deps.raise_transient,
+    )
+
+
+def _persisted(
+    run: _Run, draft: DecisionRepairDraft, written: tuple[str, tuple[str, ...], list[FeedbackEvent]]
+) -> RepairResult:
+    repair_id, attached, events = written
     for event in events:
         run.emit(event)
-    logger.info("repair %s persisted for %s (%s)", repair_id, input.context_hash, input.trigger)
+    logger.info("repair %s persisted for %s (%s)", repair_id, run.inp.context_hash, run.inp.trigger)
     return run.result(repair_id=repair_id, draft=draft, attached=attached)
 
 
@@ -410,8 +473,8 @@ def _write_repair(
     draft: DecisionRepairDraft,
     recall: RecallFields,
     taken: list[dict[str, Any]],
-) -> tuple[str, tuple[str, ...], list[FeedbackEvent]] | None:
-    """The one write transaction of a repair; None when the cooldown re-check stops it.
+) -> tuple[str, tuple[str, ...], list[FeedbackEvent]]:
+    """The writes of a repair, in the caller's transaction (context lock held).
 
     Everything a repair changes commits here together: the repair row
     (recall columns included), the older repairs it supersedes, the policy
@@ -424,11 +487,6 @@ def _write_repair(
     transaction fails.
     """
     inp, deps = run.inp, run.deps
-    _lock_context(conn, inp.context_hash)
-    # Re-checked under the lock: another process may have written a repair
-    # for this context while we were synthesizing.
-    if run.in_cooldown(conn):
-        return None
     values = repair_values(
         context_hash=inp.context_hash,
         trigger=inp.trigger,
