@@ -1,12 +1,14 @@
 """``run_repair``: the only code that writes decision repairs (PIPELINE.md §6).
 
 Guards run in the contract's order; every call ends in exactly one
-terminal event, ``repair.persisted`` or ``repair.skipped``. The slow part
-(evidence and synthesis, possibly an LLM call) runs outside any
-transaction; the write — cooldown re-check, repair row, policy blocks and
-the caller's job bookkeeping — is one transaction, serialized per context
-(an advisory lock on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite), so two
-processes that trigger the same context at once write one repair.
+terminal event, ``repair.persisted`` or ``repair.skipped``. With an LLM or
+an embedder the slow part (synthesis, the embedding) runs outside any
+write transaction; the write — cooldown re-check, repair row, policy
+blocks and the caller's job bookkeeping — is one transaction, serialized
+per context (an advisory lock on PostgreSQL, ``BEGIN IMMEDIATE`` on
+SQLite), so two processes that trigger the same context at once write one
+repair. With template synthesis (fast, local) the reads, synthesis and
+the write are all that one transaction (ALGORITHMS.md, "run_repair").
 """
 
 from __future__ import annotations
@@ -260,14 +262,15 @@ def _value_gap_too_small(evidence: RepairEvidence, delta: float) -> bool:
     return gap < delta
 
 
-def _candidate_policies(ex: Executor, inp: RepairInput, evidence: RepairEvidence) -> tuple[str, ...]:
+def _candidate_policies(ex: Executor, inp: RepairInput, evidence: RepairEvidence) -> dict[str, str]:
+    """The active policies learned from the evidence's episodes: id -> boundary, in id order."""
     episodes = {t.episode_id for t in (*evidence.high, *evidence.low) if t.episode_id}
     episodes.update(f.episode_id for f in inp.failures if f.episode_id)
     if inp.episode_id:
         episodes.add(inp.episode_id)
     if not episodes:
-        return ()
-    return tuple(p.id for p in policies_with_episodes(ex, episodes, "active"))
+        return {}
+    return {p.id: p.boundary for p in policies_with_episodes(ex, episodes, "active")}
 
 
 def _keyword(inp: RepairInput, feedback: ClassifiedFeedback | None) -> str | None:
@@ -338,13 +341,13 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
         read = _read_evidence(conn, run, feedback)
     if isinstance(read, str):
         return run.skip(read)
-    evidence, policy_ids = read
+    evidence, policies = read
     run.emit(
         RepairTriggered(
             context_hash=input.context_hash, trigger=input.trigger, failure_count=len(input.failures)
         )
     )
-    outcome = _synthesize(run, feedback, evidence, policy_ids)
+    outcome = _synthesize(run, feedback, evidence, tuple(policies))
     if outcome.draft is None:
         return run.skip(outcome.skipped_reason or "insufficient-evidence")
     draft = outcome.draft
@@ -399,18 +402,20 @@ def _read_synthesize_write(
     read = _read_evidence(conn, run, feedback)
     if isinstance(read, str):
         return read
-    evidence, policy_ids = read
+    evidence, policies = read
     # Emitted here, inside the transaction, as on the two-transaction path
     # before the write: the event log then holds it before repair.persisted.
     run.emit(
         RepairTriggered(context_hash=inp.context_hash, trigger=inp.trigger, failure_count=len(inp.failures))
     )
-    outcome = _synthesize(run, feedback, evidence, policy_ids)
+    outcome = _synthesize(run, feedback, evidence, tuple(policies))
     if outcome.draft is None:
         return outcome.skipped_reason or "insufficient-evidence"
     draft = outcome.draft
     recall_fields = _recall_fields(inp, run.deps, feedback, evidence, draft)
-    return draft, _write_repair(conn, run, draft, recall_fields, taken)
+    # The policies' boundaries were read in this transaction: attaching
+    # need not read them again (on SQLite; PostgreSQL still locks the rows).
+    return draft, _write_repair(conn, run, draft, recall_fields, taken, known=policies)
 
 
 def _synthesize(
@@ -442,8 +447,8 @@ def _persisted(
 
 def _read_evidence(
     conn: Connection, run: _Run, feedback: ClassifiedFeedback | None
-) -> str | tuple[RepairEvidence, tuple[str, ...]]:
-    """The guards that read, in the contract's order: a skip reason, or evidence and policies."""
+) -> str | tuple[RepairEvidence, dict[str, str]]:
+    """The guards that read, in order: a skip reason, or the evidence and policies (id -> boundary)."""
     inp, cfg = run.inp, run.deps.config
     if run.in_cooldown(conn):
         return "cooldown"
@@ -473,6 +478,7 @@ def _write_repair(
     draft: DecisionRepairDraft,
     recall: RecallFields,
     taken: list[dict[str, Any]],
+    known: dict[str, str] | None = None,
 ) -> tuple[str, tuple[str, ...], list[FeedbackEvent]]:
     """The writes of a repair, in the caller's transaction (context lock held).
 
@@ -513,7 +519,7 @@ def _write_repair(
     superseded = supersede_new(conn, deps.store, values)
     attached: tuple[str, ...] = ()
     if deps.config.attach_to_policy and draft.attach_to_policy_ids:
-        attached = attach_in(conn, draft)
+        attached = attach_in(conn, draft, known)
     if deps.finalize is not None:
         deps.finalize(conn, row.id)
     written: list[FeedbackEvent] = [
