@@ -61,10 +61,13 @@ __all__ = [
     "RepairDeps",
     "RepairInput",
     "RepairResult",
+    "StagedRepair",
     "Trigger",
     "context_lock_key",
     "cooldown_family",
+    "local_synthesis",
     "run_repair",
+    "stage_repair",
 ]
 
 logger = logging.getLogger("memos_feedback.repair")
@@ -322,16 +325,8 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
     if not isinstance(input, RepairInput):
         raise InvalidInputError(f"run_repair takes a RepairInput, got {type(input).__name__}")
     run = _Run(input, deps)
-    cfg = deps.config
-
-    # Classify first: a feedback is announced as classified even when the
-    # cooldown then skips it.
-    feedback: ClassifiedFeedback | None = None
-    if input.user_text and input.user_text.strip():
-        feedback = classify_feedback(input.user_text)
-        run.emit(FeedbackClassified(shape=feedback.shape.value, confidence=feedback.confidence))
-
-    if deps.embedder is None and not (cfg.use_llm and deps.llm is not None):
+    feedback = _classify(run)
+    if local_synthesis(deps):
         return _run_in_one_transaction(run, feedback)
 
     # The reads before synthesis — cooldown, the session's traces, the
@@ -368,6 +363,17 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
     if written is None:
         return run.skip("cooldown")
     return _persisted(run, draft, written)
+
+
+def _classify(run: _Run) -> ClassifiedFeedback | None:
+    # Classify first: a feedback is announced as classified even when the
+    # cooldown then skips it.
+    text = run.inp.user_text
+    if not (text and text.strip()):
+        return None
+    feedback = classify_feedback(text)
+    run.emit(FeedbackClassified(shape=feedback.shape.value, confidence=feedback.confidence))
+    return feedback
 
 
 def _run_in_one_transaction(run: _Run, feedback: ClassifiedFeedback | None) -> RepairResult:
@@ -416,6 +422,51 @@ def _read_synthesize_write(
     # The policies' boundaries were read in this transaction: attaching
     # need not read them again (on SQLite; PostgreSQL still locks the rows).
     return draft, _write_repair(conn, run, draft, recall_fields, taken, known=policies)
+
+
+@dataclass(frozen=True, slots=True)
+class StagedRepair:
+    """A repair run in a caller's still-open transaction (``stage_repair``)."""
+
+    # Why it was skipped (nothing was written), or None: it was written.
+    skipped_reason: str | None
+    # Call once, after the commit: emits the after-commit events, returns the result.
+    finish: Callable[[], RepairResult]
+
+
+def local_synthesis(deps: RepairDeps) -> bool:
+    """True when ``run_repair`` synthesizes locally (no LLM call, no embedder): one transaction."""
+    return deps.embedder is None and not (deps.config.use_llm and deps.llm is not None)
+
+
+def stage_repair(
+    conn: Connection, input: RepairInput, deps: RepairDeps, taken: list[dict[str, Any]]
+) -> StagedRepair:
+    """``run_repair``'s one-transaction path inside the caller's write transaction.
+
+    For a caller that commits several repairs together (the worker's group
+    commit): everything ``run_repair`` would write is written in ``conn``'s
+    transaction (with ``deps.finalize``), and the result's ``finish``, called
+    once that transaction has committed, emits the after-commit events and
+    returns the ``RepairResult``. If the transaction fails instead, the
+    caller hands ``taken`` (buffered event-log rows the write took) back to
+    ``deps.events``. Only for local synthesis (``local_synthesis(deps)``):
+    an LLM call must not run inside a write transaction.
+    """
+    if not isinstance(input, RepairInput):
+        raise InvalidInputError(f"run_repair takes a RepairInput, got {type(input).__name__}")
+    if not local_synthesis(deps):
+        raise InvalidInputError("stage_repair needs local synthesis (no LLM, no embedder)")
+    run = _Run(input, deps)
+    feedback = _classify(run)
+    _lock_context(conn, input.context_hash)
+    done = _read_synthesize_write(conn, run, feedback, taken)
+
+    if isinstance(done, str):
+        reason = done
+        return StagedRepair(skipped_reason=reason, finish=lambda: run.skip(reason))
+    written = done
+    return StagedRepair(skipped_reason=None, finish=lambda: _persisted(run, *written))
 
 
 def _synthesize(
