@@ -28,6 +28,7 @@ from benchmarks.repair_probe import CONFIG, SESSION, seed
 from memos_feedback.queue import RepairQueue, input_from_payload
 from memos_feedback.repair import RepairDeps, RepairInput, run_repair
 from memos_feedback.store import Store, open_store
+from memos_feedback.store.engine import WRITE_OPTION
 
 Statement = tuple[str, Any]
 BLOCK = 100
@@ -60,21 +61,23 @@ def record(store: Store, queue: RepairQueue) -> tuple[list[Statement], dict[str,
     def on_commit(conn: Any) -> None:
         seen.append(("COMMIT", ()))
 
+    def on_begin(conn: Any) -> None:
+        # The store's begin hook runs BEGIN on the DBAPI connection itself
+        # (no cursor event): IMMEDIATE when the store marked it a write.
+        write = conn.get_execution_options().get(WRITE_OPTION, False)
+        seen.append(("BEGIN IMMEDIATE" if write else "BEGIN", ()))
+
+    event.listen(store.engine, "begin", on_begin)
     event.listen(store.engine, "before_cursor_execute", on_execute)
     event.listen(store.engine, "commit", on_commit)
     try:
         ids = one_job(store, queue)
     finally:
+        event.remove(store.engine, "begin", on_begin)
         event.remove(store.engine, "before_cursor_execute", on_execute)
         event.remove(store.engine, "commit", on_commit)
     assert ids is not None
-    begins = ["BEGIN IMMEDIATE", "BEGIN", "BEGIN IMMEDIATE"]  # claim, reads, write (begin hook)
-    out: list[Statement] = []
-    for statement, params in seen:
-        if not out or out[-1][0] == "COMMIT":
-            out.append((begins.pop(0), ()))
-        out.append((statement, params))
-    return out, ids
+    return seen, ids
 
 
 def swap(params: Any, old: dict[str, str], new: dict[str, str]) -> Any:

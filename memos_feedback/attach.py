@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
@@ -40,11 +41,20 @@ def attach_repair_to_policies(
         return attach_in(s, draft)
 
 
-def attach_in(ex: Executor, draft: DecisionRepairDraft) -> tuple[str, ...]:
-    """``attach_repair_to_policies`` inside the caller's transaction (session or connection)."""
+def attach_in(
+    ex: Executor, draft: DecisionRepairDraft, known: Mapping[str, str] | None = None
+) -> tuple[str, ...]:
+    """``attach_repair_to_policies`` inside the caller's transaction (session or connection).
+
+    ``known``: boundaries read earlier in the same write transaction (see
+    ``merge_boundaries``).
+    """
     ids = set(draft.attach_to_policy_ids)
     found, changed = merge_boundaries(
-        ex, ids, lambda boundary: merge_repair_block(boundary, [draft.preference], [draft.anti_pattern])
+        ex,
+        ids,
+        lambda boundary: merge_repair_block(boundary, [draft.preference], [draft.anti_pattern]),
+        known,
     )
     if found < len(ids):
         logger.warning("%d policy(ies) vanished before the repair could be attached", len(ids) - found)

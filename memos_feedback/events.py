@@ -14,7 +14,7 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from blinker import Namespace
@@ -222,9 +222,22 @@ EVENT_KINDS: frozenset[str] = frozenset(t.kind for t in _EVENT_TYPES)
 Listener = Callable[[FeedbackEvent], Any]
 
 
+_FIELD_NAMES: dict[type[FeedbackEvent], tuple[str, ...]] = {}
+
+
+def _field_names(cls: type[FeedbackEvent]) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:  # a race only computes the same tuple twice
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
+
+
 def event_to_dict(event: FeedbackEvent) -> dict[str, Any]:
     """A JSON-ready dict with the event's ``kind`` first."""
-    data = asdict(event)
+    # Not dataclasses.asdict: it deep-copies every value, and an event's
+    # fields are all immutable (str, numbers, tuples of str). This runs for
+    # every event logged, twice per repair on the worker's path.
+    data = {name: getattr(event, name) for name in _field_names(type(event))}
     return {"kind": event.kind, **data}
 
 

@@ -1,12 +1,14 @@
 """``run_repair``: the only code that writes decision repairs (PIPELINE.md §6).
 
 Guards run in the contract's order; every call ends in exactly one
-terminal event, ``repair.persisted`` or ``repair.skipped``. The slow part
-(evidence and synthesis, possibly an LLM call) runs outside any
-transaction; the write — cooldown re-check, repair row, policy blocks and
-the caller's job bookkeeping — is one transaction, serialized per context
-(an advisory lock on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite), so two
-processes that trigger the same context at once write one repair.
+terminal event, ``repair.persisted`` or ``repair.skipped``. With an LLM or
+an embedder the slow part (synthesis, the embedding) runs outside any
+write transaction; the write — cooldown re-check, repair row, policy
+blocks and the caller's job bookkeeping — is one transaction, serialized
+per context (an advisory lock on PostgreSQL, ``BEGIN IMMEDIATE`` on
+SQLite), so two processes that trigger the same context at once write one
+repair. With template synthesis (fast, local) the reads, synthesis and
+the write are all that one transaction (ALGORITHMS.md, "run_repair").
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from .events import (
 )
 from .evidence import RepairEvidence, evidence_window, split_evidence
 from .llm import RepairLLM
-from .outcomes.supersede import supersede_older
+from .outcomes.supersede import supersede_new
 from .recall.categories import category_for
 from .recall.config import RecallConfig
 from .recall.embeddings import check_embedder
@@ -52,17 +54,20 @@ from .store.repositories import (
     session_traces,
 )
 from .store.rows import now_ms
-from .synthesize import DecisionRepairDraft, synthesize_draft
+from .synthesize import DecisionRepairDraft, SynthesisOutcome, synthesize_draft
 
 __all__ = [
     "TRIGGERS",
     "RepairDeps",
     "RepairInput",
     "RepairResult",
+    "StagedRepair",
     "Trigger",
     "context_lock_key",
     "cooldown_family",
+    "local_synthesis",
     "run_repair",
+    "stage_repair",
 ]
 
 logger = logging.getLogger("memos_feedback.repair")
@@ -260,14 +265,15 @@ def _value_gap_too_small(evidence: RepairEvidence, delta: float) -> bool:
     return gap < delta
 
 
-def _candidate_policies(ex: Executor, inp: RepairInput, evidence: RepairEvidence) -> tuple[str, ...]:
+def _candidate_policies(ex: Executor, inp: RepairInput, evidence: RepairEvidence) -> dict[str, str]:
+    """The active policies learned from the evidence's episodes: id -> boundary, in id order."""
     episodes = {t.episode_id for t in (*evidence.high, *evidence.low) if t.episode_id}
     episodes.update(f.episode_id for f in inp.failures if f.episode_id)
     if inp.episode_id:
         episodes.add(inp.episode_id)
     if not episodes:
-        return ()
-    return tuple(p.id for p in policies_with_episodes(ex, episodes, "active"))
+        return {}
+    return {p.id: p.boundary for p in policies_with_episodes(ex, episodes, "active")}
 
 
 def _keyword(inp: RepairInput, feedback: ClassifiedFeedback | None) -> str | None:
@@ -319,14 +325,9 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
     if not isinstance(input, RepairInput):
         raise InvalidInputError(f"run_repair takes a RepairInput, got {type(input).__name__}")
     run = _Run(input, deps)
-    cfg = deps.config
-
-    # Classify first: a feedback is announced as classified even when the
-    # cooldown then skips it.
-    feedback: ClassifiedFeedback | None = None
-    if input.user_text and input.user_text.strip():
-        feedback = classify_feedback(input.user_text)
-        run.emit(FeedbackClassified(shape=feedback.shape.value, confidence=feedback.confidence))
+    feedback = _classify(run)
+    if local_synthesis(deps):
+        return _run_in_one_transaction(run, feedback)
 
     # The reads before synthesis — cooldown, the session's traces, the
     # candidate policies — share one read transaction (one snapshot, one
@@ -335,24 +336,13 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
         read = _read_evidence(conn, run, feedback)
     if isinstance(read, str):
         return run.skip(read)
-    evidence, policy_ids = read
+    evidence, policies = read
     run.emit(
         RepairTriggered(
             context_hash=input.context_hash, trigger=input.trigger, failure_count=len(input.failures)
         )
     )
-
-    outcome = synthesize_draft(
-        context_hash=input.context_hash,
-        trigger=input.trigger,
-        tool_id=input.tool_id,
-        evidence=evidence,
-        feedback=feedback,
-        config=cfg,
-        llm=deps.llm if cfg.use_llm else None,
-        attach_to_policy_ids=policy_ids,
-        raise_transient=deps.raise_transient,
-    )
+    outcome = _synthesize(run, feedback, evidence, tuple(policies))
     if outcome.draft is None:
         return run.skip(outcome.skipped_reason or "insufficient-evidence")
     draft = outcome.draft
@@ -362,25 +352,154 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
     taken: list[dict[str, Any]] = []
     try:
         with deps.store.connection(write=True, action="persisting a repair") as conn:
-            written = _write_repair(conn, run, draft, recall_fields, taken)
+            _lock_context(conn, input.context_hash)
+            # Re-checked under the lock: another process may have written a
+            # repair for this context while we were synthesizing.
+            written = None if run.in_cooldown(conn) else _write_repair(conn, run, draft, recall_fields, taken)
     except BaseException:
         if deps.events is not None:  # buffered events the failed write took (issue 13)
             deps.events.hand_back(taken)
         raise
     if written is None:
         return run.skip("cooldown")
-    repair_id, attached, events = written
+    return _persisted(run, draft, written)
 
+
+def _classify(run: _Run) -> ClassifiedFeedback | None:
+    # Classify first: a feedback is announced as classified even when the
+    # cooldown then skips it.
+    text = run.inp.user_text
+    if not (text and text.strip()):
+        return None
+    feedback = classify_feedback(text)
+    run.emit(FeedbackClassified(shape=feedback.shape.value, confidence=feedback.confidence))
+    return feedback
+
+
+def _run_in_one_transaction(run: _Run, feedback: ClassifiedFeedback | None) -> RepairResult:
+    """``run_repair`` when synthesis is local (no LLM, no embedder): one write transaction.
+
+    Template synthesis takes tens of microseconds, so there is nothing to
+    keep out of the write transaction: the guards' reads, synthesis and the
+    write run under the context lock, in one snapshot. That saves a
+    transaction and the cooldown re-check (nothing can be written for the
+    context between this read and this write).
+    """
+    deps = run.deps
+    taken: list[dict[str, Any]] = []
+    try:
+        with deps.store.connection(write=True, action="persisting a repair") as conn:
+            _lock_context(conn, run.inp.context_hash)
+            done = _read_synthesize_write(conn, run, feedback, taken)
+    except BaseException:
+        if deps.events is not None:  # buffered events the failed write took (issue 13)
+            deps.events.hand_back(taken)
+        raise
+    if isinstance(done, str):
+        return run.skip(done)
+    return _persisted(run, *done)
+
+
+def _read_synthesize_write(
+    conn: Connection, run: _Run, feedback: ClassifiedFeedback | None, taken: list[dict[str, Any]]
+) -> str | tuple[DecisionRepairDraft, tuple[str, tuple[str, ...], list[FeedbackEvent]]]:
+    """The single transaction's work: a skip reason, or the draft and what ``_write_repair`` wrote."""
+    inp = run.inp
+    read = _read_evidence(conn, run, feedback)
+    if isinstance(read, str):
+        return read
+    evidence, policies = read
+    # Emitted here, inside the transaction, as on the two-transaction path
+    # before the write: the event log then holds it before repair.persisted.
+    run.emit(
+        RepairTriggered(context_hash=inp.context_hash, trigger=inp.trigger, failure_count=len(inp.failures))
+    )
+    outcome = _synthesize(run, feedback, evidence, tuple(policies))
+    if outcome.draft is None:
+        return outcome.skipped_reason or "insufficient-evidence"
+    draft = outcome.draft
+    recall_fields = _recall_fields(inp, run.deps, feedback, evidence, draft)
+    # The policies' boundaries were read in this transaction: attaching
+    # need not read them again (on SQLite; PostgreSQL still locks the rows).
+    return draft, _write_repair(conn, run, draft, recall_fields, taken, known=policies)
+
+
+@dataclass(frozen=True, slots=True)
+class StagedRepair:
+    """A repair run in a caller's still-open transaction (``stage_repair``)."""
+
+    # Why it was skipped (nothing was written), or None: it was written.
+    skipped_reason: str | None
+    # Call once, after the commit: emits the after-commit events, returns the result.
+    finish: Callable[[], RepairResult]
+
+
+def local_synthesis(deps: RepairDeps) -> bool:
+    """True when ``run_repair`` synthesizes locally (no LLM call, no embedder): one transaction."""
+    return deps.embedder is None and not (deps.config.use_llm and deps.llm is not None)
+
+
+def stage_repair(
+    conn: Connection, input: RepairInput, deps: RepairDeps, taken: list[dict[str, Any]]
+) -> StagedRepair:
+    """``run_repair``'s one-transaction path inside the caller's write transaction.
+
+    For a caller that commits several repairs together (the worker's group
+    commit): everything ``run_repair`` would write is written in ``conn``'s
+    transaction (with ``deps.finalize``), and the result's ``finish``, called
+    once that transaction has committed, emits the after-commit events and
+    returns the ``RepairResult``. If the transaction fails instead, the
+    caller hands ``taken`` (buffered event-log rows the write took) back to
+    ``deps.events``. Only for local synthesis (``local_synthesis(deps)``):
+    an LLM call must not run inside a write transaction.
+    """
+    if not isinstance(input, RepairInput):
+        raise InvalidInputError(f"run_repair takes a RepairInput, got {type(input).__name__}")
+    if not local_synthesis(deps):
+        raise InvalidInputError("stage_repair needs local synthesis (no LLM, no embedder)")
+    run = _Run(input, deps)
+    feedback = _classify(run)
+    _lock_context(conn, input.context_hash)
+    done = _read_synthesize_write(conn, run, feedback, taken)
+
+    if isinstance(done, str):
+        reason = done
+        return StagedRepair(skipped_reason=reason, finish=lambda: run.skip(reason))
+    written = done
+    return StagedRepair(skipped_reason=None, finish=lambda: _persisted(run, *written))
+
+
+def _synthesize(
+    run: _Run, feedback: ClassifiedFeedback | None, evidence: RepairEvidence, policy_ids: tuple[str, ...]
+) -> SynthesisOutcome:
+    inp, deps, cfg = run.inp, run.deps, run.deps.config
+    return synthesize_draft(
+        context_hash=inp.context_hash,
+        trigger=inp.trigger,
+        tool_id=inp.tool_id,
+        evidence=evidence,
+        feedback=feedback,
+        config=cfg,
+        llm=deps.llm if cfg.use_llm else None,
+        attach_to_policy_ids=policy_ids,
+        raise_transient=deps.raise_transient,
+    )
+
+
+def _persisted(
+    run: _Run, draft: DecisionRepairDraft, written: tuple[str, tuple[str, ...], list[FeedbackEvent]]
+) -> RepairResult:
+    repair_id, attached, events = written
     for event in events:
         run.emit(event)
-    logger.info("repair %s persisted for %s (%s)", repair_id, input.context_hash, input.trigger)
+    logger.info("repair %s persisted for %s (%s)", repair_id, run.inp.context_hash, run.inp.trigger)
     return run.result(repair_id=repair_id, draft=draft, attached=attached)
 
 
 def _read_evidence(
     conn: Connection, run: _Run, feedback: ClassifiedFeedback | None
-) -> str | tuple[RepairEvidence, tuple[str, ...]]:
-    """The guards that read, in the contract's order: a skip reason, or evidence and policies."""
+) -> str | tuple[RepairEvidence, dict[str, str]]:
+    """The guards that read, in order: a skip reason, or the evidence and policies (id -> boundary)."""
     inp, cfg = run.inp, run.deps.config
     if run.in_cooldown(conn):
         return "cooldown"
@@ -410,8 +529,9 @@ def _write_repair(
     draft: DecisionRepairDraft,
     recall: RecallFields,
     taken: list[dict[str, Any]],
-) -> tuple[str, tuple[str, ...], list[FeedbackEvent]] | None:
-    """The one write transaction of a repair; None when the cooldown re-check stops it.
+    known: dict[str, str] | None = None,
+) -> tuple[str, tuple[str, ...], list[FeedbackEvent]]:
+    """The writes of a repair, in the caller's transaction (context lock held).
 
     Everything a repair changes commits here together: the repair row
     (recall columns included), the older repairs it supersedes, the policy
@@ -424,11 +544,6 @@ def _write_repair(
     transaction fails.
     """
     inp, deps = run.inp, run.deps
-    _lock_context(conn, inp.context_hash)
-    # Re-checked under the lock: another process may have written a repair
-    # for this context while we were synthesizing.
-    if run.in_cooldown(conn):
-        return None
     values = repair_values(
         context_hash=inp.context_hash,
         trigger=inp.trigger,
@@ -452,10 +567,10 @@ def _write_repair(
     )
     row = insert_repair(conn, values)
     # Outcomes (issue 11): older repairs this one contradicts are retired with it.
-    superseded = supersede_older(conn, deps.store, row.id)
+    superseded = supersede_new(conn, deps.store, values)
     attached: tuple[str, ...] = ()
     if deps.config.attach_to_policy and draft.attach_to_policy_ids:
-        attached = attach_in(conn, draft)
+        attached = attach_in(conn, draft, known)
     if deps.finalize is not None:
         deps.finalize(conn, row.id)
     written: list[FeedbackEvent] = [

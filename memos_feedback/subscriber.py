@@ -43,11 +43,14 @@ import random
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
+
+from sqlalchemy.engine import Connection
 
 from ._failpoints import failpoint
 from .classifier import ClassifiedFeedback, classify_feedback
@@ -86,7 +89,15 @@ from .queue import (
     input_from_payload,
 )
 from .recall.guidance import Guidance, guidance_for
-from .repair import RepairDeps, RepairInput, RepairResult, run_repair
+from .repair import (
+    RepairDeps,
+    RepairInput,
+    RepairResult,
+    StagedRepair,
+    local_synthesis,
+    run_repair,
+    stage_repair,
+)
 from .signals import FailureBurst, FailureRecord, FailureSignals, context_hash_of
 from .store import Store
 from .store.rows import now_ms
@@ -118,6 +129,25 @@ _POISON_AFTER = 3
 # without bound. ~10,000 tuples are about 1.5 MB.
 _STEP_BACKLOG = 10_000
 _time_ns = time.time_ns
+
+
+@contextmanager
+def _savepoint(conn: Connection) -> Iterator[None]:
+    """A SQLite savepoint on the DBAPI connection: undone alone when the block raises.
+
+    Not ``Connection.begin_nested()``: that costs ~160 us a job here, the
+    raw statements ~4 us. SQLite only (the group commit's backend).
+    """
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    raw.execute("SAVEPOINT memos_feedback_job")
+    try:
+        yield
+    except BaseException:
+        raw.execute("ROLLBACK TO SAVEPOINT memos_feedback_job")
+        raw.execute("RELEASE SAVEPOINT memos_feedback_job")
+        raise
+    raw.execute("RELEASE SAVEPOINT memos_feedback_job")
 
 
 @dataclass(frozen=True, slots=True)
@@ -943,6 +973,9 @@ class FeedbackSubscriber:
         # and jobs held here would wait for ours instead of running on
         # another worker.
         batch = 1 if self._llm is not None and self.config.use_llm else self.config.claim_batch
+        # Group commit (SQLite, local synthesis): a claimed batch's repairs
+        # commit in one write transaction (see _process_group).
+        group = self.store.dialect == "sqlite" and local_synthesis(self._deps(None))
         while not self._closing.is_set():
             try:
                 jobs = self.queue.claim_many(self.owner, batch)
@@ -959,6 +992,9 @@ class FeedbackSubscriber:
                 continue
             with self._lock:
                 self._in_flight.update(job.id for job in jobs)
+            if group and len(jobs) > 1:
+                self._process_group(jobs)
+                continue
             for i, job in enumerate(jobs):
                 if self._closing.is_set():
                     self._release(jobs[i:])
@@ -1003,45 +1039,129 @@ class FeedbackSubscriber:
 
         return finalize
 
+    def _deps(self, job: JobRow | None) -> RepairDeps:
+        last_attempt = job is not None and job.attempts >= self.config.max_attempts
+        return RepairDeps(
+            store=self.store,
+            config=self.config,
+            bus=self.bus,
+            llm=self._llm,
+            embedder=self._embedder,
+            raise_transient=not last_attempt,
+            finalize=None if job is None else self._finalizer(job),
+            events=self.events,
+        )
+
+    @staticmethod
+    def _job_input(job: JobRow) -> RepairInput:
+        if job.payload_error is not None:
+            raise InvalidInputError(f"unreadable job payload: {job.payload_error}")
+        return input_from_payload(job.payload)
+
     def _run_job(self, job: JobRow) -> None:
-        last_attempt = job.attempts >= self.config.max_attempts
         try:
-            if job.payload_error is not None:
-                raise InvalidInputError(f"unreadable job payload: {job.payload_error}")
-            inp = input_from_payload(job.payload)
-            deps = RepairDeps(
-                store=self.store,
-                config=self.config,
-                bus=self.bus,
-                llm=self._llm,
-                embedder=self._embedder,
-                raise_transient=not last_attempt,
-                finalize=self._finalizer(job),
-                events=self.events,
-            )
+            inp = self._job_input(job)
+            deps = self._deps(job)
             failpoint("repair.before_run")
             result = run_repair(inp, deps)
             if result.skipped:
                 self.queue.complete(job, self.owner, f"skipped:{result.skipped_reason}")
-        except LeaseLostError as exc:
+        except Exception as exc:
+            self._job_failed(job, exc)
+            return
+        self._job_done(inp, job, result)
+
+    def _job_failed(self, job: JobRow, exc: Exception) -> None:
+        """A job's repair raised (its transaction rolled back): retry, bury, or leave it."""
+        if isinstance(exc, LeaseLostError):
             logger.warning("%s; leaving it to its new owner", exc)
             return
-        except _TRANSIENT as exc:
-            if not last_attempt:
-                self._retry(job, exc)
-                return
-            self._bury(job, exc)
+        if isinstance(exc, _TRANSIENT) and job.attempts < self.config.max_attempts:
+            self._retry(job, exc)
             return
-        except Exception as exc:
-            logger.exception("repair job %s failed permanently", job.id)
-            self._bury(job, exc)
-            return
+        if not isinstance(exc, _TRANSIENT):
+            logger.error("repair job %s failed permanently", job.id, exc_info=exc)
+        self._bury(job, exc)
+
+    def _job_done(self, inp: RepairInput, job: JobRow, result: RepairResult) -> None:
         with self._lock:
             self._counts["done"] += 1
         if result.repair_id is not None and inp.trigger == "failure-burst":
             # Only now: a failed repair must leave the evidence of the burst.
             self.signals.clear(inp.context_hash)
         self._resolve(job.id, result=result)
+
+    def _process_group(self, jobs: list[JobRow]) -> None:
+        """Group commit: the repairs of claimed jobs in one write transaction (SQLite).
+
+        Each job's repair row still commits together with its own ``done``
+        (the exactly-once argument is unchanged: both are in the one
+        commit). Saves a BEGIN and a COMMIT per job, and pages that several
+        repairs touch (the newest index pages, the job counters) go to the
+        WAL once. Only with local synthesis: nothing slow runs in the
+        transaction. A job that raises ends its group (``_group_from``), so
+        outcomes are settled in job order, as on the one-job path.
+        """
+        done = 0
+        try:
+            while done < len(jobs) and not self._closing.is_set():
+                done = self._group_from(jobs, done)
+        finally:
+            with self._lock:
+                self._in_flight.difference_update(job.id for job in jobs[:done])
+        if done < len(jobs):
+            self._release(jobs[done:])
+
+    def _group_from(self, jobs: list[JobRow], start: int) -> int:
+        """Run ``jobs[start:]`` in one transaction until one raises; returns the index after the last run.
+
+        Each job runs in a savepoint of its own: one that raises is rolled
+        back alone, what the jobs before it wrote commits, and then it is
+        retried or buried (in a transaction of its own) before the next
+        group starts. If the commit fails, none of the group was written
+        and every job in it is handled as failed with that error.
+        """
+        staged: list[tuple[JobRow, RepairInput, StagedRepair]] = []
+        failed: list[tuple[JobRow, Exception]] = []
+        taken_all: list[dict[str, Any]] = []
+        i = start
+        try:
+            with self.store.connection(write=True, action="persisting repairs") as conn:
+                while i < len(jobs) and not self._closing.is_set():
+                    job = jobs[i]
+                    i += 1
+                    taken: list[dict[str, Any]] = []
+                    try:
+                        with _savepoint(conn):
+                            inp = self._job_input(job)
+                            failpoint("repair.before_run")
+                            one = stage_repair(conn, inp, self._deps(job), taken)
+                            if one.skipped_reason is not None:
+                                outcome = f"skipped:{one.skipped_reason}"
+                                self.queue.complete_in(conn, job, self.owner, outcome, None)
+                    except Exception as exc:
+                        if self.events is not None:
+                            self.events.hand_back(taken)
+                        failed.append((job, exc))
+                        break
+                    taken_all.extend(taken)
+                    staged.append((job, inp, one))
+        except BaseException as exc:
+            # Nothing of the group was committed.
+            if self.events is not None:
+                self.events.hand_back(taken_all)
+            if not isinstance(exc, Exception):
+                raise
+            failed = [(job, exc) for job, _, _ in staged] + failed
+            staged = []
+        for job, inp, one in staged:
+            self._job_done(inp, job, one.finish())
+        for job, error in failed:
+            try:
+                self._job_failed(job, error)
+            except Exception:  # the worker must survive anything a job does
+                logger.exception("unexpected error while finishing job %s", job.id)
+        return i
 
     def _retry(self, job: JobRow, exc: BaseException) -> None:
         due = now_ms() + backoff_ms(job.attempts, self.config, self._rng)

@@ -10,19 +10,19 @@ from collections.abc import Iterator
 
 import pytest
 from freezegun import freeze_time
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from memos_feedback.boundary import merge_repair_block
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.events import FeedbackBus, FeedbackEvent
 from memos_feedback.outcomes import HELD, RECURRED, OutcomeCounts, Settlement, effectiveness, rank_factor
 from memos_feedback.outcomes.ledger import history, open_servings, status_counts, write_batch
-from memos_feedback.outcomes.supersede import supersede_older
+from memos_feedback.outcomes.supersede import supersede_new, supersede_older
 from memos_feedback.recall import guidance_for
 from memos_feedback.recall.config import RecallConfig
 from memos_feedback.signals import context_hash_of
 from memos_feedback.store import Store
-from memos_feedback.store.models import RepairOutcomeModel, RepairServedModel
+from memos_feedback.store.models import DecisionRepairModel, RepairOutcomeModel, RepairServedModel
 from memos_feedback.store.rows import DecisionRepairRow, now_ms
 from memos_feedback.subscriber import FeedbackSubscriber, attach_feedback_subscriber
 
@@ -314,6 +314,48 @@ def test_a_validated_older_repair_is_flagged_not_superseded(store: Store) -> Non
     assert [e.kind for e in events] == ["repair.review_flagged"]
     row = store.repairs.get(old.id)
     assert row.status == "active" and row.review_flagged_at is not None
+
+
+def supersede_in_core(store: Store, new: DecisionRepairRow) -> list[FeedbackEvent]:
+    """The worker's path: a Core write transaction and the new row's values, no read-back."""
+    values = {k: getattr(new, k) for k in ("id", "context_hash", "tool_id", "ts", "project")}
+    values.update(preference=new.preference, anti_pattern=new.anti_pattern)
+    with store.connection(write=True) as conn:
+        return supersede_new(conn, store, values)
+
+
+def test_every_older_repair_with_the_contradicting_lines_is_superseded(store: Store) -> None:
+    # The scan reads distinct line pairs: three older repairs sharing one
+    # pair are all retired, and one of another project is left alone.
+    olds = [
+        add_repair(store, "Prefer: kubectl replace --force", "Avoid: kubectl rollout restart")
+        for _ in range(3)
+    ]
+    elsewhere = add_repair(store, "Prefer: kubectl replace --force", "Avoid: kubectl rollout restart")
+    unrelated = add_repair(store, "Prefer: pin the image digest", "Avoid: the latest tag")
+    with store.session(write=True) as s:
+        s.execute(
+            update(DecisionRepairModel).where(DecisionRepairModel.id == elsewhere.id).values(project="other")
+        )
+    new = add_repair(store, "Prefer: kubectl rollout restart", "Avoid: deleting pods by hand")
+    events = supersede_in_core(store, new)
+    assert sorted(getattr(e, "repair_id", "") for e in events) == sorted(o.id for o in olds)
+    assert {e.kind for e in events} == {"repair.superseded"}
+    assert all(store.repairs.get(o.id).superseded_by == new.id for o in olds)
+    assert store.repairs.get(elsewhere.id).status == "active"
+    assert store.repairs.get(unrelated.id).status == "active"
+
+
+@pytest.mark.parametrize(("newer", "found"), [(19, True), (20, False)])
+def test_supersede_compares_the_20_newest_of_a_scope(store: Store, newer: int, found: bool) -> None:
+    t0 = now_ms() - DAY
+    old = add_repair(store, "Prefer: kubectl replace --force", "Avoid: kubectl rollout restart", ts=t0)
+    for i in range(newer):  # same context and tool, lines that contradict nothing
+        add_repair(store, f"Prefer: step {i} of the runbook", f"Avoid: skipping step {i}", ts=t0 + 1 + i)
+    new = add_repair(store, "Prefer: kubectl rollout restart", "Avoid: deleting pods by hand", ts=t0 + 100)
+    events = supersede_in_core(store, new)
+    assert [getattr(e, "repair_id", "") for e in events] == ([old.id] if found else [])
+    assert store.repairs.get(old.id).status == ("superseded" if found else "active")
 
 
 # -- configuration -------------------------------------------------------------------------

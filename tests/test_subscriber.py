@@ -270,6 +270,37 @@ def test_a_job_that_raises_does_not_stop_the_next_hundred(store: Store, feed: Fe
     assert len(store.repairs.list(limit=1000)) == 100
 
 
+def test_a_claimed_batch_commits_each_outcome_with_its_own_job(
+    store: Store, feed: Feed, make_sub: Any
+) -> None:
+    # Queued before the subscriber starts, so one claim takes them all and
+    # (on SQLite) one group transaction runs them: a repair, a skip (no
+    # session), a job that raises (corrupt payload) and another repair.
+    add_history(store)
+    queue = RepairQueue(store)
+    inputs = [
+        RepairInput(trigger="manual", context_hash="g-ok-1", session_id=SESSION),
+        RepairInput(trigger="manual", context_hash="g-skip"),
+        RepairInput(trigger="manual", context_hash="g-bad", session_id=SESSION),
+        RepairInput(trigger="manual", context_hash="g-ok-2", session_id=SESSION),
+    ]
+    ids = [r.job_id for r in queue.enqueue_many(inputs)]
+    with store.session(write=True) as s:
+        s.execute(update(RepairJobModel).where(RepairJobModel.id == ids[2]).values(payload={"bogus": 1}))
+    sub = make_sub(FeedbackConfig(use_llm=False, cooldown_ms=0, max_attempts=1))
+    assert sub.drain(timeout=30)
+    jobs = {j.id: j for j in queue.list()}
+    assert [jobs[i].status for i in ids] == ["done", "done", "dead", "done"]
+    assert jobs[ids[1]].outcome == "skipped:no-session"
+    repairs = {r.context_hash: r.id for r in store.repairs.list()}
+    assert sorted(repairs) == ["g-ok-1", "g-ok-2"]
+    assert [jobs[i].repair_id for i in (ids[0], ids[3])] == [repairs["g-ok-1"], repairs["g-ok-2"]]
+    # The events follow their commits on the worker's thread.
+    wait_for(lambda: feed.kinds().count("repair.job.dead") == 1)
+    wait_for(lambda: feed.kinds().count("repair.persisted") == 2)
+    assert feed.kinds().count("repair.skipped") == 1
+
+
 def test_run_once_and_bad_hot_path_input(store: Store, make_sub: Any) -> None:
     add_history(store)
     sub = make_sub()

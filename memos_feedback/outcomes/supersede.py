@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Connection, Select, bindparam, func, select
+from sqlalchemy import CompoundSelect, Connection, Select, bindparam, func, select, union
 from sqlalchemy.orm import Session
 
 from ..events import FeedbackEvent, RepairReviewFlagged, RepairSuperseded
@@ -24,7 +25,7 @@ from ..store.rows import now_ms
 from .ledger import retire
 from .states import SUPERSEDED
 
-__all__ = ["SIMILAR", "line_object", "opposes", "supersede_older"]
+__all__ = ["SIMILAR", "line_object", "opposes", "supersede_new", "supersede_older"]
 
 M = DecisionRepairModel
 SIMILAR = 0.6
@@ -48,14 +49,14 @@ def _similar(a: frozenset[str], b: frozenset[str]) -> bool:
     return bool(a) and bool(b) and len(a & b) / len(a | b) >= SIMILAR
 
 
-def _older(column: Any) -> Select[str, str, str]:
+def _older(column: Any, key: str, *columns: Any) -> Select[Any]:
     # One indexed range per source — (context_hash, ts) and (tool_id, ts) —
     # instead of an OR that no single index serves (a scan and a sort of
     # every repair of the tool, for every new repair).
     return (
-        select(M.id, M.preference, M.anti_pattern)
+        select(*columns)
         .where(
-            column == bindparam("key"),
+            column == bindparam(key),
             M.id != bindparam("new_id"),
             M.status.is_(None),
             M.rejected.is_(False),
@@ -67,8 +68,24 @@ def _older(column: Any) -> Select[str, str, str]:
     )
 
 
-_SAME_CONTEXT = _older(M.context_hash)
-_SAME_TOOL = _older(M.tool_id)
+_SAME_CONTEXT = _older(M.context_hash, "key", M.id, M.preference, M.anti_pattern)
+_SAME_TOOL = _older(M.tool_id, "key", M.id, M.preference, M.anti_pattern)
+_NEW_ROW = select(*_NEW).where(M.id == bindparam("new_id"))
+
+
+def _lines_statement() -> CompoundSelect[str, str]:
+    # The same two ranges as _SAME_CONTEXT and _SAME_TOOL, but only their
+    # distinct (preference, anti_pattern) pairs, in one statement: the
+    # database drops the duplicates (repairs of one tool often repeat their
+    # lines), and the ids are read only when a pair contradicts — rarely.
+    def lines(column: Any, key: str) -> Select[Any]:
+        inner = _older(column, key, M.preference, M.anti_pattern).subquery()
+        return select(inner.c.preference, inner.c.anti_pattern)
+
+    return union(lines(M.context_hash, "context_key"), lines(M.tool_id, "tool_key"))
+
+
+_OLDER_LINES = _lines_statement()
 
 
 def opposes(new_pref: str, new_avoid: str, old_pref: str, old_avoid: str) -> str | None:
@@ -81,38 +98,59 @@ def opposes(new_pref: str, new_avoid: str, old_pref: str, old_avoid: str) -> str
 
 
 def supersede_older(ex: Session | Connection, store: Store, new_id: str) -> list[FeedbackEvent]:
-    """Inside the new repair's transaction: retire the active older repairs it contradicts.
-
-    ``ex`` is the transaction: an ORM session, or the Core connection of the
-    worker's repair write. The scan is two indexed Core reads, newest first
-    (it runs for every repair); the ORM is only set up, on the same connection, when something
-    is retired. A validated older repair is not retired (a person vouched
-    for it); it is flagged for review. Returns the events, to be emitted
-    after the commit.
-    """
+    """``supersede_new`` for a repair already written in ``ex``'s transaction, by id."""
     if isinstance(ex, Session):
         ex.flush()  # the new row may still be pending in the session
     conn = ex.connection() if isinstance(ex, Session) else ex
-    new = conn.execute(select(*_NEW).where(M.id == new_id)).first()
+    new = conn.execute(_NEW_ROW, {"new_id": new_id}).first()
     if new is None:
         return []
-    params = {"new_id": new.id, "ts": new.ts, "project": new.project or ""}
+    return supersede_new(ex, store, new._asdict())
+
+
+def supersede_new(ex: Session | Connection, store: Store, new: Mapping[str, Any]) -> list[FeedbackEvent]:
+    """Inside the new repair's transaction: retire the active older repairs it contradicts.
+
+    ``ex`` is the transaction: an ORM session, or the Core connection of the
+    worker's repair write. ``new`` holds the new row's ``id``,
+    ``context_hash``, ``tool_id``, ``ts``, ``project``, ``preference`` and
+    ``anti_pattern`` (the worker passes the values it just inserted, so the
+    row is not read back). The scan is one read of the distinct line pairs
+    of the 20 newest active repairs of the same context and the 20 newest
+    of the same tool (two index ranges); the ids are read, and the ORM set
+    up on the same connection, only when a pair contradicts. A validated
+    older repair is not retired (a person vouched for it); it is flagged
+    for review. Returns the events, to be emitted after the commit.
+    """
+    pref, avoid = new["preference"], new["anti_pattern"]
+    if not line_object(pref) and not line_object(avoid):
+        return []  # nothing to compare: an empty word set is never similar
+    if isinstance(ex, Session):
+        ex.flush()  # the new row may still be pending in the session
+    conn = ex.connection() if isinstance(ex, Session) else ex
+    params = {"new_id": new["id"], "ts": new["ts"], "project": new["project"] or ""}
+    lines = conn.execute(
+        _OLDER_LINES, {**params, "context_key": new["context_hash"], "tool_key": new["tool_id"]}
+    )
+    against = {(p, a): why for p, a in lines if (why := opposes(pref, avoid, p, a)) is not None}
+    if not against:
+        return []
     olders: dict[str, Any] = {}
-    for stmt, key in ((_SAME_CONTEXT, new.context_hash), (_SAME_TOOL, new.tool_id)):
+    for stmt, key in ((_SAME_CONTEXT, new["context_hash"]), (_SAME_TOOL, new["tool_id"])):
         if key is not None:
             olders.update((row.id, row) for row in conn.execute(stmt, {**params, "key": key}))
-    hits: list[tuple[str, str]] = []
-    for old in olders.values():
-        reason = opposes(new.preference, new.anti_pattern, old.preference, old.anti_pattern)
-        if reason is not None:
-            hits.append((old.id, reason))
+    hits = [
+        (old.id, against[old.preference, old.anti_pattern])
+        for old in olders.values()
+        if (old.preference, old.anti_pattern) in against
+    ]
     if not hits:
         return []
     if isinstance(ex, Session):
-        return _retire_all(ex, store, new.id, hits)
+        return _retire_all(ex, store, new["id"], hits)
     # Joins the connection's transaction: the session neither commits nor ends it.
     with Session(bind=conn) as s:
-        events = _retire_all(s, store, new.id, hits)
+        events = _retire_all(s, store, new["id"], hits)
         s.flush()
     return events
 

@@ -8,6 +8,7 @@ repair and finishes its job in one commit).
 from __future__ import annotations
 
 import builtins
+import functools
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -61,8 +62,20 @@ MAX_LIMIT = 10_000
 # cache key, so re-running one skips building and keying the query again.
 # Core selects of the table columns: rows come back as plain tuples with
 # attribute access, skipping the ORM's identity map for read-only lists.
+_T = TraceModel
 _TRACES_OF_SESSION = (
-    select(*TraceModel.__table__.columns)
+    # In the order ``_trace_of_tuple`` unpacks them.
+    select(
+        _T.id,
+        _T.session_id,
+        _T.episode_id,
+        _T.ts,
+        _T.user_text,
+        _T.agent_text,
+        _T.reflection,
+        _T.value,
+        _T.tool_calls,
+    )
     .where(TraceModel.session_id == bindparam("session_id"))
     .order_by(TraceModel.ts.desc(), TraceModel.id.desc())
     .limit(bindparam("limit"))
@@ -301,9 +314,35 @@ def _like_literal(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+@functools.lru_cache(maxsize=1024)
+def _tool_call(name: str, error_code: str | None) -> ToolCall:
+    # ToolCall is frozen: one shared object per distinct call is safe, and a
+    # session's traces repeat the same few tools.
+    return ToolCall(name, error_code)
+
+
+def _trace_of_tuple(r: Sequence[Any]) -> TraceRow:
+    # Unpacked by position (``_TRACES_OF_SESSION``'s column order): a Row's
+    # attribute lookups cost more than building the TraceRow itself, and
+    # every repair reads a session's traces.
+    id, session_id, episode_id, ts, user_text, agent_text, reflection, value, calls = r
+    return TraceRow(
+        id,
+        session_id,
+        episode_id,
+        ts,
+        user_text,
+        agent_text,
+        reflection,
+        value,
+        tuple(_tool_call(c["name"], c.get("error_code")) for c in calls or ()),
+    )
+
+
 def session_traces(ex: Executor, session_id: str, limit: int) -> list[TraceRow]:
     """The session's newest ``limit`` traces, newest first (arguments already checked)."""
-    return [trace_row(m) for m in ex.execute(_TRACES_OF_SESSION, {"session_id": session_id, "limit": limit})]
+    rows = ex.execute(_TRACES_OF_SESSION, {"session_id": session_id, "limit": limit})
+    return [_trace_of_tuple(r) for r in rows]
 
 
 def policies_with_episodes(ex: Executor, episode_ids: Iterable[str], status: str | None) -> list[PolicyRow]:
@@ -471,7 +510,10 @@ class PolicyRepository(_Repository):
 
 
 def merge_boundaries(
-    ex: Executor, policy_ids: Iterable[str], change: Callable[[str], str | None]
+    ex: Executor,
+    policy_ids: Iterable[str],
+    change: Callable[[str], str | None],
+    known: Mapping[str, str] | None = None,
 ) -> tuple[int, builtins.list[PolicyRow]]:
     """Rewrite the boundaries of ``policy_ids`` under their row locks, in id order.
 
@@ -479,7 +521,10 @@ def merge_boundaries(
     leave it alone. Returns how many of the policies exist (ids with no
     policy are skipped) and the rows that changed. Runs in the caller's
     transaction: one statement to lock, one per changed policy, and no ORM
-    unit of work.
+    unit of work. ``known`` (id -> boundary) is what the caller read earlier
+    *in this same write transaction*; on SQLite, whose write transaction
+    already excludes every other writer, it replaces the lock read when it
+    covers every id.
     """
     ids = sorted(set(policy_ids))
     if not ids:
@@ -487,7 +532,14 @@ def merge_boundaries(
     now = now_ms()
     changed: builtins.list[PolicyRow] = []
     pg = _dialect(ex) == "postgresql"
-    locked = ex.execute(_LOCK_POLICIES[pg], {"ids": _list_param(ids, pg)}).all()
+    locked: Sequence[tuple[str, str]]
+    if not pg and known is not None and known.keys() >= set(ids):
+        # SQLite: the boundaries were read earlier in this same write
+        # transaction (BEGIN IMMEDIATE: no other writer since), so reading
+        # them again would return the same text. PostgreSQL always locks.
+        locked = [(i, known[i]) for i in ids]
+    else:
+        locked = [(r[0], r[1]) for r in ex.execute(_LOCK_POLICIES[pg], {"ids": _list_param(ids, pg)})]
     for policy_id, boundary in locked:
         new = change(boundary)
         if new is not None:
