@@ -1,6 +1,12 @@
 """guidance_for latency at 1k / 10k / 100k repairs (docs/PERFORMANCE.md, "Recall").
 
     python -m benchmarks.guidance [--sizes 1000,10000] [--db URL] [--embeddings] [--queries 200]
+    python -m benchmarks.guidance --base DIR [--sizes 1000,10000] [--rounds 3]
+
+``--base DIR`` (a checkout of an earlier commit, ``git worktree add DIR
+<commit>``): SQLite, lexical medians of this checkout and DIR side by side,
+each round a fresh process per checkout (``benchmarks/guidance_probe.py``),
+alternating which goes first.
 
 Repairs are bulk-inserted (the FTS5 triggers / trigram index maintain the
 search index as in production) from a vocabulary of tools, errors and
@@ -14,8 +20,11 @@ Query embedding is timed separately and excluded from the guidance figure.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -144,13 +153,43 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
 
 
+def compare(base: str, sizes: list[int], rounds: int) -> None:
+    here = Path(__file__).resolve().parent.parent
+    probe = here / "benchmarks" / "guidance_probe.py"
+
+    def run(root: Path, n: int) -> float:
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        out = subprocess.run(
+            [sys.executable, str(probe), str(n)], env=env, capture_output=True, text=True, check=True
+        )
+        return float(out.stdout.strip().splitlines()[-1])
+
+    for n in sizes:
+        mine: list[float] = []
+        theirs: list[float] = []
+        for r in range(rounds):
+            order = [(here, mine), (Path(base), theirs)]
+            for root, sink in order if r % 2 == 0 else reversed(order):
+                sink.append(run(root, n))
+        print(
+            f"n={n:<7} this checkout median {statistics.median(mine):6.2f} ms {mine}"
+            f"   base median {statistics.median(theirs):6.2f} ms {theirs}",
+            flush=True,
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--db", help="PostgreSQL URL of an empty database (default: SQLite files)")
     ap.add_argument("--embeddings", action="store_true")
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--base", help="checkout of an earlier commit to compare with (SQLite, lexical)")
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
+    if args.base:
+        compare(args.base, [int(x) for x in args.sizes.split(",")], args.rounds)
+        return
     rng = random.Random(7)
     embedder = vectors = None
     if args.embeddings:
