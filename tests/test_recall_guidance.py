@@ -380,3 +380,27 @@ def test_is_tool_report_is_linear_on_hostile_input() -> None:
         "\n " * 200_000,
     ):
         assert isinstance(is_tool_report(text), bool)
+
+
+def test_chinese_text_is_searched_by_three_character_windows_and_scored_by_pairs() -> None:
+    from memos_feedback.recall.terms import query_terms
+
+    terms = query_terms("worker 连 redis 说要密码")
+    assert terms.words == ("worker", "redis")
+    assert "说要密" in terms.indexed and "要密码" in terms.indexed  # what the trigram index finds
+    assert terms.short == ("说要", "要密", "密码")  # what scoring weighs: "密码" is a word
+    assert "密码" not in terms.indexed
+
+
+def test_a_chinese_paraphrase_in_the_same_situation_is_found_by_its_shared_words(store: Store) -> None:
+    rid = write(
+        store,
+        tool="shell.run",
+        context="本地起 worker 消费订单队列",
+        trace="redis.exceptions.AuthenticationError: Authentication required.",
+        feedback="6379 是别的项目的 redis，带密码的。我们本地的 redis 在 6380，REDIS_URL 用 6380",
+    )
+    kwargs = {"tool_id": "shell.run", "context": "本地起 worker 消费订单队列", "project": "shop"}
+    # Shares "本地", "密码" and "redis" with the repair, and no 3-character window.
+    found = guidance_for(store, query="worker 连 redis 说要密码，可是本地不是没设密码吗", **kwargs)  # type: ignore[arg-type]
+    assert [i.repair_id for i in found.items] == [rid]

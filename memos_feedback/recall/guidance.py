@@ -69,8 +69,8 @@ __all__ = ["CLOSE_TAG", "OPEN_TAG", "Guidance", "GuidanceItem", "guidance_for"]
 OPEN_TAG = "<memory-context>"
 CLOSE_TAG = "</memory-context>"
 _HEADER = "Lessons from earlier repairs in this workspace (most relevant first):"
-# A 2-character Chinese term cannot be counted by a trigram index; it counts this much.
-_SHORT_TERM_IDF = 0.3
+# A CJK character pair cannot be counted by a trigram index (no IDF); it weighs this much.
+_PAIR_WEIGHT = 0.5
 # A tool's report shows in its first lines; a pasted megabyte is not scanned whole.
 _REPORT_SCAN = 8_000
 
@@ -220,8 +220,8 @@ def guidance_for(
 
             ids.update(i for i, _ in nearest(store, s, emb.model_name, qvec, proj, cfg.candidate_limit))
         candidates = fetch_candidates(s, ids, where)
-        weights = _weights(terms.indexed, terms.short, dfs, total)
-        situation_weights = _weights(situation.indexed, situation.short, dfs, total)
+        weights = _weights(terms.words, terms.short, dfs, total)
+        situation_weights = _weights(situation.words, situation.short, dfs, total)
         passed: list[tuple[tuple[int, int, float], GuidanceItem, Candidate]] = []
         for c in candidates:
             item_key = _score(
@@ -257,10 +257,12 @@ def guidance_for(
 
 
 def _weights(
-    indexed: tuple[str, ...], short: tuple[str, ...], dfs: dict[str, int], total: int
+    words: tuple[str, ...], pairs: tuple[str, ...], dfs: dict[str, int], total: int
 ) -> dict[str, float]:
-    out = {t: idf(dfs.get(t, 0), total) for t in indexed}
-    out.update({t: _SHORT_TERM_IDF for t in short})
+    # Words by IDF; CJK text by its character pairs (terms.py says why), not
+    # by the 3-character windows the search uses.
+    out = {t: idf(dfs.get(t, 0), total) for t in words}
+    out.update({t: _PAIR_WEIGHT for t in pairs})
     return out
 
 

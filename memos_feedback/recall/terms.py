@@ -8,8 +8,10 @@ becomes a small set of search terms:
   → ``break-system-packages``; ``engines.node`` → ``engines``, ``node``),
   minus a short list of English function words;
 * for runs of Chinese/Japanese/Korean characters, every 3-character window
-  (what a trigram index can find); a run of exactly two characters is kept
-  as a *short* term, matched only when scoring candidates.
+  (what a trigram index can find) for the search, and every 2-character
+  window (a *pair*) for scoring candidates: most Chinese words are two
+  characters, so a paraphrase shares pairs with the text it paraphrases
+  far more often than it shares windows that straddle two words.
 
 Identifiers, commands and error codes are written the same way in both
 languages, so they are what lets a Chinese query find an English repair.
@@ -157,10 +159,17 @@ _STOP = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class QueryTerms:
-    """``indexed``: terms a trigram index can look up (3+ characters); ``short``: 2-char CJK runs."""
+    """The terms of one text.
+
+    ``indexed``: what the text search looks up (words and CJK 3-character
+    windows, 3+ characters each); ``words``: the non-CJK ones among them;
+    ``short``: CJK 2-character windows. Scoring weighs ``words`` and
+    ``short`` (module docstring).
+    """
 
     indexed: tuple[str, ...]
     short: tuple[str, ...]
+    words: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -181,19 +190,22 @@ def query_terms(text: str | None, limit: int = MAX_TERMS) -> QueryTerms:
         return QueryTerms((), ())
     norm = normalise(text)
     indexed: dict[str, None] = {}
+    words: list[str] = []
     short: dict[str, None] = {}
     for match in _WORD.finditer(norm):
         word = match.group(0).strip("-_")
-        if len(word) >= 3 and word not in _STOP and not (word.isdigit() and len(word) > 6):
-            indexed.setdefault(word, None)
+        keep = len(word) >= 3 and word not in _STOP and not (word.isdigit() and len(word) > 6)
+        if keep and word not in indexed:
+            indexed[word] = None
+            words.append(word)
     for match in _CJK.finditer(norm):
         run = match.group(0)
-        if len(run) == 2:
-            short.setdefault(run, None)
+        for i in range(len(run) - 1):
+            short.setdefault(run[i : i + 2], None)
         for i in range(len(run) - 2):
             indexed.setdefault(run[i : i + 3], None)
     kept = list(indexed)[:limit]
-    return QueryTerms(tuple(kept), tuple(list(short)[: max(0, limit - len(kept))]))
+    return QueryTerms(tuple(kept), tuple(list(short)[:limit]), tuple(words[:limit]))
 
 
 def _is_error_identifier(token: str) -> bool:
