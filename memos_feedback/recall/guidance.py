@@ -11,7 +11,8 @@ at most a few hundred candidate rows. The ranking (ALGORITHMS.md, "Recall"):
 3. **Evidence of relatedness** between the query text (the context when
    there is no query) and each candidate's *problem* — its lesson, error and
    trace, not its tool and context:
-   ``coverage = Σ idf(query terms found in the problem) / Σ idf(query terms)``
+   ``coverage = Σ w(query terms found in the problem) / Σ w(query terms)``, w the
+   IDF of a word or a fixed weight for a Chinese character pair
    (how much of the query the repair explains), and with embeddings
    ``semantic_weight·cosine + (1 - semantic_weight)·coverage``.
 4. **Gate**: evidence below the minimum score is dropped, and so is evidence
@@ -19,7 +20,11 @@ at most a few hundred candidate rows. The ranking (ALGORITHMS.md, "Recall"):
    (the share of the caller's tool and context terms found in the
    candidate's tool and context). A repair must be related by what went
    wrong, not by where: the same tool and context with a different problem
-   is the near miss that must not be injected. A query that names an error
+   is the near miss that must not be injected. That holds at full weight
+   for a query carrying a tool's report (``terms.is_tool_report``); a
+   query in the caller's own words gets the lower
+   ``described_situation_weight_*``, because nothing in it names another
+   failure. A query that names an error
    code or exception class found in the candidate's problem (``same
    error``) is about the same problem and skips the overlap test, not the
    minimum. Exception: a caller that
