@@ -483,8 +483,7 @@ class FeedbackSubscriber:
             # The session's tool steps recorded before this message come
             # first: they pick the tool in play and settle servings first.
             self.sync_signals()
-        if session_id is not None:  # outcomes: the user's verdict on served guidance
-            self.outcomes.message(session_id, feedback.shape)
+            self.outcomes.message(session_id, feedback.shape)  # outcomes: the user's verdict
         if tool_id is None and session_id is not None:
             in_play = self._tool_in_play.get(session_id)
             if in_play is not None:

@@ -44,7 +44,7 @@ from sqlalchemy.orm import Session
 
 from ..store import Store
 from ..store.models import SQLITE_FTS_TABLE, DecisionRepairModel
-from ..store.repositories import _in_list, _list_param  # one-parameter IN lists, shared with the store
+from ..store.repositories import in_list, list_param
 
 __all__ = [
     "MAX_SEARCH_TERMS",
@@ -170,7 +170,7 @@ _SAME_TOOL = (
 
 
 def _fetch_statement(postgresql_dialect: bool) -> Select[Any]:
-    ids = _in_list(cast(ColumnElement[Any], M.id), "ids", postgresql_dialect)
+    ids = in_list(cast(ColumnElement[Any], M.id), "ids", postgresql_dialect)
     return cast(Select[Any], select(*_COLUMNS).where(ids, _ELIGIBLE))
 
 
@@ -226,7 +226,7 @@ def fetch_candidates(reader: Reader, ids: Iterable[str], where: Eligibility) -> 
     if not wanted:
         return []
     pg = _is_postgresql(reader)
-    params = {**where.params(), "ids": _list_param(wanted, pg)}
+    params = {**where.params(), "ids": list_param(wanted, pg)}
     return [_candidate(r) for r in reader.execute(_FETCH[pg], params)]
 
 

@@ -23,7 +23,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["MAX_TERMS", "QueryTerms", "error_identifiers", "http_statuses", "is_tool_report", "query_terms"]
+__all__ = ["MAX_TERMS", "QueryTerms", "error_identifiers", "is_tool_report", "query_terms"]
 
 MAX_TERMS = 48
 
@@ -50,7 +50,7 @@ _LOG_LEVEL = re.compile(r"(?:^|\n)[ \t]*\[?(?:DEBUG|INFO|WARN|WARNING|ERROR|FATA
 # An HTTP status: after "HTTP" (HTTP 429, HTTP/1.1 401), or opening the text
 # ("403 {...}"), or followed by its reason phrase ("404 Not Found").
 _HTTP_STATUS = re.compile(
-    r"\bHTTP(?:/[0-9.]{1,3})? ?([1-5][0-9]{2})\b|^\s*([45][0-9]{2})\b|\b([45][0-9]{2}) [A-Z][a-z]+"
+    r"\bHTTP(?:/[0-9.]{1,3})? ?[1-5][0-9]{2}\b|^\s*[45][0-9]{2}\b|\b[45][0-9]{2} [A-Z][a-z]+"
 )
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _STOP = frozenset(
@@ -171,10 +171,6 @@ class QueryTerms:
     short: tuple[str, ...]
     words: tuple[str, ...] = ()
 
-    @property
-    def empty(self) -> bool:
-        return not self.indexed and not self.short
-
     def all(self) -> tuple[str, ...]:
         return self.indexed + self.short
 
@@ -234,19 +230,6 @@ def error_identifiers(text: str | None) -> tuple[str, ...]:
             if len(found) >= _MAX_IDENTIFIERS:
                 break
     return tuple(found)
-
-
-
-def http_statuses(text: str | None) -> frozenset[str]:
-    """The HTTP status codes ``text`` reports (``"429"``), at most a few."""
-    if not text:
-        return frozenset()
-    found: set[str] = set()
-    for match in _HTTP_STATUS.finditer(text):
-        found.add(next(g for g in match.groups() if g))
-        if len(found) >= _MAX_IDENTIFIERS:
-            break
-    return frozenset(found)
 
 
 def is_tool_report(text: str | None) -> bool:

@@ -47,6 +47,8 @@ __all__ = [
     "RepairRepository",
     "TraceRepository",
     "check_text",
+    "in_list",
+    "list_param",
     "merge_boundaries",
     "repair_values",
 ]
@@ -84,8 +86,8 @@ _POLICIES_ALL = select(*PolicyModel.__table__.columns).order_by(PolicyModel.id)
 _POLICIES_BY_STATUS = _POLICIES_ALL.where(PolicyModel.status == bindparam("status"))
 
 
-def _in_list(column: ColumnElement[Any], name: str, postgresql_dialect: bool) -> ColumnElement[bool]:
-    """``column IN (:name...)`` with the whole list as one parameter (see ``_list_param``).
+def in_list(column: ColumnElement[Any], name: str, postgresql_dialect: bool) -> ColumnElement[bool]:
+    """``column IN (:name...)`` with the whole list as one parameter (see ``list_param``).
 
     An expanding IN re-renders the statement for every list length, which
     costs more than the query itself; an array (PostgreSQL) or a JSON text
@@ -97,7 +99,8 @@ def _in_list(column: ColumnElement[Any], name: str, postgresql_dialect: bool) ->
     return column.in_(select(member.c.value).scalar_subquery())
 
 
-def _list_param(values: Sequence[str], postgresql_dialect: bool) -> Any:
+def list_param(values: Sequence[str], postgresql_dialect: bool) -> Any:
+    """The value of an ``in_list`` parameter: a list (PostgreSQL array) or its JSON text (SQLite)."""
     return list(values) if postgresql_dialect else json.dumps(list(values))
 
 
@@ -108,7 +111,7 @@ def _policies_with_episodes(postgresql_dialect: bool) -> Select[Any]:
     primary-key range per episode on both backends.
     """
     pairs = cast(Table, PolicyEpisodeModel.__table__)
-    sources = select(pairs.c.policy_id).where(_in_list(pairs.c.episode_id, "ids", postgresql_dialect))
+    sources = select(pairs.c.policy_id).where(in_list(pairs.c.episode_id, "ids", postgresql_dialect))
     status = bindparam("status", type_=String)
     return _POLICIES_ALL.where(
         PolicyModel.id.in_(sources.scalar_subquery()), or_(status.is_(None), PolicyModel.status == status)
@@ -124,7 +127,7 @@ _REPAIRS = cast(Table, DecisionRepairModel.__table__)
 # no row locks: its write transaction (BEGIN IMMEDIATE) already excludes.
 _LOCK_POLICIES = tuple(
     select(_POLICIES.c.id, _POLICIES.c.boundary)
-    .where(_in_list(_POLICIES.c.id, "ids", pg))
+    .where(in_list(_POLICIES.c.id, "ids", pg))
     .order_by(_POLICIES.c.id)
     .with_for_update()
     for pg in (False, True)
@@ -351,7 +354,7 @@ def policies_with_episodes(ex: Executor, episode_ids: Iterable[str], status: str
     if not ids:
         return []
     pg = _dialect(ex) == "postgresql"
-    params: dict[str, Any] = {"ids": _list_param(ids, pg), "status": status}
+    params: dict[str, Any] = {"ids": list_param(ids, pg), "status": status}
     return [policy_row(m) for m in ex.execute(_POLICIES_WITH_EPISODES[pg], params)]
 
 
@@ -539,7 +542,7 @@ def merge_boundaries(
         # them again would return the same text. PostgreSQL always locks.
         locked = [(i, known[i]) for i in ids]
     else:
-        locked = [(r[0], r[1]) for r in ex.execute(_LOCK_POLICIES[pg], {"ids": _list_param(ids, pg)})]
+        locked = [(r[0], r[1]) for r in ex.execute(_LOCK_POLICIES[pg], {"ids": list_param(ids, pg)})]
     for policy_id, boundary in locked:
         new = change(boundary)
         if new is not None:
