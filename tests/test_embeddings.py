@@ -116,3 +116,21 @@ def test_evidence_by_meaning_keeps_a_paraphrased_failure_and_leaves_unrelated_on
     # Nothing close enough: the scan still relaxes, as without an embedder.
     far = gather_repair_evidence("s-ev", "npm.install", None, store, embedder=embedder, about="bake a cake")
     assert far.relaxed and far.similar == ()
+
+
+
+def test_a_chinese_lesson_is_embedded_with_its_english_glosses(
+    store: Store, embedder: SentenceTransformerEmbedder
+) -> None:
+    row = store.repairs.insert(
+        context_hash="h2", trigger="manual", preference="Prefer: 走只读副本", anti_pattern="Avoid: 在主库上跑"
+    )
+    assert backfill(store, embedder).embedded == 1
+    from memos_feedback.recall.indexing import embedding_text
+    from memos_feedback.recall.terms import glossed
+
+    text = embedding_text("do: Prefer: 走只读副本\navoid: Avoid: 在主库上跑")
+    assert glossed(text).endswith("\nread-only readonly replica primary")
+    # An English query finds the Chinese lesson: by the glossed terms and the glossed embedding.
+    found = guidance_for(store, query="run it on a read-only replica, not the primary", embedder=embedder)
+    assert [i.repair_id for i in found.items] == [row.id]

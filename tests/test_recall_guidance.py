@@ -386,7 +386,8 @@ def test_chinese_text_is_searched_by_three_character_windows_and_scored_by_pairs
     from memos_feedback.recall.terms import query_terms
 
     terms = query_terms("worker 连 redis 说要密码")
-    assert terms.words == ("worker", "redis")
+    # The text's own words, then the English gloss of its Chinese words (glossary).
+    assert terms.words == ("worker", "redis", "password")
     assert "说要密" in terms.indexed and "要密码" in terms.indexed  # what the trigram index finds
     assert terms.short == ("说要", "要密", "密码")  # what scoring weighs: "密码" is a word
     assert "密码" not in terms.indexed

@@ -31,7 +31,7 @@ class RecallConfig:
     default_limit: int = 5
     max_limit: int = 20
     # Relatedness gate (see ALGORITHMS.md): below it, nothing is returned.
-    min_score_semantic: float = 0.22
+    min_score_semantic: float = 0.20
     min_score_lexical: float = 0.15
     # Weight of the embedding cosine against the lexical coverage (the share
     # of the query's IDF mass found in the repair's lesson, error and trace)

@@ -13,7 +13,9 @@ at most a few hundred candidate rows. The ranking (ALGORITHMS.md, "Recall"):
    trace, not its tool and context:
    ``coverage = Σ w(query terms found in the problem) / Σ w(query terms)``, w the
    IDF of a word or a fixed weight for a Chinese character pair
-   (how much of the query the repair explains), and with embeddings
+   (how much of the query the repair explains; English words by a light
+   stem at the start of words, Chinese words also by their English
+   glosses — ``terms``, ``glossary``), and with embeddings
    ``semantic_weight·cosine + (1 - semantic_weight)·coverage``.
 4. **Gate**: evidence below the minimum score is dropped, and so is evidence
    that does not exceed ``situation_weight`` times the *situation overlap*
@@ -63,7 +65,14 @@ from .search import (
     same_context_candidate_ids,
     same_tool_candidate_ids,
 )
-from .terms import error_identifiers, is_tool_report, normalise, query_terms
+from .terms import (
+    comparable,
+    contains_term,
+    error_identifiers,
+    glossed,
+    is_tool_report,
+    query_terms,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -201,7 +210,7 @@ def guidance_for(
     if evidence_text is None:
         return Guidance((), mode, cfg.render_char_budget, cfg.render_line_cap)
 
-    qvec = emb.embed([evidence_text])[0] if emb is not None else None
+    qvec = emb.embed([glossed(evidence_text)])[0] if emb is not None else None
     at = now_ms() if now is None else now
     where = eligible(proj, at, cfg.unvalidated_max_age_ms)
     terms = query_terms(evidence_text)
@@ -274,7 +283,9 @@ def _weights(
 def _share(weights: dict[str, float], text: str) -> float:
     """The share of ``weights``' mass whose terms occur in ``text`` (0 when there are none)."""
     mass = sum(weights.values())
-    return sum(w for t, w in weights.items() if t in text) / mass if mass > 0 else 0.0
+    # ``in`` first: most terms are absent, and it is cheaper than the word-start check.
+    found = sum(w for t, w in weights.items() if t in text and contains_term(text, t))
+    return found / mass if mass > 0 else 0.0
 
 
 def _score(
@@ -292,9 +303,9 @@ def _score(
     cfg: RecallConfig,
 ) -> tuple[tuple[int, int, float], GuidanceItem] | None:
     problem = embedding_text(c.source_text)
-    lexical = _share(weights, normalise(problem))
+    lexical = _share(weights, comparable(problem))
     same_error = any(ident in problem for ident in identifiers)
-    overlap = _share(situation_weights, normalise(f"{c.tool_id or ''} {c.context or ''}"))
+    overlap = _share(situation_weights, comparable(f"{c.tool_id or ''} {c.context or ''}"))
     cosine = _cosine(c, qvec, emb)
     if cosine is not None:
         evidence = cfg.semantic_weight * cosine + (1.0 - cfg.semantic_weight) * lexical

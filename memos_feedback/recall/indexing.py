@@ -13,7 +13,8 @@ line per part, lesson first::
 
 ``embedding_text`` is the part an embedding is computed from: every line
 but ``tool:``/``context:`` (the situation is matched separately; see
-ALGORITHMS.md, "Recall"). ``annotate`` writes the recall columns inside the
+ALGORITHMS.md, "Recall"), with the English glosses of its Chinese words
+appended (``terms.glossed``). ``annotate`` writes the recall columns inside the
 repair's own transaction; ``backfill`` fills rows written before an
 embedder was configured (``memos-feedback repairs embed``).
 """
@@ -32,6 +33,7 @@ from ..sanitize import sanitize_line
 from ..store import Store
 from ..store.models import DecisionRepairModel
 from .embeddings import Embedder, pack
+from .terms import glossed
 
 __all__ = [
     "SOURCE_TEXT_CAP",
@@ -103,7 +105,7 @@ def embed_fields(fields: RecallFields, embedder: Embedder | None) -> RecallField
     if embedder is None:
         return fields
     try:
-        vec = embedder.embed([embedding_text(fields.source_text)])[0]
+        vec = embedder.embed([glossed(embedding_text(fields.source_text))])[0]
     except Exception:  # the repair is written anyway; `repairs embed` can fill it later
         logger.warning("embedding a repair failed; it stays without one", exc_info=True)
         return fields
@@ -166,7 +168,7 @@ def backfill(store: Store, embedder: Embedder, *, batch_size: int = 64, redo: bo
                     preference=r.preference, anti_pattern=r.anti_pattern, tool_id=r.tool_id, context=r.context
                 )
                 new_text[r.id] = text
-            texts.append(embedding_text(text))
+            texts.append(glossed(embedding_text(text)))
         vectors = embedder.embed(texts)
         with store.session(write=True, action="storing repair embeddings") as s:
             for r, vec in zip(rows, vectors, strict=True):

@@ -19,11 +19,24 @@ languages, so they are what lets a Chinese query find an English repair.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["MAX_TERMS", "QueryTerms", "error_identifiers", "is_tool_report", "query_terms"]
+from .glossary import gloss
+
+__all__ = [
+    "MAX_TERMS",
+    "QueryTerms",
+    "comparable",
+    "contains_term",
+    "error_identifiers",
+    "glossed",
+    "is_tool_report",
+    "query_terms",
+    "stem",
+]
 
 MAX_TERMS = 48
 
@@ -180,17 +193,48 @@ def normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
+@functools.lru_cache(maxsize=4096)
+def comparable(text: str) -> str:
+    """``normalise(text)`` followed by the English glosses of its Chinese words.
+
+    What a query's terms are looked for in: an English term then finds a
+    Chinese text that says the same (``glossary``), and the text's own
+    words still match as written. Cached: the same candidates' texts come
+    back query after query.
+    """
+    norm = normalise(text)
+    english = gloss(norm)
+    return f"{norm}\n{' '.join(english)}" if english else norm
+
+
+def glossed(text: str) -> str:
+    """``text`` followed by the English glosses of its Chinese words: what is embedded.
+
+    The packaged embedding model reads English; the glosses give it the
+    meaning of a Chinese text's everyday technical words.
+    """
+    english = gloss(normalise(text))
+    return f"{text}\n{' '.join(english)}" if english else text
+
+
 def query_terms(text: str | None, limit: int = MAX_TERMS) -> QueryTerms:
-    """The distinct search terms of ``text``, in order of appearance, at most ``limit``."""
+    """The distinct search terms of ``text``, in order of appearance, at most ``limit``.
+
+    The English glosses of its Chinese words (``glossary``) come after its
+    own words, so a Chinese query also searches and scores in English.
+    """
     if not text:
         return QueryTerms((), ())
     norm = normalise(text)
     indexed: dict[str, None] = {}
     words: list[str] = []
     short: dict[str, None] = {}
-    for match in _WORD.finditer(norm):
+    english = gloss(norm)
+    ascii_text = f"{norm} {' '.join(english)}" if english else norm
+    for match in _WORD.finditer(ascii_text):
         word = match.group(0).strip("-_")
         keep = len(word) >= 3 and word not in _STOP and not (word.isdigit() and len(word) > 6)
+        word = stem(word) if keep else word
         if keep and word not in indexed:
             indexed[word] = None
             words.append(word)
@@ -202,6 +246,57 @@ def query_terms(text: str | None, limit: int = MAX_TERMS) -> QueryTerms:
             indexed.setdefault(run[i : i + 3], None)
     kept = list(indexed)[:limit]
     return QueryTerms(tuple(kept), tuple(list(short)[:limit]), tuple(words[:limit]))
+
+
+# Suffixes of English inflection and derivation, longest first. Dropping one
+# leaves a stem that is still a prefix of the word's other forms, and terms
+# are matched at the start of words: "cancel" finds canceling, cancelled,
+# cancels. A final "e" is kept (stripe is not strip).
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ions", "ion", "ies", "ed", "es", "s")
+_MIN_STEM = 4
+# Endings that look like a plural but are not one (status, access, redis).
+_NOT_PLURAL = ("ss", "us", "is")
+
+
+def stem(word: str) -> str:
+    """A light stem of a lower-case English word: a prefix shared by its forms.
+
+    Only plain words of letters are cut (identifiers, flags and codes must
+    match as written), and never below four letters; a doubled final
+    consonant is undoubled (cancell -> cancel). Deterministic, no lookups:
+    a cheap, predictable approximation of a stemmer, enough for matching
+    word prefixes (``contains_term``).
+    """
+    if not word.isalpha() or not word.isascii() or len(word) <= _MIN_STEM:
+        return word
+    for suffix in _SUFFIXES:
+        if not word.endswith(suffix):
+            continue
+        if suffix in ("s", "es") and word.endswith(_NOT_PLURAL):
+            return word
+        base = word[: -len(suffix)]
+        if len(base) > _MIN_STEM and base[-1] == base[-2] and base[-1] not in "aeiou":
+            base = base[:-1]
+        if len(base) >= _MIN_STEM:
+            return base
+    return word
+
+
+def contains_term(text: str, term: str) -> bool:
+    """Whether ``term`` occurs in ``text`` (both normalised) at the start of a word.
+
+    A word term is a prefix of a word of the text ("refund" in "refunded",
+    never "fund" in "refunded"); a Chinese term anywhere (no spaces there).
+    Linear: ``str.find`` from one hit to the next.
+    """
+    start = text.find(term)
+    if start < 0 or not term[0].isascii() or not term[0].isalnum():
+        return start >= 0
+    while start >= 0:
+        if start == 0 or not text[start - 1].isalnum():
+            return True
+        start = text.find(term, start + 1)
+    return False
 
 
 def _is_error_identifier(token: str) -> bool:

@@ -1,0 +1,136 @@
+"""Query terms across wording and language: stems, word-start matching, the Chinese glossary."""
+
+from __future__ import annotations
+
+import pytest
+
+from memos_feedback.config import FeedbackConfig
+from memos_feedback.recall import guidance_for
+from memos_feedback.recall.glossary import GLOSSARY, gloss
+from memos_feedback.recall.terms import comparable, contains_term, glossed, query_terms, stem
+from memos_feedback.repair import RepairDeps, RepairInput, run_repair
+from memos_feedback.signals import context_hash_of
+from memos_feedback.store import Store
+from memos_feedback.store.rows import ToolCall
+
+
+def write(store: Store, *, tool: str, context: str, trace: str, feedback: str) -> str:
+    """One repair through run_repair (template synthesis)."""
+    sid = f"s-{context_hash_of(tool, context)}"
+    store.traces.add(sid, agent_text=trace, value=-0.6, tool_calls=[ToolCall(tool, error_code="failed")])
+    inp = RepairInput(
+        trigger="user.correction",
+        context_hash=context_hash_of(tool, context),
+        tool_id=tool,
+        user_text=feedback,
+        session_id=sid,
+        context=context,
+        project="shop",
+    )
+    result = run_repair(inp, RepairDeps(store=store, config=FeedbackConfig(use_llm=False, cooldown_ms=0)))
+    assert result.repair_id is not None, result.skipped_reason
+    return result.repair_id
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [
+        ("cancelled", "cancel"),
+        ("canceling", "cancel"),
+        ("refunds", "refund"),
+        ("connections", "connect"),
+        ("dependencies", "dependenc"),
+        ("types", "type"),
+        ("stripe", "stripe"),  # a final e stays: stripe is not strip
+        ("status", "status"),  # not a plural
+        ("access", "access"),
+        ("timed", "timed"),  # too short to cut
+        ("node", "node"),
+        ("break-system-packages", "break-system-packages"),  # flags and identifiers as written
+        ("py311", "py311"),
+    ],
+)
+def test_stem_keeps_a_prefix_shared_by_the_word_forms(word: str, expected: str) -> None:
+    assert stem(word) == expected
+
+
+def test_query_words_are_stemmed_so_other_forms_match() -> None:
+    terms = query_terms("the cohort query keeps getting cancelled")
+    assert "cancel" in terms.words and "cancelled" not in terms.words
+    problem = comparable("ERROR: canceling statement due to statement timeout")
+    assert contains_term(problem, "cancel")
+
+
+def test_a_word_term_matches_only_at_the_start_of_a_word() -> None:
+    assert contains_term("charge has already been refunded", "refund")
+    assert not contains_term("charge has already been refunded", "fund")
+    assert contains_term("fund refunded", "fund")  # the second hit is not needed, the first is a word
+    assert contains_term("x-refund", "refund")  # punctuation starts a word
+    assert contains_term("连接超时", "超时")  # Chinese has no spaces: anywhere
+
+
+def test_contains_term_is_linear_on_hostile_text() -> None:
+    # Every occurrence is inside a word: each is checked once, then skipped.
+    assert not contains_term("xab" * 300_000, "ab")
+
+
+def test_gloss_maps_simplified_and_traditional_words_to_english() -> None:
+    assert gloss("退款请求超时了") == ("refund", "request", "timeout", "timed")
+    assert gloss("報表走唯讀副本") == ("report", "read-only", "readonly", "replica")
+    assert gloss("今天天气不错") == ()  # outside the vocabulary: no gloss
+    assert gloss("pip install failed") == ()
+
+
+def test_glossary_keys_are_chinese_words_of_two_to_four_characters() -> None:
+    for key, english in GLOSSARY.items():
+        assert 2 <= len(key) <= 4, key
+        assert english and all(w.isascii() and w == w.lower() for w in english), key
+
+
+def test_gloss_is_linear_on_a_long_chinese_text() -> None:
+    text = "数据库连接超时" * 40_000  # 280k characters
+    assert gloss(text) == ("database", "data", "connect", "connection", "timeout", "timed")
+
+
+def test_glossed_appends_english_for_the_embedder() -> None:
+    assert glossed("镜像太大") == "镜像太大\nimage large size"
+    assert glossed("docker image too large") == "docker image too large"
+
+
+def test_a_chinese_query_finds_an_english_repair_through_the_glossary(store: Store) -> None:
+    rid = write(
+        store,
+        tool="http.request",
+        context="retry the failed refunds from yesterday (POST /v1/refunds)",
+        trace="HTTP 504 upstream request timeout",
+        feedback="a refund request that timed out may still have gone through; "
+        "resend it only with the same Idempotency-Key",
+    )
+    # In the caller's own words, in Chinese; nothing in it is written as in the repair.
+    found = guidance_for(
+        store,
+        tool_id="http.request",
+        context="补发昨天失败的退款",
+        query="上次退款请求超时了，不知道成没成功，要不要重发？",
+        project="shop",
+    )
+    assert [i.repair_id for i in found.items] == [rid]
+
+
+def test_an_english_query_finds_a_chinese_repair_through_the_glossary(store: Store) -> None:
+    rid = write(
+        store,
+        tool="psql",
+        context="每月对账报表",
+        trace="",
+        feedback="报表这种大查询一律走只读副本，不要在主库上跑",
+    )
+    found = guidance_for(
+        store,
+        tool_id="psql",
+        context="monthly revenue report",
+        query="run the big report query on the primary database",
+        project="shop",
+    )
+    assert [i.repair_id for i in found.items] == [rid]
+
