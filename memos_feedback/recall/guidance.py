@@ -77,9 +77,11 @@ Why = Literal["exact context", "same tool", "same session", "same error", "simil
 _df = DocumentFrequencies()
 _NO_OUTCOMES = OutcomeCounts()
 # Normalised texts per candidate text: the same repairs come back query after
-# query (the tool's newest, the exact context's), and NFKC + case-folding a
-# few hundred characters a hundred times a call is most of the scoring.
-_TEXTS_MAX = 20_000
+# query (the tool's newest, the exact context's), and splitting, NFKC and
+# case-folding each one's text again is per-candidate work that repeats.
+# Bounded (cleared when full): a source text is at most 2,000 characters,
+# so a full cache holds a few tens of MB at worst, a few MB typically.
+_TEXTS_MAX = 4_096
 
 
 @dataclass(frozen=True, slots=True)
