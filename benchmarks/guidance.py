@@ -1,12 +1,13 @@
 """guidance_for latency at 1k / 10k / 100k repairs (docs/PERFORMANCE.md, "Recall").
 
     python -m benchmarks.guidance [--sizes 1000,10000] [--db URL] [--embeddings] [--queries 200]
-    python -m benchmarks.guidance --base DIR [--sizes 1000,10000] [--rounds 3]
+    python -m benchmarks.guidance --base DIR [--sizes 1000,10000] [--rounds 3] [--db URL] [--embeddings]
 
 ``--base DIR`` (a checkout of an earlier commit, ``git worktree add DIR
-<commit>``): SQLite, lexical medians of this checkout and DIR side by side,
-each round a fresh process per checkout (``benchmarks/guidance_probe.py``),
-alternating which goes first.
+<commit>``): medians of this checkout and DIR side by side, each round a
+fresh process per checkout (``benchmarks/guidance_probe.py``), alternating
+which goes first; SQLite unless ``--db`` (an empty PostgreSQL database,
+emptied after each run), lexical unless ``--embeddings``.
 
 Repairs are bulk-inserted (the FTS5 triggers / trigram index maintain the
 search index as in production) from a vocabulary of tools, errors and
@@ -153,14 +154,15 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
 
 
-def compare(base: str, sizes: list[int], rounds: int) -> None:
+def compare(base: str, sizes: list[int], rounds: int, db: str | None, embeddings: bool) -> None:
     here = Path(__file__).resolve().parent.parent
     probe = here / "benchmarks" / "guidance_probe.py"
+    extra = (["--db", db] if db else []) + (["--embeddings"] if embeddings else [])
 
     def run(root: Path, n: int) -> float:
         env = {**os.environ, "PYTHONPATH": str(root)}
         out = subprocess.run(
-            [sys.executable, str(probe), str(n)], env=env, capture_output=True, text=True, check=True
+            [sys.executable, str(probe), str(n), *extra], env=env, capture_output=True, text=True, check=True
         )
         return float(out.stdout.strip().splitlines()[-1])
 
@@ -171,8 +173,9 @@ def compare(base: str, sizes: list[int], rounds: int) -> None:
             order = [(here, mine), (Path(base), theirs)]
             for root, sink in order if r % 2 == 0 else reversed(order):
                 sink.append(run(root, n))
+        label = f"{'postgresql' if db else 'sqlite':<10} {'semantic' if embeddings else 'lexical':<8}"
         print(
-            f"n={n:<7} this checkout median {statistics.median(mine):6.2f} ms {mine}"
+            f"{label} n={n:<7} this checkout median {statistics.median(mine):6.2f} ms {mine}"
             f"   base median {statistics.median(theirs):6.2f} ms {theirs}",
             flush=True,
         )
@@ -184,11 +187,11 @@ def main() -> None:
     ap.add_argument("--db", help="PostgreSQL URL of an empty database (default: SQLite files)")
     ap.add_argument("--embeddings", action="store_true")
     ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--base", help="checkout of an earlier commit to compare with (SQLite, lexical)")
+    ap.add_argument("--base", help="checkout of an earlier commit to compare with")
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     if args.base:
-        compare(args.base, [int(x) for x in args.sizes.split(",")], args.rounds)
+        compare(args.base, [int(x) for x in args.sizes.split(",")], args.rounds, args.db, args.embeddings)
         return
     rng = random.Random(7)
     embedder = vectors = None

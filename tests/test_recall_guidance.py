@@ -405,3 +405,162 @@ def test_a_chinese_paraphrase_in_the_same_situation_is_found_by_its_shared_words
     # Shares "本地", "密码" and "redis" with the repair, and no 3-character window.
     found = guidance_for(store, query="worker 连 redis 说要密码，可是本地不是没设密码吗", **kwargs)  # type: ignore[arg-type]
     assert [i.repair_id for i in found.items] == [rid]
+
+
+# --- Candidate reads in one statement (issue 10, latency) ---------------------
+
+
+def _insert_repairs(store: Store, n: int) -> list[str]:
+    """``n`` repairs written straight to the table, varied in every column recall filters on."""
+    from sqlalchemy import insert
+
+    from memos_feedback.recall.embeddings import pack
+    from memos_feedback.store.models import DecisionRepairModel
+    from memos_feedback.store.rows import new_id
+
+    tools = ["pip.install", "npm.install", "docker.build"]
+    words = ["externally-managed", "eresolve", "exec_format", "oomkilled", "forbidden"]
+    now = now_ms()
+    rows: list[dict[str, object]] = []
+    for i in range(n):
+        tool = tools[i % 3]
+        context = f"step {i % 4}"
+        source = f"do: lesson {i}\navoid: {words[i % 5]} in file_{i % 7}.py\ntool: {tool}\ncontext: {context}"
+        vec = [float((i * 7 + k) % 5) + 1.0 for k in range(4)]
+        rows.append(
+            dict(
+                id=new_id("dr_"),
+                ts=now - (i % 9) * DAY - i,
+                context_hash=context_hash_of(tool, context),
+                tool_id=tool,
+                context=context,
+                trigger="user.correction",
+                session_id=f"s{i % 3}",
+                preference=f"lesson {i}",
+                anti_pattern=f"{words[i % 5]} case {i}",
+                severity="warn",
+                confidence=0.6,
+                high_value_trace_ids=[],
+                low_value_trace_ids=[],
+                validated=i % 4 == 0,
+                rejected=i % 11 == 5,
+                category="correction",
+                project=None if i % 3 == 0 else f"p{i % 2}",
+                # A few rows from before recall: no source text, or an empty one.
+                source_text=None if i % 13 == 1 else "" if i % 13 == 2 else source,
+                embedding=pack([v / sum(x * x for x in vec) ** 0.5 for v in vec]),
+                embedding_model="m",
+            )
+        )
+    with store.session(write=True) as s:
+        s.execute(insert(DecisionRepairModel), rows)
+    return [str(r["id"]) for r in rows]
+
+
+@pytest.mark.parametrize("limit", [3, 50])
+def test_the_one_statement_candidate_read_returns_what_the_separate_reads_did(
+    store: Store, limit: int
+) -> None:
+    from memos_feedback.recall.search import (
+        DocumentFrequencies,
+        candidates,
+        eligible,
+        fetch_candidates,
+        lexical_candidate_ids,
+        same_context_candidate_ids,
+        same_tool_candidate_ids,
+    )
+
+    ids = _insert_repairs(store, 60)
+    now = now_ms()
+    cases: list[tuple[tuple[str, ...], str | None, str | None, list[str], str | None]] = [
+        (("eresolve", "file_3"), context_hash_of("npm.install", "step 1"), "npm.install", [], "p1"),
+        (("oomkilled", "forbidden", "lesson"), None, "docker.build", [*ids[:10], "dr_missing"], None),
+        ((), context_hash_of("pip.install", "step 0"), None, ids[5:30:2], "p0"),
+        (("exec_format", "file_1", "nothing-matches-this"), None, None, [], "p1"),
+        ((), None, None, [], None),
+    ]
+    sizes: list[int] = []
+    with store.connection() as s:
+        frequencies = DocumentFrequencies()
+        total = frequencies.total(store, s)
+        for terms, context_hash, tool, vector_ids, project in cases:
+            where = eligible(project, now, 7 * DAY)
+            dfs = frequencies.of(store, s, terms)
+            separate: set[str] = set(lexical_candidate_ids(s, terms, where, limit, dfs, total))
+            if context_hash is not None:
+                separate.update(same_context_candidate_ids(s, context_hash, where, limit))
+            if tool is not None:
+                separate.update(same_tool_candidate_ids(s, tool, where, limit))
+            separate.update(vector_ids)
+            expected = sorted(fetch_candidates(s, separate, where), key=lambda c: c.id)
+            got = candidates(
+                s,
+                where,
+                limit,
+                terms=terms,
+                frequencies=dfs,
+                total=total,
+                context_hash=context_hash,
+                tool_id=tool,
+                vector_ids=vector_ids,
+            )
+            assert got == expected, (terms, context_hash, tool, project)
+            assert [c.id for c in got] == sorted(c.id for c in got)
+            sizes.append(len(got))
+    # Not vacuous: every case with a source found something; none, nothing.
+    assert all(sizes[:4]) and sizes[4] == 0, sizes
+
+
+def test_candidates_of_repairs_without_source_text_read_as_their_lesson(store: Store) -> None:
+    from memos_feedback.recall.search import eligible, fetch_candidates
+
+    ids = _insert_repairs(store, 16)
+    with store.connection() as s:
+        found = {c.id: c for c in fetch_candidates(s, ids, eligible(None, now_ms(), 7 * DAY))}
+    # Rows 1 and 14 have no source text, row 2 an empty one (all global: i % 3 == 0 or not).
+    for i in (1, 2, 14):
+        if ids[i] in found:
+            c = found[ids[i]]
+            assert c.source_text == f"do: {c.preference}\navoid: {c.anti_pattern}"
+    assert found[ids[0]].source_text.startswith("do: lesson 0\navoid: externally-managed")
+    assert isinstance(found[ids[0]].validated, bool) and found[ids[0]].validated
+
+
+def test_document_frequencies_counted_together_match_each_term_counted_alone(store: Store) -> None:
+    from sqlalchemy import text
+
+    from memos_feedback.recall.search import DocumentFrequencies
+    from memos_feedback.store.models import SQLITE_FTS_TABLE
+
+    _insert_repairs(store, 40)
+    # More terms than one statement counts (16), with LIKE's and FTS5's special characters.
+    terms = [f"file_{i}" for i in range(8)] + ["eresolve", "oomkilled", "lesson", "case", "step"]
+    terms += ["exec_format", "externally-managed", "forbidden", "nothing", 'quo"te', "100%", "pip"]
+    with store.connection() as s:
+        got = DocumentFrequencies().of(store, s, terms)
+        pg = s.dialect.name == "postgresql"
+        for term in terms:
+            if pg:
+                like = "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+                sql = "SELECT count(*) FROM decision_repairs WHERE source_text ILIKE :p ESCAPE '\\'"
+                alone = s.execute(text(sql), {"p": like}).scalar_one()
+            else:
+                sql = f"SELECT count(*) FROM {SQLITE_FTS_TABLE} WHERE {SQLITE_FTS_TABLE} MATCH :p"
+                alone = s.execute(text(sql), {"p": '"' + term.replace('"', '""') + '"'}).scalar_one()
+            assert got[term] == alone, term
+    assert got["file_1"] > 0 and got["nothing"] == 0 and got["lesson"] > 30
+
+
+def test_guidance_is_the_same_for_the_same_store_whatever_is_cached(store: Store) -> None:
+    """The normalised-text cache changes no result: a second call returns the first's items."""
+    from memos_feedback.recall import guidance as guidance_module
+
+    _insert_repairs(store, 60)
+    query = "EResolve in file_3.py while running lesson 12"
+    first = guidance_for(store, tool_id="npm.install", query=query, project="p1", record=False)
+    second = guidance_for(store, tool_id="npm.install", query=query, project="p1", record=False)
+    guidance_module._texts.clear()
+    guidance_module._situations.clear()
+    third = guidance_for(store, tool_id="npm.install", query=query, project="p1", record=False)
+    assert first.items and first == second == third

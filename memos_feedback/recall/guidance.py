@@ -41,9 +41,9 @@ at most a few hundred candidate rows. The ranking (ALGORITHMS.md, "Recall"):
 
 from __future__ import annotations
 
-import dataclasses
+import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple, TypeVar
 
 from ..errors import InvalidInputError
 from ..outcomes.estimate import OutcomeCounts, counts_for, rank_factor
@@ -55,24 +55,8 @@ from ..store.rows import now_ms
 from .config import RecallConfig
 from .embeddings import Embedder, check_embedder, unpack
 from .indexing import embedding_text
-from .search import (
-    Candidate,
-    DocumentFrequencies,
-    eligible,
-    fetch_candidates,
-    idf,
-    lexical_candidate_ids,
-    same_context_candidate_ids,
-    same_tool_candidate_ids,
-)
-from .terms import (
-    comparable,
-    contains_term,
-    error_identifiers,
-    glossed,
-    is_tool_report,
-    query_terms,
-)
+from .search import Candidate, DocumentFrequencies, candidates, eligible, idf
+from .terms import comparable, contains_term, error_identifiers, glossed, is_tool_report, query_terms
 
 if TYPE_CHECKING:
     import numpy as np
@@ -88,10 +72,18 @@ _PAIR_WEIGHT = 0.5
 # A tool's report shows in its first lines; a pasted megabyte is not scanned whole.
 _REPORT_SCAN = 8_000
 
+_T = TypeVar("_T")
+
 Why = Literal["exact context", "same tool", "same session", "same error", "similar text"]
 
 _df = DocumentFrequencies()
 _NO_OUTCOMES = OutcomeCounts()
+# Normalised texts per candidate text: the same repairs come back query after
+# query (the tool's newest, the exact context's), and splitting, NFKC and
+# case-folding each one's text again is per-candidate work that repeats.
+# Bounded (cleared when full): a source text is at most 2,000 characters,
+# so a full cache holds a few tens of MB at worst, a few MB typically.
+_TEXTS_MAX = 4_096
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,21 +216,29 @@ def guidance_for(
         total = _df.total(store, s)
         lookup = tuple(dict.fromkeys(terms.indexed + situation.indexed))
         dfs = _df.of(store, s, lookup)
-        ids: set[str] = set(lexical_candidate_ids(s, terms.indexed, where, cfg.candidate_limit, dfs, total))
-        if exact_hash is not None:
-            ids.update(same_context_candidate_ids(s, exact_hash, where, cfg.candidate_limit))
-        if tool is not None:
-            ids.update(same_tool_candidate_ids(s, tool, where, cfg.candidate_limit))
+        vector_ids: list[str] = []
         if emb is not None and qvec is not None:
             from .vectors import nearest
 
-            ids.update(i for i, _ in nearest(store, s, emb.model_name, qvec, proj, cfg.candidate_limit))
-        candidates = fetch_candidates(s, ids, where)
-        weights = _weights(terms.words, terms.short, dfs, total)
-        situation_weights = _weights(situation.words, situation.short, dfs, total)
-        passed: list[tuple[tuple[int, int, float], GuidanceItem, Candidate]] = []
-        for c in candidates:
-            item_key = _score(
+            vector_ids = [i for i, _ in nearest(store, s, emb.model_name, qvec, proj, cfg.candidate_limit)]
+        # Every source and the rows in one statement (a round trip each on PostgreSQL).
+        found = candidates(
+            s,
+            where,
+            cfg.candidate_limit,
+            terms=terms.indexed,
+            frequencies=dfs,
+            total=total,
+            context_hash=exact_hash,
+            tool_id=tool,
+            vector_ids=vector_ids,
+        )
+        weights = _Weights(_weights(terms.words, terms.short, dfs, total))
+        situation_weights = _Weights(_weights(situation.words, situation.short, dfs, total))
+        dimension = int(qvec.shape[0]) if qvec is not None else 0
+        passed: list[_Passed] = []
+        for c in found:
+            hit = _score(
                 c,
                 tool,
                 exact_hash,
@@ -248,26 +248,28 @@ def guidance_for(
                 situation_weights,
                 identifiers,
                 report,
-                qvec,
-                emb,
+                qvec if emb is not None and c.embedding_model == emb.model_name else None,
+                dimension,
                 cfg,
             )
-            if item_key is not None:
-                passed.append((item_key[0], item_key[1], c))
+            if hit is not None:
+                passed.append(hit)
         # Outcomes only for what passed the gate (one grouped query): they
         # reorder related repairs, never make an unrelated one related.
-        outcome_counts = counts_for(s, (c.id for _, _, c in passed))
+        outcome_counts = counts_for(s, (p.candidate.id for p in passed))
 
-    scored: list[tuple[tuple[int, int, float], GuidanceItem, Candidate]] = []
-    for (tier, validated, score), item, c in passed:
+    scored: list[tuple[tuple[int, int, float], _Passed, float]] = []
+    for p in passed:
+        c = p.candidate
         factor = rank_factor(c.ts, outcome_counts.get(c.id, _NO_OUTCOMES), c.validated, at, cfg)
-        item = dataclasses.replace(item, effectiveness=round(factor, 4))
-        scored.append(((tier, validated, score * factor), item, c))
+        scored.append(((p.tier, int(c.validated), p.score * factor), p, factor))
     scored.sort(key=lambda entry: entry[0], reverse=True)
-    kept = _collapse(scored, emb, cfg.duplicate_similarity, n)
-    if record and session is not None and kept and not store.read_only:
-        record_served(store, kept, session, tool, ctx, at)
-    return Guidance(tuple(kept), mode, cfg.render_char_budget, cfg.render_line_cap)
+    ranked = [(p.candidate, (p, factor)) for _, p, factor in scored]
+    kept = _collapse(ranked, emb, cfg.duplicate_similarity, n)
+    items = [_item(p, factor) for p, factor in kept]
+    if record and session is not None and items and not store.read_only:
+        record_served(store, items, session, tool, ctx, at)
+    return Guidance(tuple(items), mode, cfg.render_char_budget, cfg.render_line_cap)
 
 
 def _weights(
@@ -280,12 +282,67 @@ def _weights(
     return out
 
 
-def _share(weights: dict[str, float], text: str) -> float:
+class _Weights:
+    """Term weights with their total mass, summed once per call instead of per candidate."""
+
+    __slots__ = ("items", "mass")
+
+    def __init__(self, weights: dict[str, float]) -> None:
+        self.items = tuple(weights.items())
+        self.mass = sum(weights.values())
+
+
+def _share(weights: _Weights, text: str) -> float:
     """The share of ``weights``' mass whose terms occur in ``text`` (0 when there are none)."""
-    mass = sum(weights.values())
+    mass = weights.mass
     # ``in`` first: most terms are absent, and it is cheaper than the word-start check.
-    found = sum(w for t, w in weights.items() if t in text and contains_term(text, t))
+    found = sum(w for t, w in weights.items if t in text and contains_term(text, t))
     return found / mass if mass > 0 else 0.0
+
+
+class _Texts(NamedTuple):
+    problem: str
+    problem_normalised: str
+
+
+_texts: dict[str, _Texts] = {}
+_situations: dict[tuple[str | None, str | None], str] = {}
+_texts_lock = threading.Lock()
+
+
+def _problem(source_text: str) -> _Texts:
+    """The candidate's problem (``embedding_text``) as written and comparable, cached by text."""
+    hit = _texts.get(source_text)
+    if hit is None:
+        problem = embedding_text(source_text)
+        hit = _Texts(problem, comparable(problem))
+        with _texts_lock:
+            if len(_texts) >= _TEXTS_MAX:
+                _texts.clear()
+            _texts[source_text] = hit
+    return hit
+
+
+def _situation(tool_id: str | None, context: str | None) -> str:
+    """The candidate's tool and context, comparable (``terms.comparable``), cached."""
+    key = (tool_id, context)
+    hit = _situations.get(key)
+    if hit is None:
+        hit = comparable(f"{tool_id or ''} {context or ''}")
+        with _texts_lock:
+            if len(_situations) >= _TEXTS_MAX:
+                _situations.clear()
+            _situations[key] = hit
+    return hit
+
+
+class _Passed(NamedTuple):
+    """A candidate that passed the gate; its ``GuidanceItem`` is made only if it is kept."""
+
+    candidate: Candidate
+    tier: int
+    score: float
+    why: tuple[str, ...]
 
 
 def _score(
@@ -294,19 +351,20 @@ def _score(
     exact_hash: str | None,
     no_query: bool,
     session: str | None,
-    weights: dict[str, float],
-    situation_weights: dict[str, float],
+    weights: _Weights,
+    situation_weights: _Weights,
     identifiers: tuple[str, ...],
     report: bool,
     qvec: npt.NDArray[np.float32] | None,
-    emb: Embedder | None,
+    dimension: int,
     cfg: RecallConfig,
-) -> tuple[tuple[int, int, float], GuidanceItem] | None:
-    problem = embedding_text(c.source_text)
-    lexical = _share(weights, comparable(problem))
-    same_error = any(ident in problem for ident in identifiers)
-    overlap = _share(situation_weights, comparable(f"{c.tool_id or ''} {c.context or ''}"))
-    cosine = _cosine(c, qvec, emb)
+) -> _Passed | None:
+    """Gate and score one candidate (``qvec`` only when its embedding is of the query's model)."""
+    texts = _problem(c.source_text)
+    lexical = _share(weights, texts.problem_normalised)
+    same_error = any(ident in texts.problem for ident in identifiers)
+    overlap = _share(situation_weights, _situation(c.tool_id, c.context))
+    cosine = _cosine(c.embedding, qvec, dimension)
     if cosine is not None:
         evidence = cfg.semantic_weight * cosine + (1.0 - cfg.semantic_weight) * lexical
         threshold, gate_weight = cfg.min_score_semantic, cfg.described_situation_weight_semantic
@@ -331,7 +389,12 @@ def _score(
         why.append("same error" if same_error else "similar text")
     score = evidence + cfg.exact_context_bonus * exact + cfg.same_tool_bonus * same_tool
     tier = 2 if exact else 1 if same_tool else 0
-    item = GuidanceItem(
+    return _Passed(c, tier, score, tuple(why))
+
+
+def _item(p: _Passed, factor: float) -> GuidanceItem:
+    c = p.candidate
+    return GuidanceItem(
         repair_id=c.id,
         category=c.category,
         preference=c.preference,
@@ -340,18 +403,20 @@ def _score(
         confidence=c.confidence,
         validated=c.validated,
         created_at=c.ts,
-        score=round(score, 4),
-        why=tuple(why),
+        score=round(p.score, 4),
+        why=p.why,
         tool_id=c.tool_id,
         project=c.project,
+        effectiveness=round(factor, 4),
     )
-    return (tier, int(c.validated), score), item
 
 
-def _cosine(c: Candidate, qvec: npt.NDArray[np.float32] | None, emb: Embedder | None) -> float | None:
-    if qvec is None or emb is None or c.embedding is None or c.embedding_model != emb.model_name:
+def _cosine(blob: bytes | None, qvec: npt.NDArray[np.float32] | None, dimension: int) -> float | None:
+    # One dot product per candidate, as before: a batched matrix product sums
+    # in another order and changes the last bits, which may reorder a tie.
+    if qvec is None or blob is None:
         return None
-    vec = unpack(c.embedding, int(qvec.shape[0]))
+    vec = unpack(blob, dimension)
     return None if vec is None else float(vec @ qvec)
 
 
@@ -360,14 +425,14 @@ def _tokens(c: Candidate) -> frozenset[str]:
 
 
 def _collapse(
-    scored: list[tuple[tuple[int, int, float], GuidanceItem, Candidate]],
+    ranked: list[tuple[Candidate, _T]],
     emb: Embedder | None,
     threshold: float,
     limit: int,
-) -> list[GuidanceItem]:
-    """Keep the better-ranked of near-duplicate repairs, up to ``limit`` items."""
-    kept: list[tuple[GuidanceItem, Candidate, frozenset[str]]] = []
-    for _, item, cand in scored:
+) -> list[_T]:
+    """Keep the better-ranked of near-duplicate repairs, up to ``limit`` (what goes with each)."""
+    kept: list[tuple[_T, Candidate, frozenset[str]]] = []
+    for cand, item in ranked:
         tokens = _tokens(cand)
         if any(
             _duplicate(cand, tokens, other, other_tokens, emb, threshold) for _, other, other_tokens in kept

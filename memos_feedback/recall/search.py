@@ -14,12 +14,13 @@ are a minute old rank as well as fresh ones.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from sqlalchemy import (
     BigInteger,
@@ -38,8 +39,9 @@ from sqlalchemy import (
     or_,
     select,
     text,
-    true,
+    union_all,
 )
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from ..store import Store
@@ -53,12 +55,14 @@ __all__ = [
     "DocumentFrequencies",
     "Eligibility",
     "Reader",
+    "candidates",
     "eligible",
     "fetch_candidates",
     "idf",
     "lexical_candidate_ids",
     "same_context_candidate_ids",
     "same_tool_candidate_ids",
+    "search_terms",
 ]
 
 M = DecisionRepairModel
@@ -76,9 +80,13 @@ _DF_TTL_S = 60.0
 _DF_CACHE_MAX = 50_000
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """The columns of a repair that ranking needs."""
+class Candidate(NamedTuple):
+    """The columns of a repair that ranking needs.
+
+    A named tuple, not a dataclass: it is made straight from the row
+    (``_make``), a hundred times per ``guidance_for``, without a frozen
+    dataclass's per-field ``__setattr__``.
+    """
 
     id: str
     ts: int
@@ -113,7 +121,12 @@ _COLUMNS = (
     M.validated,
     M.category,
     M.project,
-    M.source_text,
+    # A repair written before recall had no source text: it is read as its
+    # lesson (the fallback is computed here, so a row becomes a Candidate as is).
+    func.coalesce(
+        func.nullif(M.source_text, ""),
+        literal("do: ") + M.preference + literal("\navoid: ") + M.anti_pattern,
+    ).label("source_text"),
     M.embedding,
     M.embedding_model,
     M.session_id,
@@ -171,7 +184,7 @@ _SAME_TOOL = (
 
 def _fetch_statement(postgresql_dialect: bool) -> Select[Any]:
     ids = in_list(cast(ColumnElement[Any], M.id), "ids", postgresql_dialect)
-    return cast(Select[Any], select(*_COLUMNS).where(ids, _ELIGIBLE))
+    return cast(Select[Any], select(*_COLUMNS).where(ids, _ELIGIBLE).order_by(M.id))
 
 
 _FETCH = {True: _fetch_statement(True), False: _fetch_statement(False)}
@@ -197,29 +210,6 @@ def _is_postgresql(reader: Reader) -> bool:
     return bind.dialect.name == "postgresql"
 
 
-def _candidate(row: Any) -> Candidate:
-    source = row.source_text or f"do: {row.preference}\navoid: {row.anti_pattern}"
-    return Candidate(
-        id=row.id,
-        ts=row.ts,
-        context_hash=row.context_hash,
-        tool_id=row.tool_id,
-        context=row.context,
-        trigger=row.trigger,
-        preference=row.preference,
-        anti_pattern=row.anti_pattern,
-        severity=row.severity,
-        confidence=row.confidence,
-        validated=bool(row.validated),
-        category=row.category,
-        project=row.project,
-        source_text=source,
-        embedding=row.embedding,
-        embedding_model=row.embedding_model,
-        session_id=row.session_id,
-    )
-
-
 def fetch_candidates(reader: Reader, ids: Iterable[str], where: Eligibility) -> list[Candidate]:
     """The eligible repairs among ``ids`` (order unspecified)."""
     wanted = sorted(set(ids))
@@ -227,7 +217,7 @@ def fetch_candidates(reader: Reader, ids: Iterable[str], where: Eligibility) -> 
         return []
     pg = _is_postgresql(reader)
     params = {**where.params(), "ids": list_param(wanted, pg)}
-    return [_candidate(r) for r in reader.execute(_FETCH[pg], params)]
+    return [Candidate._make(r) for r in reader.execute(_FETCH[pg], params)]
 
 
 def same_context_candidate_ids(
@@ -244,6 +234,19 @@ def same_tool_candidate_ids(reader: Reader, tool_id: str, where: Eligibility, li
 
 def _fts_phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
+
+
+def search_terms(
+    terms: Sequence[str], frequencies: Mapping[str, int] | None = None, total: int | None = None
+) -> list[str]:
+    """The terms that select candidates by text (``lexical_candidate_ids`` says which)."""
+    cap = RARE_DF if total is None else max(_RARE_FLOOR, min(RARE_DF, total // _RARE_SHARE))
+    rare = [t for t in terms if len(t) >= 3 and (frequencies is None or frequencies.get(t, 0) < cap)]
+    if frequencies is not None and len(rare) > MAX_SEARCH_TERMS:
+        # The rarest say the most and have the shortest postings: the
+        # search's cost follows the terms it ORs, so it takes only those.
+        rare = sorted(rare, key=lambda t: frequencies.get(t, 0))[:MAX_SEARCH_TERMS]
+    return rare
 
 
 def lexical_candidate_ids(
@@ -264,24 +267,87 @@ def lexical_candidate_ids(
     and candidates found by tool, context or embedding are still scored on
     them.
     """
-    cap = RARE_DF if total is None else max(_RARE_FLOOR, min(RARE_DF, total // _RARE_SHARE))
-    rare = [t for t in terms if len(t) >= 3 and (frequencies is None or frequencies.get(t, 0) < cap)]
+    rare = search_terms(terms, frequencies, total)
     if not rare:
         return []
-    if frequencies is not None and len(rare) > MAX_SEARCH_TERMS:
-        # The rarest say the most and have the shortest postings: the
-        # search's cost follows the terms it ORs, so it takes only those.
-        rare = sorted(rare, key=lambda t: frequencies.get(t, 0))[:MAX_SEARCH_TERMS]
-    if not _is_postgresql(reader):
-        match = " OR ".join(_fts_phrase(t) for t in rare)
-        params = {**where.params(), "match": match, "fts_limit": limit * 4, "lim": limit}
-        return list(reader.scalars(_SQLITE_LEXICAL, params))
-    likes = [M.source_text.ilike(_like(t), escape="\\") for t in rare]
+    pg = _is_postgresql(reader)
+    params = {**where.params(), **_lexical_params(rare, pg, limit), "lim": limit}
+    return list(reader.scalars(_lexical(pg, len(rare)), params))
+
+
+@functools.cache
+def _lexical(postgresql_dialect: bool, n_terms: int) -> Select[Any]:
+    """The text search over ``n_terms`` terms, built once per (dialect, count)."""
+    if not postgresql_dialect:
+        return _SQLITE_LEXICAL
+    likes = [M.source_text.ilike(bindparam(f"t{i}", type_=String), escape="\\") for i in range(n_terms)]
     matched: ColumnElement[int] = literal(0)
     for like in likes:
         matched = matched + case((like, 1), else_=0)
-    stmt = select(M.id).where(or_(*likes), _ELIGIBLE).order_by(matched.desc(), M.ts.desc()).limit(limit)
-    return list(reader.scalars(stmt, where.params()))
+    return select(M.id).where(or_(*likes), _ELIGIBLE).order_by(matched.desc(), M.ts.desc()).limit(_LIMIT)
+
+
+def _lexical_params(rare: Sequence[str], postgresql_dialect: bool, limit: int) -> dict[str, Any]:
+    if postgresql_dialect:
+        return {f"t{i}": _like(t) for i, t in enumerate(rare)}
+    return {"match": " OR ".join(_fts_phrase(t) for t in rare), "fts_limit": limit * 4}
+
+
+@functools.cache
+def _candidates_statement(postgresql_dialect: bool, n_terms: int) -> Select[Any]:
+    """Every candidate source and the rows they select, as one statement.
+
+    The ids of the text search (when there are terms), of the exact
+    (tool, context) and of the tool — each its own subquery with the order
+    and limit of its separate read — and the ids given (nearest embeddings)
+    are united, and the eligible rows among them read in the same round
+    trip. A NULL ``context_hash`` or ``tool_id`` and an empty ``vector_ids``
+    select nothing.
+    """
+    parts: list[Select[Any]] = []
+    for source in ((_lexical(postgresql_dialect, n_terms),) if n_terms else ()) + (_SAME_CONTEXT, _SAME_TOOL):
+        # Wrapped: SQLite allows no ORDER BY or LIMIT in a compound's members.
+        sub = source.subquery()
+        parts.append(select(sub.c.id))
+    if postgresql_dialect:
+        parts.append(select(func.unnest(bindparam("vector_ids", type_=postgresql.ARRAY(String)))))
+    else:
+        given = func.json_each(bindparam("vector_ids", type_=String)).table_valued("value")
+        parts.append(select(given.c.value))
+    ids = union_all(*parts).scalar_subquery()
+    return cast(Select[Any], select(*_COLUMNS).where(M.id.in_(ids), _ELIGIBLE).order_by(M.id))
+
+
+def candidates(
+    reader: Reader,
+    where: Eligibility,
+    limit: int,
+    *,
+    terms: Sequence[str] = (),
+    frequencies: Mapping[str, int] | None = None,
+    total: int | None = None,
+    context_hash: str | None = None,
+    tool_id: str | None = None,
+    vector_ids: Sequence[str] = (),
+) -> list[Candidate]:
+    """The eligible repairs of every source in one statement, ordered by id.
+
+    The same rows as ``fetch_candidates`` over the ids of
+    ``lexical_candidate_ids``, ``same_context_candidate_ids``,
+    ``same_tool_candidate_ids`` (each only when its key is given) and
+    ``vector_ids``: on PostgreSQL each separate read is a round trip.
+    """
+    pg = _is_postgresql(reader)
+    rare = search_terms(terms, frequencies, total)
+    params: dict[str, Any] = {
+        **where.params(),
+        **(_lexical_params(rare, pg, limit) if rare else {}),
+        "lim": limit,
+        "context_hash": context_hash,
+        "tool_id": tool_id,
+        "vector_ids": list_param(sorted(set(vector_ids)), pg),
+    }
+    return [Candidate._make(r) for r in reader.execute(_candidates_statement(pg, len(rare)), params)]
 
 
 def _like(term: str) -> str:
@@ -318,20 +384,12 @@ class DocumentFrequencies:
                     out[t] = hit[1]
                 else:
                     missing.append(t)
-        sqlite = not _is_postgresql(session)
-        for t in missing:
-            if sqlite:
-                sub = text(
-                    f"SELECT count(*) FROM (SELECT 1 FROM {SQLITE_FTS_TABLE} "
-                    f"WHERE {SQLITE_FTS_TABLE} MATCH :m LIMIT :cap)"
-                )
-                n = int(session.execute(sub, {"m": _fts_phrase(t), "cap": _DF_CAP}).scalar_one())
-            else:
-                inner = (
-                    select(true()).where(M.source_text.ilike(_like(t), escape="\\")).limit(_DF_CAP).subquery()
-                )
-                n = int(session.execute(select(func.count()).select_from(inner)).scalar_one())
-            out[t] = n
+        pg = _is_postgresql(session)
+        for start in range(0, len(missing), _DF_BATCH):
+            batch = missing[start : start + _DF_BATCH]
+            params: dict[str, Any] = {f"m{i}": _df_pattern(t, pg) for i, t in enumerate(batch)}
+            counts = session.execute(_df_statement(pg, len(batch)), {**params, "cap": _DF_CAP}).one()
+            out.update((t, int(n)) for t, n in zip(batch, counts, strict=True))
         if missing:
             with self._lock:
                 if len(self._cache) > _DF_CACHE_MAX:
@@ -339,6 +397,25 @@ class DocumentFrequencies:
                 for t in missing:
                     self._cache[(store.url, t)] = (now, out[t])
         return out
+
+
+# Uncounted terms are counted this many per statement (a round trip each on PostgreSQL).
+_DF_BATCH = 16
+
+
+def _df_pattern(term: str, postgresql_dialect: bool) -> str:
+    return _like(term) if postgresql_dialect else _fts_phrase(term)
+
+
+@functools.cache
+def _df_statement(postgresql_dialect: bool, n_terms: int) -> Any:
+    """One row: each of ``:m0``… counted (up to ``:cap``), as the index finds them."""
+    if postgresql_dialect:
+        one = f"SELECT 1 FROM {M.__tablename__} WHERE source_text ILIKE :m{{i}} ESCAPE '\\' LIMIT :cap"
+    else:
+        one = f"SELECT 1 FROM {SQLITE_FTS_TABLE} WHERE {SQLITE_FTS_TABLE} MATCH :m{{i}} LIMIT :cap"
+    counts = ", ".join(f"(SELECT count(*) FROM ({one.format(i=i)}) AS d{i})" for i in range(n_terms))
+    return text(f"SELECT {counts}")
 
 
 def idf(df: int, total: int) -> float:

@@ -19,7 +19,6 @@ languages, so they are what lets a Chinese query find an English repair.
 
 from __future__ import annotations
 
-import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -193,14 +192,12 @@ def normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
-@functools.lru_cache(maxsize=4096)
 def comparable(text: str) -> str:
     """``normalise(text)`` followed by the English glosses of its Chinese words.
 
     What a query's terms are looked for in: an English term then finds a
     Chinese text that says the same (``glossary``), and the text's own
-    words still match as written. Cached: the same candidates' texts come
-    back query after query.
+    words still match as written. (``guidance`` caches it per candidate text.)
     """
     norm = normalise(text)
     english = gloss(norm)

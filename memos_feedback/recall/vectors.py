@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, Integer, String, bindparam, select
 from sqlalchemy.orm import Session
 
 from ..store import Store
@@ -32,6 +32,17 @@ __all__ = ["nearest", "reset_cache"]
 M = DecisionRepairModel
 _FULL_RELOAD_S = 600.0
 _READ_BATCH = 5_000
+# Built once: the refresh runs on every call, usually to find nothing new.
+_NEWER = (
+    select(M.id, M.project, M.embedding)
+    .where(
+        M.id > bindparam("last_id", type_=String),
+        M.embedding_model == bindparam("model", type_=String),
+        M.embedding.is_not(None),
+    )
+    .order_by(M.id)
+    .limit(bindparam("batch", type_=Integer))
+)
 
 
 @dataclass
@@ -72,13 +83,8 @@ def _refresh(index: _Index, session: Session | Connection, model: str) -> None:
         index.loaded_at = now
     grew = False
     while True:
-        stmt = (
-            select(M.id, M.project, M.embedding)
-            .where(M.id > index.last_id, M.embedding_model == model, M.embedding.is_not(None))
-            .order_by(M.id)
-            .limit(_READ_BATCH)
-        )
-        rows = session.execute(stmt).all()
+        params = {"last_id": index.last_id, "model": model, "batch": _READ_BATCH}
+        rows = session.execute(_NEWER, params).all()
         if not rows:
             break
         vecs: list[npt.NDArray[np.float32]] = []
@@ -126,7 +132,10 @@ def nearest(
     if matrix is None or codes is None or not len(ids) or not allowed:
         return []
     sims = matrix @ query.astype(np.float32, copy=False)
-    mask = np.isin(codes, np.asarray(allowed, dtype=np.int32))
+    # One or two project codes: comparisons are cheaper than np.isin's set machinery.
+    mask = codes == allowed[0]
+    for code in allowed[1:]:
+        mask |= codes == code
     sims = np.where(mask, sims, -np.inf)
     k = min(k, int(mask.sum()))
     if k <= 0:
