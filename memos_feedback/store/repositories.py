@@ -34,6 +34,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from ..errors import InvalidInputError, NotFoundError
+from .engine import Prepared
 from .models import DecisionRepairModel, PolicyEpisodeModel, PolicyModel, TraceModel
 from .rows import DecisionRepairRow, PolicyRow, ToolCall, TraceRow, new_id, now_ms
 
@@ -324,10 +325,23 @@ def _tool_call(name: str, error_code: str | None) -> ToolCall:
     return ToolCall(name, error_code)
 
 
+@functools.lru_cache(maxsize=1024)
+def _tool_calls_of_text(text: str) -> tuple[ToolCall, ...]:
+    # A trace's tool calls as SQLite stores them (JSON text). A session's
+    # traces repeat the same few lists, so most are decoded once per process
+    # instead of once per read; the tuple of frozen ToolCalls is shareable.
+    return _tool_calls_of_list(json.loads(text))
+
+
+def _tool_calls_of_list(calls: Iterable[Mapping[str, Any]] | None) -> tuple[ToolCall, ...]:
+    return tuple(_tool_call(c["name"], c.get("error_code")) for c in calls or ())
+
+
 def _trace_of_tuple(r: Sequence[Any]) -> TraceRow:
     # Unpacked by position (``_TRACES_OF_SESSION``'s column order): a Row's
     # attribute lookups cost more than building the TraceRow itself, and
-    # every repair reads a session's traces.
+    # every repair reads a session's traces. The tool calls arrive as JSON
+    # text from SQLite's driver, decoded from PostgreSQL's JSONB.
     id, session_id, episode_id, ts, user_text, agent_text, reflection, value, calls = r
     return TraceRow(
         id,
@@ -338,13 +352,28 @@ def _trace_of_tuple(r: Sequence[Any]) -> TraceRow:
         agent_text,
         reflection,
         value,
-        tuple(_tool_call(c["name"], c.get("error_code")) for c in calls or ()),
+        _tool_calls_of_text(calls) if isinstance(calls, str) else _tool_calls_of_list(calls),
     )
+
+
+# The tool calls undecoded: _trace_of_tuple decodes them (cached).
+_RUN_TRACES_OF_SESSION = Prepared(_TRACES_OF_SESSION, convert=False)
+
+
+def _rows(ex: Executor, prepared: Prepared, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+    """A hot statement's rows: on the driver's cursor for a Core connection (see ``Prepared``).
+
+    An ORM session keeps SQLAlchemy's path: it may hold unflushed changes
+    that its own ``execute`` flushes first.
+    """
+    if isinstance(ex, Connection):
+        return prepared.all(ex, params)
+    return ex.execute(prepared.statement, params).all()
 
 
 def session_traces(ex: Executor, session_id: str, limit: int) -> list[TraceRow]:
     """The session's newest ``limit`` traces, newest first (arguments already checked)."""
-    rows = ex.execute(_TRACES_OF_SESSION, {"session_id": session_id, "limit": limit})
+    rows = _rows(ex, _RUN_TRACES_OF_SESSION, {"session_id": session_id, "limit": limit})
     return [_trace_of_tuple(r) for r in rows]
 
 
