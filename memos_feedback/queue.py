@@ -62,6 +62,7 @@ from .limits import (
 from .repair import RepairInput, context_lock_key, cooldown_family
 from .signals import FailureRecord
 from .store import Store
+from .store.engine import Prepared
 from .store.models import DecisionRepairModel, RepairJobCountModel, RepairJobModel
 from .store.repositories import Executor
 from .store.rows import now_ms
@@ -159,6 +160,13 @@ def _job_row(source: Row[Any]) -> JobRow:
     return JobRow(
         payload=payload, payload_error=error, **{name: getattr(source, name) for name in _JOB_FIELDS}
     )
+
+
+def _job_row_of_tuple(source: Sequence[Any]) -> JobRow:
+    """``_job_row`` for a plain tuple of ``_JOB_COLUMNS`` (a ``Prepared`` row)."""
+    by_name = dict(zip(_JOB_COLUMN_NAMES, source, strict=True))
+    payload, error = _read_payload(by_name["payload"])
+    return JobRow(payload=payload, payload_error=error, **{name: by_name[name] for name in _JOB_FIELDS})
 
 
 # -- payloads and ids -------------------------------------------------------
@@ -336,6 +344,8 @@ _TAKE_SQLITE = (
     )
     .returning(*_JOB_COLUMNS)
 )
+_RUN_TAKE_SQLITE = Prepared(_TAKE_SQLITE)
+_JOB_COLUMN_NAMES = tuple(c.name for c in _JOB_COLUMNS)
 
 # PostgreSQL: many claimers at once. Candidates are read without locks; for
 # each, the context is taken with a transaction-scoped advisory try-lock
@@ -384,10 +394,10 @@ _PRUNE_DONE = delete(_JOBS).where(
 _NEXT_DUE = select(func.min(_JOBS.c.next_attempt_at)).where(_JOBS.c.status == "pending")
 
 
-_FINISH_STATEMENTS: dict[frozenset[str], Any] = {}
+_FINISH_STATEMENTS: dict[frozenset[str], Prepared] = {}
 
 
-def _finish_statement(columns: frozenset[str]) -> Any:
+def _finish_statement(columns: frozenset[str]) -> Prepared:
     """The conditional UPDATE that ends a job, one prebuilt statement per column set.
 
     A Core update of the table (not the ORM's bulk update, which would try
@@ -396,7 +406,7 @@ def _finish_statement(columns: frozenset[str]) -> Any:
     stmt = _FINISH_STATEMENTS.get(columns)
     if stmt is None:
         table = cast(Table, RepairJobModel.__table__)
-        stmt = (
+        update_stmt = (
             update(table)
             .where(
                 table.c.id == bindparam("job_id"),
@@ -405,7 +415,7 @@ def _finish_statement(columns: frozenset[str]) -> Any:
             )
             .values({name: bindparam(f"v_{name}") for name in sorted(columns)})
         )
-        _FINISH_STATEMENTS[columns] = stmt
+        stmt = _FINISH_STATEMENTS.setdefault(columns, Prepared(update_stmt))
     return stmt
 
 
@@ -658,10 +668,10 @@ class RepairQueue:
             if s.dialect.name != "postgresql":
                 # One statement per job: pick and take it (SQLite >= 3.35 RETURNING).
                 while len(taken) < limit:
-                    row = s.execute(_TAKE_SQLITE, values).first()
+                    row = _RUN_TAKE_SQLITE.first(s, values)
                     if row is None:
                         break
-                    taken.append(_job_row(row))
+                    taken.append(_job_row_of_tuple(row))
                 return taken
             for seq in self._pick_postgres(s, now, horizon, limit):
                 row = s.execute(_TAKE_PG, {**values, "job_seq": seq}).first()
@@ -739,8 +749,12 @@ class RepairQueue:
         values.update(updated_at=now, lease_until=None)
         params = {f"v_{k}": v for k, v in values.items()}
         params.update(job_id=job.id, owner=owner)
-        result = s.execute(_finish_statement(frozenset(values)), params)
-        if getattr(result, "rowcount", 1) != 1:
+        prepared = _finish_statement(frozenset(values))
+        if isinstance(s, Connection):  # the worker's path: through the driver on SQLite
+            changed = prepared.rowcount(s, params)
+        else:
+            changed = getattr(s.execute(prepared.statement, params), "rowcount", 1)
+        if changed != 1:
             raise LeaseLostError(f"job {job.id} is no longer leased to {owner}")
 
     def complete_in(self, s: Executor, job: JobRow, owner: str, outcome: str, repair_id: str | None) -> None:

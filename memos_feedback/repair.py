@@ -45,6 +45,7 @@ from .recall.embeddings import check_embedder
 from .recall.indexing import RecallFields, build_source_text, embed_fields
 from .signals import FailureRecord
 from .store import Store
+from .store.engine import Prepared
 from .store.models import DecisionRepairModel
 from .store.repositories import (
     Executor,
@@ -136,6 +137,9 @@ class EventWriter(Protocol):
     def hand_back(self, rows: list[dict[str, Any]]) -> None: ...
 
 
+_DEFAULT_RECALL = RecallConfig()
+
+
 @dataclass(slots=True)
 class RepairDeps:
     """Collaborators of ``run_repair``; only ``store`` is required."""
@@ -147,7 +151,10 @@ class RepairDeps:
     # An ``memos_feedback.recall.Embedder``: when set, each repair's embedding
     # is computed here, in the worker, and stored with it.
     embedder: Any = None
-    recall: RecallConfig = field(default_factory=RecallConfig)
+    # One shared default (RecallConfig is frozen): validating a fresh one
+    # costs more than a template repair's synthesis, and the worker builds
+    # deps for every job.
+    recall: RecallConfig = field(default_factory=lambda: _DEFAULT_RECALL)
     clock: Callable[[], int] = now_ms
     # The durable queue sets these per job: retry transient LLM errors
     # instead of degrading, and commit the job's state with the repair.
@@ -218,7 +225,12 @@ class _Run:
         if cooldown <= 0:
             return False
         stmt = _NEWEST_OF_FAMILY[cooldown_family(self.inp.trigger)]
-        newest = ex.execute(stmt, {"context_hash": self.inp.context_hash}).scalar()
+        params = {"context_hash": self.inp.context_hash}
+        if isinstance(ex, Connection):  # the worker's path: through the driver on SQLite
+            row = stmt.first(ex, params)
+            newest = None if row is None else row[0]
+        else:
+            newest = ex.execute(stmt.statement, params).scalar()
         # abs(): a repair stamped in the future (the wall clock went back)
         # holds its context for at most cooldown_ms, not until the clock
         # catches up with it.
@@ -245,7 +257,9 @@ def _newest_of(family: tuple[str, ...]) -> Select[Any]:
     )
 
 
-_NEWEST_OF_FAMILY = {family: _newest_of(family) for family in (_TOOL_TRIGGERS, _PEOPLE_TRIGGERS)}
+_NEWEST_OF_FAMILY = {
+    family: Prepared(_newest_of(family)) for family in (_TOOL_TRIGGERS, _PEOPLE_TRIGGERS)
+}
 
 
 def cooldown_family(trigger: str) -> tuple[str, ...]:

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from ..events import FeedbackEvent, RepairReviewFlagged, RepairSuperseded
 from ..store import Store
+from ..store.engine import Prepared
 from ..store.models import DecisionRepairModel
 from ..store.rows import now_ms
 from .ledger import retire
@@ -86,6 +87,7 @@ def _lines_statement() -> CompoundSelect[str, str]:
 
 
 _OLDER_LINES = _lines_statement()
+_RUN_OLDER_LINES = Prepared(_OLDER_LINES)
 
 
 def opposes(new_pref: str, new_avoid: str, old_pref: str, old_avoid: str) -> str | None:
@@ -129,9 +131,9 @@ def supersede_new(ex: Session | Connection, store: Store, new: Mapping[str, Any]
         ex.flush()  # the new row may still be pending in the session
     conn = ex.connection() if isinstance(ex, Session) else ex
     params = {"new_id": new["id"], "ts": new["ts"], "project": new["project"] or ""}
-    lines = conn.execute(
-        _OLDER_LINES, {**params, "context_key": new["context_hash"], "tool_key": new["tool_id"]}
-    )
+    line_params = {**params, "context_key": new["context_hash"], "tool_key": new["tool_id"]}
+    # Through the driver on SQLite: this read runs for every new repair.
+    lines = _RUN_OLDER_LINES.all(conn, line_params)
     against = {(p, a): why for p, a in lines if (why := opposes(pref, avoid, p, a)) is not None}
     if not against:
         return []
