@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, get_args
@@ -54,7 +55,7 @@ from .store.repositories import (
     repair_values,
     session_traces,
 )
-from .store.rows import now_ms
+from .store.rows import TraceRow, now_ms
 from .synthesize import DecisionRepairDraft, SynthesisOutcome, synthesize_draft
 
 __all__ = [
@@ -521,7 +522,7 @@ def _read_evidence(
         return "feedback-not-actionable"
     if not inp.session_id:
         return "no-session"
-    traces = session_traces(conn, inp.session_id, evidence_window(None, cfg))
+    traces = _session_traces(conn, inp.session_id, evidence_window(None, cfg))
     evidence = split_evidence(
         traces,
         _keyword(inp, feedback),
@@ -535,6 +536,36 @@ def _read_evidence(
     if feedback is None and _value_gap_too_small(evidence, cfg.value_delta):
         return "value-delta-low"
     return evidence, _candidate_policies(conn, inp, evidence)
+
+
+# Where a SQLite connection keeps the traces read in its current transaction.
+_SHARED_TRACES = "memos_feedback_shared_traces"
+
+
+def _session_traces(conn: Connection, session_id: str, limit: int) -> Sequence[TraceRow]:
+    """The session's traces, read once per SQLite transaction.
+
+    The worker's group commit runs several jobs in one transaction, often
+    of one session. On SQLite a transaction reads one snapshot (WAL), a
+    write transaction (BEGIN IMMEDIATE) excludes every other writer, and
+    nothing a repair writes touches ``traces``: reading them again in the
+    same transaction would return the same rows, so the first read's rows
+    (immutable) are reused. PostgreSQL reads each time: under READ
+    COMMITTED a later statement may see traces committed meanwhile.
+    """
+    transaction = conn.get_transaction()
+    if conn.dialect.name != "sqlite" or transaction is None:
+        return session_traces(conn, session_id, limit)
+    shared = conn.info.get(_SHARED_TRACES)
+    if shared is None or shared[0]() is not transaction:
+        # A weak reference: the entry must neither outlive nor keep the transaction.
+        shared = (weakref.ref(transaction), {})
+        conn.info[_SHARED_TRACES] = shared
+    read: dict[tuple[str, int], tuple[TraceRow, ...]] = shared[1]
+    traces = read.get((session_id, limit))
+    if traces is None:
+        traces = read[session_id, limit] = tuple(session_traces(conn, session_id, limit))
+    return traces
 
 
 def _write_repair(
