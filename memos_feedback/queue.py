@@ -345,6 +345,24 @@ _TAKE_SQLITE = (
     .returning(*_JOB_COLUMNS)
 )
 _RUN_TAKE_SQLITE = Prepared(_TAKE_SQLITE)
+# Up to :limit jobs in one statement. The same jobs as running _TAKE_SQLITE
+# :limit times: a pick needs its context to have no running job and no
+# older pending one, so at most the oldest pending job of an idle context
+# qualifies, and taking it never lets another job of that context (or of
+# any other) qualify or stop qualifying. So the first :limit qualifying
+# jobs of the one snapshot are exactly what the loop would take, in turn.
+_RUN_TAKE_MANY_SQLITE = Prepared(
+    update(_j)
+    .where(_j.seq.in_(_CLAIM.limit(bindparam("limit"))))
+    .values(
+        status="running",
+        attempts=_j.attempts + 1,
+        lease_owner=bindparam("owner"),
+        lease_until=bindparam("lease_until"),
+        updated_at=bindparam("now"),
+    )
+    .returning(*_JOB_COLUMNS)
+)
 _JOB_COLUMN_NAMES = tuple(c.name for c in _JOB_COLUMNS)
 
 # PostgreSQL: many claimers at once. Candidates are read without locks; for
@@ -666,13 +684,10 @@ class RepairQueue:
         taken: list[JobRow] = []
         with self.store.connection(write=True, action="claiming a repair job") as s:
             if s.dialect.name != "postgresql":
-                # One statement per job: pick and take it (SQLite >= 3.35 RETURNING).
-                while len(taken) < limit:
-                    row = _RUN_TAKE_SQLITE.first(s, values)
-                    if row is None:
-                        break
-                    taken.append(_job_row_of_tuple(row))
-                return taken
+                # One statement picks and takes them all (SQLite >= 3.35
+                # RETURNING, whose row order is unspecified: queue order here).
+                rows = _RUN_TAKE_MANY_SQLITE.all(s, {**values, "limit": limit})
+                return sorted((_job_row_of_tuple(row) for row in rows), key=lambda job: job.seq)
             for seq in self._pick_postgres(s, now, horizon, limit):
                 row = s.execute(_TAKE_PG, {**values, "job_seq": seq}).first()
                 assert row is not None  # locked FOR UPDATE by _pick_postgres
