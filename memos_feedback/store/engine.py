@@ -20,6 +20,7 @@ has; PostgreSQL sessions default to read-only transactions.
 from __future__ import annotations
 
 import logging
+import operator
 import os
 import sqlite3
 import time
@@ -287,7 +288,7 @@ def translate_errors(action: str) -> Iterator[None]:
 class _Compiled:
     """A statement compiled once for SQLite: its text, parameter order and converters."""
 
-    __slots__ = ("binds", "results", "sql")
+    __slots__ = ("_fixed", "_names", "_pick", "_process", "results", "sql")
 
     def __init__(self, statement: Executable, dialect: Dialect, column_keys: Sequence[str] | None) -> None:
         element = cast(ClauseElement, statement)
@@ -296,20 +297,35 @@ class _Compiled:
         )
         self.sql = compiled.string
         processors: Mapping[str, Any] = compiled._bind_processors
-        # (name, fixed value or _REQUIRED, bind processor) in the order of the ? marks.
-        self.binds: list[tuple[str, Any, Any]] = []
-        for name in compiled.positiontup or ():
+        names = list(compiled.positiontup or ())
+        # Values written into the statement (a literal compared with a
+        # column): sent unless the caller names them. A parameter without
+        # one must come from the caller (KeyError otherwise, never NULL).
+        self._fixed: dict[str, Any] = {}
+        for name in names:
             bind = compiled.binds[name]
-            fixed = _REQUIRED if bind.required or bind.callable is not None else bind.value
-            self.binds.append((name, fixed, processors.get(name)))
+            if not bind.required and bind.callable is None:
+                self._fixed[name] = bind.value
+        # The values in the order of the ? marks, picked in C.
+        self._pick = operator.itemgetter(*names) if len(names) > 1 else None
+        self._names = names
+        # (position, converter) of the parameters SQLAlchemy would convert.
+        self._process = [(i, processors[n]) for i, n in enumerate(names) if processors.get(n) is not None]
         results = [r[3]._cached_result_processor(dialect, None) for r in compiled._result_columns or ()]
         self.results: list[Any] | None = results if any(results) else None
 
     def parameters(self, params: Mapping[str, Any]) -> tuple[Any, ...]:
-        out = []
-        for name, fixed, process in self.binds:
-            value = params[name] if fixed is _REQUIRED or name in params else fixed
-            out.append(value if process is None or value is None else process(value))
+        merged = {**self._fixed, **params} if self._fixed else params
+        if self._pick is not None:
+            values: tuple[Any, ...] = self._pick(merged)
+        else:
+            values = tuple(merged[n] for n in self._names)
+        if not self._process:
+            return values
+        out = list(values)
+        for i, process in self._process:
+            if out[i] is not None:
+                out[i] = process(out[i])
         return tuple(out)
 
 
