@@ -670,6 +670,8 @@ class RepairQueue:
         transaction sees the earlier ones running, so no two jobs of a
         context are ever taken together and a context's jobs still run in
         order. Saves a transaction per job for a worker that claims ahead.
+        On SQLite the batch is one statement (``_RUN_TAKE_MANY_SQLITE``,
+        which takes the same jobs), returned in queue order.
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_CLAIM_BATCH:
             raise InvalidInputError(f"limit must be an int in [1, {MAX_CLAIM_BATCH}], got {limit!r:.80}")
