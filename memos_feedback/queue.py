@@ -316,9 +316,9 @@ _JOB_COLUMNS = (
 _SELECT_JOBS = select(*_JOB_COLUMNS)
 
 # SQLite: the claim runs under BEGIN IMMEDIATE (one writer at a time), so a
-# single statement can pick the job and nobody can race it.
+# single statement can pick the jobs and nobody can race it.
 # SQLite must walk pending jobs in seq order (index status, seq) and stop
-# at the first that qualifies. Left alone, it picks the next_attempt_at
+# once :limit qualify. Left alone, it picks the next_attempt_at
 # index and sorts every due job — checking each one's context — on every
 # claim; "+ 0" makes that index unusable for the filter, so it does not.
 _CLAIM = (
@@ -330,27 +330,14 @@ _CLAIM = (
         ~_OLDER_WAITING,
     )
     .order_by(_j.seq)
-    .limit(1)
 )
-_TAKE_SQLITE = (
-    update(_j)
-    .where(_j.seq == _CLAIM.scalar_subquery())
-    .values(
-        status="running",
-        attempts=_j.attempts + 1,
-        lease_owner=bindparam("owner"),
-        lease_until=bindparam("lease_until"),
-        updated_at=bindparam("now"),
-    )
-    .returning(*_JOB_COLUMNS)
-)
-_RUN_TAKE_SQLITE = Prepared(_TAKE_SQLITE)
-# Up to :limit jobs in one statement. The same jobs as running _TAKE_SQLITE
-# :limit times: a pick needs its context to have no running job and no
-# older pending one, so at most the oldest pending job of an idle context
-# qualifies, and taking it never lets another job of that context (or of
-# any other) qualify or stop qualifying. So the first :limit qualifying
-# jobs of the one snapshot are exactly what the loop would take, in turn.
+# Up to :limit jobs in one statement. The same jobs as :limit one-job
+# claims in a row (one statement each, as before): a pick needs its
+# context to have no running job and no older pending one, so at most the
+# oldest pending job of an idle context qualifies, and taking it never
+# lets another job of that context (or of any other) qualify or stop
+# qualifying. So the first :limit qualifying jobs of the one snapshot are
+# exactly what the one-job claims would take, in turn.
 _RUN_TAKE_MANY_SQLITE = Prepared(
     update(_j)
     .where(_j.seq.in_(_CLAIM.limit(bindparam("limit"))))
