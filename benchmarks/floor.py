@@ -5,7 +5,7 @@
 The statements (and transactions) of one job — claim, the grouped reads,
 the repair write with the job's done — are recorded from the library's own
 worker path (``claim_many(1)`` then ``run_repair`` with the queue's
-finalizer) by SQLite's trace callback. They are then replayed for
+finalizer) through SQLAlchemy's cursor events. They are then replayed for
 the other queued jobs on the raw ``sqlite3`` connection of the same file,
 with the job id, repair id and context swapped in: what the database work
 of a job costs with no Python library around it. Printed beside the
@@ -28,6 +28,7 @@ from benchmarks.repair_probe import CONFIG, SESSION, seed
 from memos_feedback.queue import RepairQueue, input_from_payload
 from memos_feedback.repair import RepairDeps, RepairInput, run_repair
 from memos_feedback.store import Store, open_store
+from memos_feedback.store.engine import WRITE_OPTION
 
 Statement = tuple[str, Any]
 BLOCK = 100
@@ -51,37 +52,30 @@ def one_job(store: Store, queue: RepairQueue) -> dict[str, str] | None:
 
 
 def record(store: Store, queue: RepairQueue) -> tuple[list[Statement], dict[str, str]]:
-    """The statements of one job, BEGIN and COMMIT included, and its ids (``one_job``).
-
-    Recorded by SQLite itself (the driver's trace callback, values
-    expanded into the text): the hot statements run on the driver's cursor
-    (``store.engine.Prepared``), past SQLAlchemy's statement events.
-    Statements a trigger runs are part of their statement: the callback
-    reports each of them again with the text of the statement that fired
-    it (or a ``--`` comment), so a repeat of the previous text is dropped;
-    so are the FTS5 table's own statements (``'main'.'…'``), which the
-    replayed INSERT runs again.
-    """
+    """The statements of one job, BEGIN and COMMIT included, and its ids (``one_job``)."""
     seen: list[Statement] = []
 
-    def on_statement(sql: str) -> None:
-        internal = sql.startswith("--") or "'main'." in sql
-        if not internal and (not seen or seen[-1][0] != sql):
-            seen.append((sql, ()))
+    def on_execute(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
+        seen.append((statement, parameters))
 
-    def on_checkout(dbapi: Any, record: Any, proxy: Any) -> None:
-        dbapi.set_trace_callback(on_statement)
+    def on_commit(conn: Any) -> None:
+        seen.append(("COMMIT", ()))
 
-    def on_checkin(dbapi: Any, record: Any) -> None:
-        dbapi.set_trace_callback(None)
+    def on_begin(conn: Any) -> None:
+        # The store's begin hook runs BEGIN on the DBAPI connection itself
+        # (no cursor event): IMMEDIATE when the store marked it a write.
+        write = conn.get_execution_options().get(WRITE_OPTION, False)
+        seen.append(("BEGIN IMMEDIATE" if write else "BEGIN", ()))
 
-    event.listen(store.engine, "checkout", on_checkout)
-    event.listen(store.engine, "checkin", on_checkin)
+    event.listen(store.engine, "begin", on_begin)
+    event.listen(store.engine, "before_cursor_execute", on_execute)
+    event.listen(store.engine, "commit", on_commit)
     try:
         ids = one_job(store, queue)
     finally:
-        event.remove(store.engine, "checkout", on_checkout)
-        event.remove(store.engine, "checkin", on_checkin)
+        event.remove(store.engine, "begin", on_begin)
+        event.remove(store.engine, "before_cursor_execute", on_execute)
+        event.remove(store.engine, "commit", on_commit)
     assert ids is not None
     return seen, ids
 
@@ -145,7 +139,7 @@ def main() -> None:
                 new = dict(old, repair=f"dr_floor_{i:08d}")
                 t0 = time.perf_counter()
                 for k, (statement, params) in enumerate(statements):
-                    rows = raw.execute(swap(statement, old, new), swap(params, old, new)).fetchall()
+                    rows = raw.execute(statement, swap(params, old, new)).fetchall()
                     if k == 1:  # the claim: RETURNING seq, id, context_hash, ...
                         new["job"], new["context"] = rows[0][1], rows[0][2]
                 samples.append((time.perf_counter() - t0) * 1e6)

@@ -10,7 +10,7 @@ import sqlite3
 from typing import Any, cast
 
 import pytest
-from sqlalchemy import Table, bindparam, insert, select, update
+from sqlalchemy import Table, bindparam, event, insert, select, update
 
 from memos_feedback.errors import StoreBusyError, StoreError
 from memos_feedback.store import Store, ToolCall, open_store
@@ -134,3 +134,22 @@ def test_a_locked_database_is_a_busy_error(tmp_path: Any) -> None:
         other.execute("ROLLBACK")
         other.close()
         store.close()
+
+
+def test_a_cursor_listener_hears_the_statement(store: Store) -> None:
+    # A tracer (and benchmarks.floor) listens on before_cursor_execute.
+    seen: list[tuple[str, Any]] = []
+
+    def note(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
+        seen.append((statement, parameters))
+
+    stmt = select(TraceModel.id).where(TraceModel.session_id == bindparam("sid"))
+    event.listen(store.engine, "before_cursor_execute", note)
+    try:
+        with store.connection() as conn:
+            Prepared(stmt).all(conn, {"sid": "s9"})
+    finally:
+        event.remove(store.engine, "before_cursor_execute", note)
+    statements = [s for s, _ in seen if "FROM traces" in s]
+    assert len(statements) == 1
+    assert any("s9" in str(p) for s, p in seen if "FROM traces" in s)
