@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -41,6 +42,16 @@ def attach_repair_to_policies(
         return attach_in(s, draft)
 
 
+@functools.lru_cache(maxsize=256)
+def _merged(boundary: str, preference: str, anti_pattern: str) -> str | None:
+    # The same two lines often meet the same boundary again (repairs of a
+    # context repeat their lines; a boundary that already holds them does
+    # not change): parse, merge and render once per distinct triple.
+    # merge_repair_block is a pure function of its arguments, so this is
+    # exact; an error it raises is not cached and is raised again.
+    return merge_repair_block(boundary, [preference], [anti_pattern])
+
+
 def attach_in(
     ex: Executor, draft: DecisionRepairDraft, known: Mapping[str, str] | None = None
 ) -> tuple[str, ...]:
@@ -51,10 +62,7 @@ def attach_in(
     """
     ids = set(draft.attach_to_policy_ids)
     found, changed = merge_boundaries(
-        ex,
-        ids,
-        lambda boundary: merge_repair_block(boundary, [draft.preference], [draft.anti_pattern]),
-        known,
+        ex, ids, lambda boundary: _merged(boundary, draft.preference, draft.anti_pattern), known
     )
     if found < len(ids):
         logger.warning("%d policy(ies) vanished before the repair could be attached", len(ids) - found)

@@ -23,6 +23,7 @@ without it and the result says ``relaxed=True``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import re
 from collections.abc import Iterable, Sequence
@@ -128,7 +129,22 @@ def looks_like_failure(text: str | None) -> bool:
     """
     if not text:
         return False
-    scan = text[-_SCAN_TAIL:]
+    if len(text) <= _CACHED_TEXT:
+        return _short_looks_like_failure(text)
+    return _scan_for_failure(text[-_SCAN_TAIL:])
+
+
+# Texts up to this long have their answer cached: every repair of a session
+# scans the same traces again, and a short text costs little to keep.
+_CACHED_TEXT = 2_048
+
+
+@functools.lru_cache(maxsize=2_048)
+def _short_looks_like_failure(text: str) -> bool:
+    return _scan_for_failure(text)
+
+
+def _scan_for_failure(scan: str) -> bool:
     for match in _MARKER.finditer(scan):
         before = scan[max(0, match.start() - _WINDOW_BEFORE) : match.start()]
         after = scan[match.end() : match.end() + _WINDOW_AFTER]

@@ -62,6 +62,7 @@ from .limits import (
 from .repair import RepairInput, context_lock_key, cooldown_family
 from .signals import FailureRecord
 from .store import Store
+from .store.engine import Prepared
 from .store.models import DecisionRepairModel, RepairJobCountModel, RepairJobModel
 from .store.repositories import Executor
 from .store.rows import now_ms
@@ -159,6 +160,13 @@ def _job_row(source: Row[Any]) -> JobRow:
     return JobRow(
         payload=payload, payload_error=error, **{name: getattr(source, name) for name in _JOB_FIELDS}
     )
+
+
+def _job_row_of_tuple(source: Sequence[Any]) -> JobRow:
+    """``_job_row`` for a plain tuple of ``_JOB_COLUMNS`` (a ``Prepared`` row)."""
+    by_name = dict(zip(_JOB_COLUMN_NAMES, source, strict=True))
+    payload, error = _read_payload(by_name["payload"])
+    return JobRow(payload=payload, payload_error=error, **{name: by_name[name] for name in _JOB_FIELDS})
 
 
 # -- payloads and ids -------------------------------------------------------
@@ -308,9 +316,9 @@ _JOB_COLUMNS = (
 _SELECT_JOBS = select(*_JOB_COLUMNS)
 
 # SQLite: the claim runs under BEGIN IMMEDIATE (one writer at a time), so a
-# single statement can pick the job and nobody can race it.
+# single statement can pick the jobs and nobody can race it.
 # SQLite must walk pending jobs in seq order (index status, seq) and stop
-# at the first that qualifies. Left alone, it picks the next_attempt_at
+# once :limit qualify. Left alone, it picks the next_attempt_at
 # index and sorts every due job — checking each one's context — on every
 # claim; "+ 0" makes that index unusable for the filter, so it does not.
 _CLAIM = (
@@ -322,11 +330,17 @@ _CLAIM = (
         ~_OLDER_WAITING,
     )
     .order_by(_j.seq)
-    .limit(1)
 )
-_TAKE_SQLITE = (
+# Up to :limit jobs in one statement. The same jobs as :limit one-job
+# claims in a row (one statement each, as before): a pick needs its
+# context to have no running job and no older pending one, so at most the
+# oldest pending job of an idle context qualifies, and taking it never
+# lets another job of that context (or of any other) qualify or stop
+# qualifying. So the first :limit qualifying jobs of the one snapshot are
+# exactly what the one-job claims would take, in turn.
+_RUN_TAKE_MANY_SQLITE = Prepared(
     update(_j)
-    .where(_j.seq == _CLAIM.scalar_subquery())
+    .where(_j.seq.in_(_CLAIM.limit(bindparam("limit"))))
     .values(
         status="running",
         attempts=_j.attempts + 1,
@@ -336,6 +350,7 @@ _TAKE_SQLITE = (
     )
     .returning(*_JOB_COLUMNS)
 )
+_JOB_COLUMN_NAMES = tuple(c.name for c in _JOB_COLUMNS)
 
 # PostgreSQL: many claimers at once. Candidates are read without locks; for
 # each, the context is taken with a transaction-scoped advisory try-lock
@@ -384,10 +399,10 @@ _PRUNE_DONE = delete(_JOBS).where(
 _NEXT_DUE = select(func.min(_JOBS.c.next_attempt_at)).where(_JOBS.c.status == "pending")
 
 
-_FINISH_STATEMENTS: dict[frozenset[str], Any] = {}
+_FINISH_STATEMENTS: dict[frozenset[str], Prepared] = {}
 
 
-def _finish_statement(columns: frozenset[str]) -> Any:
+def _finish_statement(columns: frozenset[str]) -> Prepared:
     """The conditional UPDATE that ends a job, one prebuilt statement per column set.
 
     A Core update of the table (not the ORM's bulk update, which would try
@@ -396,7 +411,7 @@ def _finish_statement(columns: frozenset[str]) -> Any:
     stmt = _FINISH_STATEMENTS.get(columns)
     if stmt is None:
         table = cast(Table, RepairJobModel.__table__)
-        stmt = (
+        update_stmt = (
             update(table)
             .where(
                 table.c.id == bindparam("job_id"),
@@ -405,7 +420,7 @@ def _finish_statement(columns: frozenset[str]) -> Any:
             )
             .values({name: bindparam(f"v_{name}") for name in sorted(columns)})
         )
-        _FINISH_STATEMENTS[columns] = stmt
+        stmt = _FINISH_STATEMENTS.setdefault(columns, Prepared(update_stmt))
     return stmt
 
 
@@ -642,6 +657,8 @@ class RepairQueue:
         transaction sees the earlier ones running, so no two jobs of a
         context are ever taken together and a context's jobs still run in
         order. Saves a transaction per job for a worker that claims ahead.
+        On SQLite the batch is one statement (``_RUN_TAKE_MANY_SQLITE``,
+        which takes the same jobs), returned in queue order.
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_CLAIM_BATCH:
             raise InvalidInputError(f"limit must be an int in [1, {MAX_CLAIM_BATCH}], got {limit!r:.80}")
@@ -656,13 +673,10 @@ class RepairQueue:
         taken: list[JobRow] = []
         with self.store.connection(write=True, action="claiming a repair job") as s:
             if s.dialect.name != "postgresql":
-                # One statement per job: pick and take it (SQLite >= 3.35 RETURNING).
-                while len(taken) < limit:
-                    row = s.execute(_TAKE_SQLITE, values).first()
-                    if row is None:
-                        break
-                    taken.append(_job_row(row))
-                return taken
+                # One statement picks and takes them all (SQLite >= 3.35
+                # RETURNING, whose row order is unspecified: queue order here).
+                rows = _RUN_TAKE_MANY_SQLITE.all(s, {**values, "limit": limit})
+                return sorted((_job_row_of_tuple(row) for row in rows), key=lambda job: job.seq)
             for seq in self._pick_postgres(s, now, horizon, limit):
                 row = s.execute(_TAKE_PG, {**values, "job_seq": seq}).first()
                 assert row is not None  # locked FOR UPDATE by _pick_postgres
@@ -739,8 +753,12 @@ class RepairQueue:
         values.update(updated_at=now, lease_until=None)
         params = {f"v_{k}": v for k, v in values.items()}
         params.update(job_id=job.id, owner=owner)
-        result = s.execute(_finish_statement(frozenset(values)), params)
-        if getattr(result, "rowcount", 1) != 1:
+        prepared = _finish_statement(frozenset(values))
+        if isinstance(s, Connection):  # the worker's path: through the driver on SQLite
+            changed = prepared.rowcount(s, params)
+        else:
+            changed = getattr(s.execute(prepared.statement, params), "rowcount", 1)
+        if changed != 1:
             raise LeaseLostError(f"job {job.id} is no longer leased to {owner}")
 
     def complete_in(self, s: Executor, job: JobRow, owner: str, outcome: str, repair_id: str | None) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, get_args
@@ -45,6 +46,7 @@ from .recall.embeddings import check_embedder
 from .recall.indexing import RecallFields, build_source_text, embed_fields
 from .signals import FailureRecord
 from .store import Store
+from .store.engine import Prepared
 from .store.models import DecisionRepairModel
 from .store.repositories import (
     Executor,
@@ -53,7 +55,7 @@ from .store.repositories import (
     repair_values,
     session_traces,
 )
-from .store.rows import now_ms
+from .store.rows import TraceRow, now_ms
 from .synthesize import DecisionRepairDraft, SynthesisOutcome, synthesize_draft
 
 __all__ = [
@@ -136,6 +138,9 @@ class EventWriter(Protocol):
     def hand_back(self, rows: list[dict[str, Any]]) -> None: ...
 
 
+_DEFAULT_RECALL = RecallConfig()
+
+
 @dataclass(slots=True)
 class RepairDeps:
     """Collaborators of ``run_repair``; only ``store`` is required."""
@@ -147,7 +152,10 @@ class RepairDeps:
     # An ``memos_feedback.recall.Embedder``: when set, each repair's embedding
     # is computed here, in the worker, and stored with it.
     embedder: Any = None
-    recall: RecallConfig = field(default_factory=RecallConfig)
+    # One shared default (RecallConfig is frozen): validating a fresh one
+    # costs more than a template repair's synthesis, and the worker builds
+    # deps for every job.
+    recall: RecallConfig = field(default_factory=lambda: _DEFAULT_RECALL)
     clock: Callable[[], int] = now_ms
     # The durable queue sets these per job: retry transient LLM errors
     # instead of degrading, and commit the job's state with the repair.
@@ -218,7 +226,12 @@ class _Run:
         if cooldown <= 0:
             return False
         stmt = _NEWEST_OF_FAMILY[cooldown_family(self.inp.trigger)]
-        newest = ex.execute(stmt, {"context_hash": self.inp.context_hash}).scalar()
+        params = {"context_hash": self.inp.context_hash}
+        if isinstance(ex, Connection):  # the worker's path: through the driver on SQLite
+            row = stmt.first(ex, params)
+            newest = None if row is None else row[0]
+        else:
+            newest = ex.execute(stmt.statement, params).scalar()
         # abs(): a repair stamped in the future (the wall clock went back)
         # holds its context for at most cooldown_ms, not until the clock
         # catches up with it.
@@ -245,7 +258,9 @@ def _newest_of(family: tuple[str, ...]) -> Select[Any]:
     )
 
 
-_NEWEST_OF_FAMILY = {family: _newest_of(family) for family in (_TOOL_TRIGGERS, _PEOPLE_TRIGGERS)}
+_NEWEST_OF_FAMILY = {
+    family: Prepared(_newest_of(family)) for family in (_TOOL_TRIGGERS, _PEOPLE_TRIGGERS)
+}
 
 
 def cooldown_family(trigger: str) -> tuple[str, ...]:
@@ -507,7 +522,7 @@ def _read_evidence(
         return "feedback-not-actionable"
     if not inp.session_id:
         return "no-session"
-    traces = session_traces(conn, inp.session_id, evidence_window(None, cfg))
+    traces = _session_traces(conn, inp.session_id, evidence_window(None, cfg))
     evidence = split_evidence(
         traces,
         _keyword(inp, feedback),
@@ -521,6 +536,36 @@ def _read_evidence(
     if feedback is None and _value_gap_too_small(evidence, cfg.value_delta):
         return "value-delta-low"
     return evidence, _candidate_policies(conn, inp, evidence)
+
+
+# Where a SQLite connection keeps the traces read in its current transaction.
+_SHARED_TRACES = "memos_feedback_shared_traces"
+
+
+def _session_traces(conn: Connection, session_id: str, limit: int) -> Sequence[TraceRow]:
+    """The session's traces, read once per SQLite transaction.
+
+    The worker's group commit runs several jobs in one transaction, often
+    of one session. On SQLite a transaction reads one snapshot (WAL), a
+    write transaction (BEGIN IMMEDIATE) excludes every other writer, and
+    nothing a repair writes touches ``traces``: reading them again in the
+    same transaction would return the same rows, so the first read's rows
+    (immutable) are reused. PostgreSQL reads each time: under READ
+    COMMITTED a later statement may see traces committed meanwhile.
+    """
+    transaction = conn.get_transaction()
+    if conn.dialect.name != "sqlite" or transaction is None:
+        return session_traces(conn, session_id, limit)
+    shared = conn.info.get(_SHARED_TRACES)
+    if shared is None or shared[0]() is not transaction:
+        # A weak reference: the entry must neither outlive nor keep the transaction.
+        shared = (weakref.ref(transaction), {})
+        conn.info[_SHARED_TRACES] = shared
+    read: dict[tuple[str, int], tuple[TraceRow, ...]] = shared[1]
+    traces = read.get((session_id, limit))
+    if traces is None:
+        traces = read[session_id, limit] = tuple(session_traces(conn, session_id, limit))
+    return traces
 
 
 def _write_repair(

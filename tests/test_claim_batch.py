@@ -9,6 +9,7 @@ from memos_feedback.errors import ConfigError, InvalidInputError
 from memos_feedback.queue import RepairQueue
 from memos_feedback.repair import RepairInput
 from memos_feedback.store import Store
+from memos_feedback.store.rows import now_ms
 
 OWNER = "host:1:batch"
 
@@ -28,6 +29,31 @@ def test_claim_many_takes_one_job_per_context_in_queue_order(store: Store) -> No
     queue.complete(taken[0], OWNER, "skipped:test")
     again = queue.claim_many(OWNER, 8)
     assert [j.context_hash for j in again] == ["a"]
+
+
+def test_one_claim_skips_what_the_one_job_claim_skips(store: Store) -> None:
+    # The batch is one statement on SQLite: it must pass over a context with a
+    # running job and one whose older job waits out a backoff, as claiming
+    # one job at a time does, and hand the rest back in queue order.
+    queue = RepairQueue(store)
+    queue.enqueue_many([job("a", "1"), job("b", "1"), job("a", "2"), job("c"), job("b", "2"), job("d")])
+    (a1,) = queue.claim_many(OWNER, 1)
+    queue.schedule_retry(a1, OWNER, "boom", now_ms() + 3_600_000)  # a's first job: pending, not due
+    (b1,) = queue.claim_many(OWNER, 1)  # b: running
+    assert (a1.context_hash, b1.context_hash) == ("a", "b")
+    first = queue.claim_many(OWNER, 1)
+    rest = queue.claim_many(OWNER, 8)
+    assert [j.context_hash for j in first + rest] == ["c", "d"]
+    assert [j.seq for j in rest] == sorted(j.seq for j in rest)
+    assert queue.claim_many(OWNER, 8) == []
+
+
+def test_claim_many_returns_queue_order(store: Store) -> None:
+    queue = RepairQueue(store)
+    queue.enqueue_many([job(f"c{i}") for i in range(20)])
+    taken = queue.claim_many(OWNER, 16)
+    assert [j.context_hash for j in taken] == [f"c{i}" for i in range(16)]
+    assert all(j.status == "running" and j.attempts == 1 for j in taken)
 
 
 def test_claim_many_respects_its_limit(store: Store) -> None:

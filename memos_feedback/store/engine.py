@@ -20,21 +20,25 @@ has; PostgreSQL sessions default to read-only transactions.
 from __future__ import annotations
 
 import logging
+import operator
 import os
 import sqlite3
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import platformdirs
 from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.engine import Connection, Dialect, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.pool import StaticPool
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import ClauseElement
+from sqlalchemy.sql.expression import Executable
 
 from ..errors import StoreBusyError, StoreError
 
@@ -42,6 +46,7 @@ __all__ = [
     "DB_URL_ENV",
     "MAX_BUSY_TIMEOUT_MS",
     "SQLITE_BUSY_TIMEOUT_MS",
+    "Prepared",
     "create_store_engine",
     "default_url",
     "translate_errors",
@@ -278,3 +283,132 @@ def translate_errors(action: str) -> Iterator[None]:
         if is_transient(exc):
             raise StoreBusyError(message) from exc
         raise StoreError(message) from exc
+
+
+class _Compiled:
+    """A statement compiled once for SQLite: its text, parameter order and converters."""
+
+    __slots__ = ("_fixed", "_names", "_pick", "_process", "results", "sql")
+
+    def __init__(self, statement: Executable, dialect: Dialect, column_keys: Sequence[str] | None) -> None:
+        element = cast(ClauseElement, statement)
+        compiled = cast(
+            SQLCompiler, element.compile(dialect=dialect, column_keys=list(column_keys or ()) or None)
+        )
+        self.sql = compiled.string
+        processors: Mapping[str, Any] = compiled._bind_processors
+        names = list(compiled.positiontup or ())
+        # Values written into the statement (a literal compared with a
+        # column): sent unless the caller names them. A parameter without
+        # one must come from the caller (KeyError otherwise, never NULL).
+        self._fixed: dict[str, Any] = {}
+        for name in names:
+            bind = compiled.binds[name]
+            if not bind.required and bind.callable is None:
+                self._fixed[name] = bind.value
+        # The values in the order of the ? marks, picked in C.
+        self._pick = operator.itemgetter(*names) if len(names) > 1 else None
+        self._names = names
+        # (position, converter) of the parameters SQLAlchemy would convert.
+        self._process = [(i, processors[n]) for i, n in enumerate(names) if processors.get(n) is not None]
+        results = [r[3]._cached_result_processor(dialect, None) for r in compiled._result_columns or ()]
+        self.results: list[Any] | None = results if any(results) else None
+
+    def parameters(self, params: Mapping[str, Any]) -> tuple[Any, ...]:
+        merged = {**self._fixed, **params} if self._fixed else params
+        if self._pick is not None:
+            values: tuple[Any, ...] = self._pick(merged)
+        else:
+            values = tuple(merged[n] for n in self._names)
+        if not self._process:
+            return values
+        out = list(values)
+        for i, process in self._process:
+            if out[i] is not None:
+                out[i] = process(out[i])
+        return tuple(out)
+
+
+_REQUIRED = object()
+
+
+class Prepared:
+    """A prebuilt Core statement that SQLite runs on the driver's cursor.
+
+    SQLAlchemy's per-statement machinery (cache lookup, parameter
+    construction, events, a result object) costs ~40 us per statement,
+    more than most of the worker's statements take inside SQLite. On
+    SQLite the statement is compiled once, with the bind and result
+    processors SQLAlchemy would apply (JSON, booleans, floats), and then
+    runs on the DBAPI connection in the caller's transaction; a driver
+    error is raised as SQLAlchemy's ``DBAPIError``, so ``translate_errors``
+    still tells "locked" from the rest. Of the statement events only
+    ``before_cursor_execute`` fires on that path (with no execution
+    context, its return value unused), and only when someone listens.
+    Other backends run the statement through ``Connection.execute``
+    unchanged. Rows are tuples (SQLite) or ``Row``s: read them by position.
+    """
+
+    __slots__ = ("_column_keys", "_convert", "_sqlite", "statement")
+
+    def __init__(
+        self, statement: Executable, column_keys: Sequence[str] | None = None, *, convert: bool = True
+    ) -> None:
+        # column_keys: for an INSERT, the columns the parameters will name.
+        # convert=False: SQLite rows come back as the driver returns them
+        # (JSON as text), for a caller that decodes what it uses itself.
+        self.statement = statement
+        self._column_keys = tuple(column_keys or ())
+        self._convert = convert
+        self._sqlite: _Compiled | None = None
+
+    def _cursor(self, conn: Connection, params: Mapping[str, Any]) -> tuple[sqlite3.Cursor, _Compiled]:
+        compiled = self._sqlite
+        if compiled is None:
+            compiled = self._sqlite = _Compiled(self.statement, conn.dialect, self._column_keys)
+            if not self._convert:
+                compiled.results = None
+        if not conn.in_transaction():
+            conn.begin()  # as Connection.execute would (autobegin): never outside a transaction
+        args = compiled.parameters(params)
+        raw = conn.connection.driver_connection
+        try:
+            cursor: sqlite3.Cursor = raw.cursor()  # type: ignore[union-attr]
+            before = conn.dispatch.before_cursor_execute
+            if before:
+                # A listener (a tracer; benchmarks.floor records statements so)
+                # hears the statement as SQLAlchemy would tell it, but with no
+                # execution context (None) and its return value unused.
+                before(conn, cursor, compiled.sql, args, None, False)
+            return cursor.execute(compiled.sql, args), compiled
+        except sqlite3.Error as exc:
+            raise DBAPIError.instance(compiled.sql, args, exc, sqlite3.Error) from exc
+
+    def all(self, conn: Connection, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+        """Every row of the statement's result, in ``conn``'s transaction."""
+        if conn.dialect.name != "sqlite":
+            return conn.execute(self.statement, params).all()
+        cursor, compiled = self._cursor(conn, params)
+        try:
+            rows = cursor.fetchall()
+        except sqlite3.Error as exc:
+            raise DBAPIError.instance(compiled.sql, None, exc, sqlite3.Error) from exc
+        convert = compiled.results
+        if convert is None:
+            return rows
+        return [
+            tuple(v if f is None or v is None else f(v) for f, v in zip(convert, row, strict=True))
+            for row in rows
+        ]
+
+    def first(self, conn: Connection, params: Mapping[str, Any]) -> Sequence[Any] | None:
+        """The first row, or None (the statement is expected to return at most a few)."""
+        rows = self.all(conn, params)
+        return rows[0] if rows else None
+
+    def rowcount(self, conn: Connection, params: Mapping[str, Any]) -> int:
+        """Run a statement that returns no rows; how many rows it changed."""
+        if conn.dialect.name != "sqlite":
+            return int(conn.execute(self.statement, params).rowcount)
+        cursor, _ = self._cursor(conn, params)
+        return int(cursor.rowcount)

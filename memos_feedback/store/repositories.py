@@ -31,9 +31,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import NoResultFound
 from sqlalchemy.orm import Session
 
 from ..errors import InvalidInputError, NotFoundError
+from .engine import Prepared
 from .models import DecisionRepairModel, PolicyEpisodeModel, PolicyModel, TraceModel
 from .rows import DecisionRepairRow, PolicyRow, ToolCall, TraceRow, new_id, now_ms
 
@@ -138,6 +140,8 @@ _SET_BOUNDARY = (
     .values(boundary=bindparam("new_boundary"), updated_at=bindparam("now"))
     .returning(*_POLICIES.columns)
 )
+_RUN_LOCK_POLICIES = tuple(Prepared(stmt) for stmt in _LOCK_POLICIES)
+_RUN_SET_BOUNDARY = Prepared(_SET_BOUNDARY)
 # Every column a new repair row is written with, one prebuilt INSERT.
 _INSERT_REPAIR = insert(_REPAIRS)
 # The columns a DecisionRepairRow is made of (not the recall text or the
@@ -324,10 +328,23 @@ def _tool_call(name: str, error_code: str | None) -> ToolCall:
     return ToolCall(name, error_code)
 
 
+@functools.lru_cache(maxsize=1024)
+def _tool_calls_of_text(text: str) -> tuple[ToolCall, ...]:
+    # A trace's tool calls as SQLite stores them (JSON text). A session's
+    # traces repeat the same few lists, so most are decoded once per process
+    # instead of once per read; the tuple of frozen ToolCalls is shareable.
+    return _tool_calls_of_list(json.loads(text))
+
+
+def _tool_calls_of_list(calls: Iterable[Mapping[str, Any]] | None) -> tuple[ToolCall, ...]:
+    return tuple(_tool_call(c["name"], c.get("error_code")) for c in calls or ())
+
+
 def _trace_of_tuple(r: Sequence[Any]) -> TraceRow:
     # Unpacked by position (``_TRACES_OF_SESSION``'s column order): a Row's
     # attribute lookups cost more than building the TraceRow itself, and
-    # every repair reads a session's traces.
+    # every repair reads a session's traces. The tool calls arrive as JSON
+    # text from SQLite's driver, decoded from PostgreSQL's JSONB.
     id, session_id, episode_id, ts, user_text, agent_text, reflection, value, calls = r
     return TraceRow(
         id,
@@ -338,13 +355,28 @@ def _trace_of_tuple(r: Sequence[Any]) -> TraceRow:
         agent_text,
         reflection,
         value,
-        tuple(_tool_call(c["name"], c.get("error_code")) for c in calls or ()),
+        _tool_calls_of_text(calls) if isinstance(calls, str) else _tool_calls_of_list(calls),
     )
+
+
+# The tool calls undecoded: _trace_of_tuple decodes them (cached).
+_RUN_TRACES_OF_SESSION = Prepared(_TRACES_OF_SESSION, convert=False)
+
+
+def _rows(ex: Executor, prepared: Prepared, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+    """A hot statement's rows: on the driver's cursor for a Core connection (see ``Prepared``).
+
+    An ORM session keeps SQLAlchemy's path: it may hold unflushed changes
+    that its own ``execute`` flushes first.
+    """
+    if isinstance(ex, Connection):
+        return prepared.all(ex, params)
+    return ex.execute(prepared.statement, params).all()
 
 
 def session_traces(ex: Executor, session_id: str, limit: int) -> list[TraceRow]:
     """The session's newest ``limit`` traces, newest first (arguments already checked)."""
-    rows = ex.execute(_TRACES_OF_SESSION, {"session_id": session_id, "limit": limit})
+    rows = _rows(ex, _RUN_TRACES_OF_SESSION, {"session_id": session_id, "limit": limit})
     return [_trace_of_tuple(r) for r in rows]
 
 
@@ -355,7 +387,16 @@ def policies_with_episodes(ex: Executor, episode_ids: Iterable[str], status: str
         return []
     pg = _dialect(ex) == "postgresql"
     params: dict[str, Any] = {"ids": list_param(ids, pg), "status": status}
-    return [policy_row(m) for m in ex.execute(_POLICIES_WITH_EPISODES[pg], params)]
+    return [_policy_of_tuple(r) for r in _rows(ex, _RUN_POLICIES_WITH_EPISODES[pg], params)]
+
+
+_RUN_POLICIES_WITH_EPISODES = tuple(Prepared(stmt) for stmt in _POLICIES_WITH_EPISODES)
+
+
+def _policy_of_tuple(r: Sequence[Any]) -> PolicyRow:
+    # By position, in the table's column order (``_POLICIES_ALL``).
+    id, title, boundary, status, source_episode_ids, updated_at = r
+    return PolicyRow(id, title, boundary, status, tuple(source_episode_ids or ()), updated_at)
 
 
 def _dialect(ex: Executor) -> str:
@@ -542,7 +583,7 @@ def merge_boundaries(
         # them again would return the same text. PostgreSQL always locks.
         locked = [(i, known[i]) for i in ids]
     else:
-        locked = [(r[0], r[1]) for r in ex.execute(_LOCK_POLICIES[pg], {"ids": list_param(ids, pg)})]
+        locked = [(r[0], r[1]) for r in _rows(ex, _RUN_LOCK_POLICIES[pg], {"ids": list_param(ids, pg)})]
     for policy_id, boundary in locked:
         new = change(boundary)
         if new is not None:
@@ -550,8 +591,10 @@ def merge_boundaries(
             _str("the boundary returned by change", new)
         if new is None or new == boundary:
             continue
-        row = ex.execute(_SET_BOUNDARY, {"policy_id": policy_id, "new_boundary": new, "now": now}).one()
-        changed.append(policy_row(row))
+        rows = _rows(ex, _RUN_SET_BOUNDARY, {"policy_id": policy_id, "new_boundary": new, "now": now})
+        if len(rows) != 1:  # as Result.one() would (the row is locked: cannot happen)
+            raise NoResultFound(f"policy {policy_id!r} vanished while its boundary was rewritten")
+        changed.append(_policy_of_tuple(rows[0]))
     return len(locked), changed
 
 
@@ -602,9 +645,19 @@ def repair_values(
     }
 
 
+# The INSERT compiled for exactly the columns ``repair_values`` fills.
+_RUN_INSERT_REPAIR_KEYS = repair_values(
+    context_hash="k", trigger="manual", preference="p", anti_pattern="a"
+).keys()
+_RUN_INSERT_REPAIR = Prepared(_INSERT_REPAIR, column_keys=builtins.list(_RUN_INSERT_REPAIR_KEYS))
+
+
 def insert_repair(ex: Executor, values: dict[str, Any]) -> DecisionRepairRow:
     """Write one repair row (``repair_values`` output) in the caller's transaction."""
-    ex.execute(_INSERT_REPAIR, values)
+    if isinstance(ex, Connection) and values.keys() == _RUN_INSERT_REPAIR_KEYS:
+        _RUN_INSERT_REPAIR.rowcount(ex, values)
+    else:
+        ex.execute(_INSERT_REPAIR, values)
     return repair_row_from_values(values)
 
 

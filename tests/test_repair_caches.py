@@ -1,0 +1,71 @@
+"""The repair path's pure-function caches give the uncached answers.
+
+``looks_like_failure`` caches short texts; ``attach_in`` caches the merge
+of two lines into a boundary. Both must answer exactly as the plain
+computation, again and again, and keep raising what it raises.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from memos_feedback.attach import attach_in, attach_repair_to_policies
+from memos_feedback.boundary import merge_repair_block
+from memos_feedback.errors import InvalidInputError
+from memos_feedback.evidence import looks_like_failure
+from memos_feedback.store import Store
+from memos_feedback.synthesize import DecisionRepairDraft
+
+TEXTS = [
+    "pip install failed: error 3",
+    "no errors, all green",
+    "0 failed, 12 passed",
+    "error fixed after retry",
+    "构建失败",
+    "没有错误",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_short_and_long_texts_answer_alike(text: str) -> None:
+    # The same ending behind a long prefix (past the cache's length) reads the same.
+    long = "x " * 2_000 + text
+    first = looks_like_failure(text)
+    assert looks_like_failure(text) == first  # cached answer
+    assert looks_like_failure(long) == (first if text else False)
+
+
+def _draft(policy_ids: tuple[str, ...], preference: str = "Prefer: uv") -> DecisionRepairDraft:
+    return DecisionRepairDraft(
+        context_hash="ctx",
+        preference=preference,
+        anti_pattern="Avoid: pip",
+        severity="info",
+        confidence=0.5,
+        high_value_trace_ids=(),
+        low_value_trace_ids=(),
+        attach_to_policy_ids=policy_ids,
+    )
+
+
+def test_attaching_the_same_lines_again_changes_nothing(store: Store) -> None:
+    a = store.policies.add("a", boundary="host text")
+    b = store.policies.add("b", boundary="host text")  # the same boundary: a cache hit
+    draft = _draft((a.id, b.id))
+    with store.connection(write=True) as conn:
+        assert set(attach_in(conn, draft)) == {a.id, b.id}
+    expected = merge_repair_block("host text", [draft.preference], [draft.anti_pattern])
+    assert store.policies.get(a.id).boundary == store.policies.get(b.id).boundary == expected
+    with store.connection(write=True) as conn:
+        assert attach_in(conn, draft) == ()  # already there: unchanged
+    assert store.policies.get(a.id).boundary == expected
+
+
+def test_a_bad_line_raises_every_time(store: Store) -> None:
+    policy = store.policies.add("p", boundary="host text")
+    bad = _draft((policy.id,), preference="Prefer: \ud800")
+    for _ in range(2):
+        with pytest.raises(InvalidInputError):
+            attach_repair_to_policies(bad, store)
+    assert store.policies.get(policy.id).boundary == "host text"
