@@ -4,32 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from memos_feedback.config import FeedbackConfig
 from memos_feedback.recall import guidance_for
 from memos_feedback.recall.glossary import GLOSSARY, gloss
 from memos_feedback.recall.terms import comparable, contains_term, glossed, query_terms, stem
-from memos_feedback.repair import RepairDeps, RepairInput, run_repair
-from memos_feedback.signals import context_hash_of
 from memos_feedback.store import Store
-from memos_feedback.store.rows import ToolCall
-
-
-def write(store: Store, *, tool: str, context: str, trace: str, feedback: str) -> str:
-    """One repair through run_repair (template synthesis)."""
-    sid = f"s-{context_hash_of(tool, context)}"
-    store.traces.add(sid, agent_text=trace, value=-0.6, tool_calls=[ToolCall(tool, error_code="failed")])
-    inp = RepairInput(
-        trigger="user.correction",
-        context_hash=context_hash_of(tool, context),
-        tool_id=tool,
-        user_text=feedback,
-        session_id=sid,
-        context=context,
-        project="shop",
-    )
-    result = run_repair(inp, RepairDeps(store=store, config=FeedbackConfig(use_llm=False, cooldown_ms=0)))
-    assert result.repair_id is not None, result.skipped_reason
-    return result.repair_id
+from tests.test_recall_guidance import write  # one repair through run_repair
 
 
 @pytest.mark.parametrize(

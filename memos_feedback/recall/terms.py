@@ -199,9 +199,7 @@ def comparable(text: str) -> str:
     Chinese text that says the same (``glossary``), and the text's own
     words still match as written. (``guidance`` caches it per candidate text.)
     """
-    norm = normalise(text)
-    english = gloss(norm)
-    return f"{norm}\n{' '.join(english)}" if english else norm
+    return glossed(normalise(text))
 
 
 def glossed(text: str) -> str:
