@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, NamedTuple, TypeVar
+from typing import Literal, NamedTuple, TypeVar
 
 from ..errors import InvalidInputError
 from ..outcomes.estimate import OutcomeCounts, counts_for, rank_factor
@@ -53,14 +53,11 @@ from ..signals import context_hash_of
 from ..store import Store
 from ..store.rows import now_ms
 from .config import RecallConfig
-from .embeddings import Embedder, check_embedder, unpack
+from .embeddings import Embedder, check_embedder
 from .indexing import embedding_text
 from .search import Candidate, DocumentFrequencies, candidates, eligible, idf
 from .terms import comparable, contains_term, error_identifiers, glossed, is_tool_report, query_terms
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
+from .vectors import Similarities, similarities
 
 __all__ = ["CLOSE_TAG", "OPEN_TAG", "Guidance", "GuidanceItem", "guidance_for"]
 
@@ -78,6 +75,8 @@ Why = Literal["exact context", "same tool", "same session", "same error", "simil
 
 _df = DocumentFrequencies()
 _NO_OUTCOMES = OutcomeCounts()
+# Lexical mode: no cosine for anyone.
+_NO_VECTORS = Similarities([], None, None, {})
 # Normalised texts per candidate text: the same repairs come back query after
 # query (the tool's newest, the exact context's), and splitting, NFKC and
 # case-folding each one's text again is per-candidate work that repeats.
@@ -216,11 +215,9 @@ def guidance_for(
         total = _df.total(store, s)
         lookup = tuple(dict.fromkeys(terms.indexed + situation.indexed))
         dfs = _df.of(store, s, lookup)
-        vector_ids: list[str] = []
+        sims = _NO_VECTORS
         if emb is not None and qvec is not None:
-            from .vectors import nearest
-
-            vector_ids = [i for i, _ in nearest(store, s, emb.model_name, qvec, proj, cfg.candidate_limit)]
+            sims = similarities(store, s, emb.model_name, qvec, proj, cfg.candidate_limit)
         # Every source and the rows in one statement (a round trip each on PostgreSQL).
         found = candidates(
             s,
@@ -231,11 +228,10 @@ def guidance_for(
             total=total,
             context_hash=exact_hash,
             tool_id=tool,
-            vector_ids=vector_ids,
+            vector_ids=[i for i, _ in sims.top],
         )
         weights = _Weights(_weights(terms.words, terms.short, dfs, total))
         situation_weights = _Weights(_weights(situation.words, situation.short, dfs, total))
-        dimension = int(qvec.shape[0]) if qvec is not None else 0
         passed: list[_Passed] = []
         for c in found:
             hit = _score(
@@ -248,8 +244,7 @@ def guidance_for(
                 situation_weights,
                 identifiers,
                 report,
-                qvec if emb is not None and c.embedding_model == emb.model_name else None,
-                dimension,
+                sims.cosine(c.id),
                 cfg,
             )
             if hit is not None:
@@ -265,7 +260,7 @@ def guidance_for(
         scored.append(((p.tier, int(c.validated), p.score * factor), p, factor))
     scored.sort(key=lambda entry: entry[0], reverse=True)
     ranked = [(p.candidate, (p, factor)) for _, p, factor in scored]
-    kept = _collapse(ranked, emb, cfg.duplicate_similarity, n)
+    kept = _collapse(ranked, sims, cfg.duplicate_similarity, n)
     items = [_item(p, factor) for p, factor in kept]
     if record and session is not None and items and not store.read_only:
         record_served(store, items, session, tool, ctx, at)
@@ -355,16 +350,14 @@ def _score(
     situation_weights: _Weights,
     identifiers: tuple[str, ...],
     report: bool,
-    qvec: npt.NDArray[np.float32] | None,
-    dimension: int,
+    cosine: float | None,
     cfg: RecallConfig,
 ) -> _Passed | None:
-    """Gate and score one candidate (``qvec`` only when its embedding is of the query's model)."""
+    """Gate and score one candidate (``cosine``: with the query, when both are embedded by one model)."""
     texts = _problem(c.source_text)
     lexical = _share(weights, texts.problem_normalised)
     same_error = any(ident in texts.problem for ident in identifiers)
     overlap = _share(situation_weights, _situation(c.tool_id, c.context))
-    cosine = _cosine(c.embedding, qvec, dimension)
     if cosine is not None:
         evidence = cfg.semantic_weight * cosine + (1.0 - cfg.semantic_weight) * lexical
         threshold, gate_weight = cfg.min_score_semantic, cfg.described_situation_weight_semantic
@@ -411,22 +404,13 @@ def _item(p: _Passed, factor: float) -> GuidanceItem:
     )
 
 
-def _cosine(blob: bytes | None, qvec: npt.NDArray[np.float32] | None, dimension: int) -> float | None:
-    # One dot product per candidate, as before: a batched matrix product sums
-    # in another order and changes the last bits, which may reorder a tie.
-    if qvec is None or blob is None:
-        return None
-    vec = unpack(blob, dimension)
-    return None if vec is None else float(vec @ qvec)
-
-
 def _tokens(c: Candidate) -> frozenset[str]:
     return frozenset(query_terms(f"{c.preference} {c.anti_pattern}", limit=10_000).all())
 
 
 def _collapse(
     ranked: list[tuple[Candidate, _T]],
-    emb: Embedder | None,
+    sims: Similarities,
     threshold: float,
     limit: int,
 ) -> list[_T]:
@@ -435,7 +419,7 @@ def _collapse(
     for cand, item in ranked:
         tokens = _tokens(cand)
         if any(
-            _duplicate(cand, tokens, other, other_tokens, emb, threshold) for _, other, other_tokens in kept
+            _duplicate(cand, tokens, other, other_tokens, sims, threshold) for _, other, other_tokens in kept
         ):
             continue
         kept.append((item, cand, tokens))
@@ -449,13 +433,12 @@ def _duplicate(
     a_tokens: frozenset[str],
     b: Candidate,
     b_tokens: frozenset[str],
-    emb: Embedder | None,
+    sims: Similarities,
     threshold: float,
 ) -> bool:
-    if emb is not None and a.embedding and b.embedding and a.embedding_model == b.embedding_model:
-        va, vb = unpack(a.embedding), unpack(b.embedding)
-        if va is not None and vb is not None and va.shape == vb.shape:
-            return float(va @ vb) >= threshold
+    cosine = sims.between(a.id, b.id)
+    if cosine is not None:
+        return cosine >= threshold
     if not a_tokens or not b_tokens:
         return a.preference == b.preference and a.anti_pattern == b.anti_pattern
     return len(a_tokens & b_tokens) / len(a_tokens | b_tokens) >= threshold

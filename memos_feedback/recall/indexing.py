@@ -34,6 +34,7 @@ from ..store import Store
 from ..store.models import DecisionRepairModel
 from .embeddings import Embedder, pack
 from .terms import glossed
+from .vectors import reset_cache
 
 __all__ = [
     "SOURCE_TEXT_CAP",
@@ -178,4 +179,8 @@ def backfill(store: Store, embedder: Embedder, *, batch_size: int = 64, redo: bo
                 s.execute(update(m).where(m.id == r.id).values(**values))
         embedded += len(rows)
         filled += len(new_text)
+    if embedded:
+        # Older rows gained embeddings: this process's matrix re-reads them
+        # (another process's does at its next full reload, ``vectors``).
+        reset_cache(store.url)
     return BackfillReport(scanned=scanned, embedded=embedded, text_filled=filled)

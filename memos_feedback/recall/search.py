@@ -3,9 +3,11 @@
 Everything here reads; nothing writes. The text search is the database's:
 
 * SQLite — ``decision_repairs_fts`` (FTS5, trigram tokenizer), ``MATCH`` on
-  the query's terms OR-ed together, best ``bm25`` first;
+  the query's terms OR-ed together;
 * PostgreSQL — ``source_text ILIKE '%term%'`` OR-ed (the ``pg_trgm`` GIN
-  index serves it), most terms matched first.
+  index serves it);
+
+on both, the matches with the most IDF weight of terms first (``_lexical``).
 
 Document frequencies of terms (for IDF) come from the same index, counted up
 to a cap and cached for ``_DF_TTL_S`` seconds per store: statistics that
@@ -102,8 +104,6 @@ class Candidate(NamedTuple):
     category: str | None
     project: str | None
     source_text: str
-    embedding: bytes | None
-    embedding_model: str | None
     session_id: str | None
 
 
@@ -127,8 +127,8 @@ _COLUMNS = (
         func.nullif(M.source_text, ""),
         literal("do: ") + M.preference + literal("\navoid: ") + M.anti_pattern,
     ).label("source_text"),
-    M.embedding,
-    M.embedding_model,
+    # No embedding: cosines come from the in-process matrix (``vectors``),
+    # and a blob per row is most of a row's bytes.
     M.session_id,
 )
 
@@ -188,21 +188,20 @@ def _fetch_statement(postgresql_dialect: bool) -> Select[Any]:
 
 
 _FETCH = {True: _fetch_statement(True), False: _fetch_statement(False)}
+# Unranked: FTS5's bm25 costs as much again as the trigram match itself
+# (it counts every trigram's postings). The hits are few by construction —
+# only rare terms search, and the limit covers their document frequencies —
+# so ranking them after the join is cheap (``_lexical``).
 _FTS_HITS = (
     text(
-        f"SELECT repair_id, bm25({SQLITE_FTS_TABLE}) AS rank FROM {SQLITE_FTS_TABLE} "
-        f"WHERE {SQLITE_FTS_TABLE} MATCH :match ORDER BY rank LIMIT :fts_limit"
+        f"SELECT repair_id, doc FROM {SQLITE_FTS_TABLE} "
+        f"WHERE {SQLITE_FTS_TABLE} MATCH :match LIMIT :fts_limit"
     )
-    .columns(column("repair_id", String), column("rank", Float))
+    .columns(column("repair_id", String), column("doc", String))
     .subquery("hits")
 )
-_SQLITE_LEXICAL = (
-    select(M.id)
-    .join(_FTS_HITS, _FTS_HITS.c.repair_id == M.id)
-    .where(_ELIGIBLE)
-    .order_by(_FTS_HITS.c.rank)
-    .limit(_LIMIT)
-)
+# The search reads at most this many matches (before eligibility).
+_FTS_MAX = 2_000
 
 
 def _is_postgresql(reader: Reader) -> bool:
@@ -259,7 +258,7 @@ def lexical_candidate_ids(
 ) -> list[str]:
     """Eligible repairs matching the query's rarer terms (3+ characters each), best first.
 
-    Ranked (bm25 on SQLite, terms matched on PostgreSQL) over the terms fewer
+    Ranked by the IDF weight of the terms matched over the terms fewer
     than ``RARE_DF`` repairs (or 5 % of ``total``, at least 20) contain — the
     ``MAX_SEARCH_TERMS`` rarest of them — so the work follows those terms'
     postings, not the table. A query whose every term is common selects no
@@ -271,26 +270,56 @@ def lexical_candidate_ids(
     if not rare:
         return []
     pg = _is_postgresql(reader)
-    params = {**where.params(), **_lexical_params(rare, pg, limit), "lim": limit}
+    params = {**where.params(), **_lexical_params(rare, pg, limit, frequencies, total), "lim": limit}
     return list(reader.scalars(_lexical(pg, len(rare)), params))
 
 
 @functools.cache
 def _lexical(postgresql_dialect: bool, n_terms: int) -> Select[Any]:
-    """The text search over ``n_terms`` terms, built once per (dialect, count)."""
-    if not postgresql_dialect:
-        return _SQLITE_LEXICAL
-    likes = [M.source_text.ilike(bindparam(f"t{i}", type_=String), escape="\\") for i in range(n_terms)]
-    matched: ColumnElement[int] = literal(0)
-    for like in likes:
-        matched = matched + case((like, 1), else_=0)
-    return select(M.id).where(or_(*likes), _ELIGIBLE).order_by(matched.desc(), M.ts.desc()).limit(_LIMIT)
+    """The text search over ``n_terms`` terms, built once per (dialect, count).
 
-
-def _lexical_params(rare: Sequence[str], postgresql_dialect: bool, limit: int) -> dict[str, Any]:
+    Matches are ranked by the summed IDF weight (``:w0``…) of the terms they
+    contain — the measure ``guidance_for`` scores by — then newest first.
+    On SQLite the FTS5 index finds the matches and ``instr`` on the
+    matched text (ASCII-case-folded by ``lower``, the terms are folded)
+    tells which terms each contains.
+    """
     if postgresql_dialect:
-        return {f"t{i}": _like(t) for i, t in enumerate(rare)}
-    return {"match": " OR ".join(_fts_phrase(t) for t in rare), "fts_limit": limit * 4}
+        tests = [M.source_text.ilike(bindparam(f"t{i}", type_=String), escape="\\") for i in range(n_terms)]
+    else:
+        doc = func.lower(_FTS_HITS.c.doc)
+        tests = [func.instr(doc, bindparam(f"t{i}", type_=String)) > 0 for i in range(n_terms)]
+    weight: ColumnElement[float] = literal(0.0)
+    for i, test in enumerate(tests):
+        weight = weight + case((test, bindparam(f"w{i}", type_=Float)), else_=0.0)
+    if postgresql_dialect:
+        stmt = select(M.id).where(or_(*tests), _ELIGIBLE)
+    else:
+        stmt = select(M.id).join(_FTS_HITS, _FTS_HITS.c.repair_id == M.id).where(_ELIGIBLE)
+    return stmt.order_by(weight.desc(), M.ts.desc()).limit(_LIMIT)
+
+
+def _lexical_params(
+    rare: Sequence[str],
+    postgresql_dialect: bool,
+    limit: int,
+    frequencies: Mapping[str, int] | None,
+    total: int | None,
+) -> dict[str, Any]:
+    n = max(total or 0, 1)
+    params: dict[str, Any] = {
+        f"w{i}": idf(frequencies.get(t, 0), n) if frequencies is not None else 1.0 for i, t in enumerate(rare)
+    }
+    if postgresql_dialect:
+        params.update({f"t{i}": _like(t) for i, t in enumerate(rare)})
+        return params
+    # Every match of the rare terms when their frequencies are known (each
+    # is below the rare cap), else four per candidate wanted.
+    known = sum(frequencies.get(t, 0) for t in rare) if frequencies is not None else 0
+    params.update({f"t{i}": t.lower() for i, t in enumerate(rare)})
+    params["match"] = " OR ".join(_fts_phrase(t) for t in rare)
+    params["fts_limit"] = min(max(limit * 4, known), _FTS_MAX)
+    return params
 
 
 @functools.cache
@@ -341,7 +370,7 @@ def candidates(
     rare = search_terms(terms, frequencies, total)
     params: dict[str, Any] = {
         **where.params(),
-        **(_lexical_params(rare, pg, limit) if rare else {}),
+        **(_lexical_params(rare, pg, limit, frequencies, total) if rare else {}),
         "lim": limit,
         "context_hash": context_hash,
         "tool_id": tool_id,
