@@ -6,14 +6,17 @@ import subprocess
 import sys
 
 import pytest
+from sqlalchemy import update
 
 from memos_feedback import FeedbackBus, ToolCall, attach_feedback_subscriber
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.errors import ConfigError
 from memos_feedback.recall import guidance_for
-from memos_feedback.recall.embeddings import SentenceTransformerEmbedder
+from memos_feedback.recall.embeddings import SentenceTransformerEmbedder, pack
 from memos_feedback.recall.indexing import backfill
+from memos_feedback.recall.vectors import similarities
 from memos_feedback.store import Store
+from memos_feedback.store.models import DecisionRepairModel
 
 pytest.importorskip("sentence_transformers", reason="needs the [embeddings] extra (make test installs it)")
 
@@ -86,6 +89,32 @@ def test_backfill_embeds_repairs_written_without_an_embedder(
     assert backfill(store, embedder).scanned == 0
     found = guidance_for(store, query="use uv add rather than pip install", embedder=embedder)
     assert len(found.items) == 1
+
+
+def test_backfill_makes_this_process_read_older_rows_again(
+    store: Store, embedder: SentenceTransformerEmbedder
+) -> None:
+    older = store.repairs.insert(
+        context_hash="h1", trigger="manual", preference="Prefer: uv add", anti_pattern="Avoid: pip install"
+    )
+    newer = store.repairs.insert(
+        context_hash="h2", trigger="manual", preference="Prefer: pnpm", anti_pattern="Avoid: npm install"
+    )
+    # The newer one is embedded first (as a worker with an embedder would have).
+    with store.session(write=True) as s:
+        s.execute(
+            update(DecisionRepairModel)
+            .where(DecisionRepairModel.id == newer.id)
+            .values(embedding=pack(embedder.embed(["use pnpm"])[0]), embedding_model=embedder.model_name)
+        )
+    qvec = embedder.embed(["use uv add rather than pip install"])[0]
+    with store.connection() as s:
+        # This process's matrix now ends at the newer row: an older one is not read again by itself.
+        assert [i for i, _ in similarities(store, s, embedder.model_name, qvec, None, 5).top] == [newer.id]
+    assert backfill(store, embedder).embedded == 1
+    with store.connection() as s:
+        found = [i for i, _ in similarities(store, s, embedder.model_name, qvec, None, 5).top]
+    assert found == [older.id, newer.id]
 
 
 def test_evidence_by_meaning_keeps_a_paraphrased_failure_and_leaves_unrelated_ones(

@@ -76,7 +76,7 @@ Why = Literal["exact context", "same tool", "same session", "same error", "simil
 _df = DocumentFrequencies()
 _NO_OUTCOMES = OutcomeCounts()
 # Lexical mode: no cosine for anyone.
-_NO_VECTORS = Similarities([], None, None, {})
+_NO_VECTORS = Similarities([], {}, {}, {})
 # Normalised texts per candidate text: the same repairs come back query after
 # query (the tool's newest, the exact context's), and splitting, NFKC and
 # case-folding each one's text again is per-candidate work that repeats.

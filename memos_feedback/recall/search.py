@@ -284,6 +284,7 @@ def _lexical(postgresql_dialect: bool, n_terms: int) -> Select[Any]:
     matched text (ASCII-case-folded by ``lower``, the terms are folded)
     tells which terms each contains.
     """
+    tests: list[ColumnElement[bool]]
     if postgresql_dialect:
         tests = [M.source_text.ilike(bindparam(f"t{i}", type_=String), escape="\\") for i in range(n_terms)]
     else:

@@ -1,18 +1,21 @@
 """An in-process matrix of repair embeddings, for nearest-neighbour candidates.
 
 Scanning 100k embeddings in SQL per query is too slow, so each process keeps
-one L2-normalised float32 matrix per (database, model), read once and then
-extended incrementally with repairs whose id is newer than the last one
-read (ids sort by creation time). A full re-read happens every
+L2-normalised float32 matrices per (database, model) — one per project, and
+one for global repairs — read once and then extended incrementally with
+repairs whose id is newer than the last one read (ids sort by creation time). A full re-read happens every
 ``_FULL_RELOAD_S`` seconds, which also picks up embeddings another process
 backfilled into older rows (``indexing.backfill`` drops its own
 process's matrix when it is done). Rejections and age limits are not
 trusted from the cache: candidates are re-checked in SQL
 (``search.eligible``).
 
-The matrix also answers the cosine of any other candidate (found by text,
-tool or context) and of two repairs with each other: ``guidance_for``
-reads no embedding blobs from the database.
+A query multiplies only the matrices it may be answered from (global and
+its project's): the scan is memory-bound, and another project's repairs are
+never eligible. The same matrices answer the cosine of any other candidate
+(found by text, tool or context; eligible ones are global or of the
+project) and of two repairs with each other: ``guidance_for`` reads no
+embedding blobs from the database.
 """
 
 from __future__ import annotations
@@ -51,25 +54,53 @@ _NEWER = (
 )
 
 
+class _Part:
+    """The embeddings of one project (or of global repairs), in id order.
+
+    Rows live in a buffer with room to grow (doubled when full): a new
+    repair is written past the rows in use instead of copying the matrix,
+    and a reader's ``matrix`` (a view of the rows in use then) never sees
+    a write, because rows are only ever appended.
+    """
+
+    __slots__ = ("buffer", "ids")
+
+    def __init__(self, dimension: int) -> None:
+        import numpy as np
+
+        self.ids: list[str] = []
+        self.buffer: npt.NDArray[np.float32] = np.zeros((64, dimension), dtype=np.float32)
+
+    @property
+    def matrix(self) -> npt.NDArray[np.float32]:
+        return self.buffer[: len(self.ids)]
+
+    def extend(self, ids: list[str], vectors: npt.NDArray[np.float32]) -> None:
+        import numpy as np
+
+        used, need = len(self.ids), len(self.ids) + len(ids)
+        if need > self.buffer.shape[0]:
+            bigger = np.zeros((max(need, 2 * self.buffer.shape[0]), self.buffer.shape[1]), dtype=np.float32)
+            bigger[:used] = self.buffer[:used]
+            self.buffer = bigger
+        self.buffer[used:need] = vectors
+        self.ids.extend(ids)
+
+
 @dataclass
 class _Index:
     dimension: int
     loaded_at: float = 0.0
     last_id: str = ""
-    ids: list[str] = field(default_factory=list)
-    positions: dict[str, int] = field(default_factory=dict)
-    codes: list[int] = field(default_factory=list)
-    projects: dict[str | None, int] = field(default_factory=dict)
-    chunks: list[npt.NDArray[np.float32]] = field(default_factory=list)
-    matrix: npt.NDArray[np.float32] | None = None
-    code_array: npt.NDArray[np.int32] | None = None
+    parts: dict[str | None, _Part] = field(default_factory=dict)
+    # Repair id -> (project, row in that project's matrix).
+    where: dict[str, tuple[str | None, int]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def clear(self) -> None:
         # New containers, never emptied in place: a snapshot taken by a
         # reader (``Similarities``) stays whole.
-        self.ids, self.positions, self.codes, self.projects, self.chunks = [], {}, [], {}, []
-        self.matrix = self.code_array = None
+        self.parts, self.where = {}, {}
         self.last_id = ""
 
 
@@ -91,75 +122,69 @@ def _refresh(index: _Index, session: Session | Connection, model: str) -> None:
     if now - index.loaded_at > _FULL_RELOAD_S:
         index.clear()
         index.loaded_at = now
-    grew = False
     while True:
         params = {"last_id": index.last_id, "model": model, "batch": _READ_BATCH}
         rows = session.execute(_NEWER, params).all()
         if not rows:
             break
-        vecs: list[npt.NDArray[np.float32]] = []
+        new: dict[str | None, tuple[list[str], list[npt.NDArray[np.float32]]]] = {}
         for row in rows:
             index.last_id = row.id
             vec = unpack(row.embedding, index.dimension)
-            if vec is None:
-                continue
-            vecs.append(vec)
-            index.positions[row.id] = len(index.ids)
-            index.ids.append(row.id)
-            index.codes.append(index.projects.setdefault(row.project, len(index.projects)))
-        if vecs:
-            index.chunks.append(np.vstack(vecs))
-            grew = True
+            if vec is not None:
+                ids, vecs = new.setdefault(row.project, ([], []))
+                ids.append(row.id)
+                vecs.append(vec)
+        for project, (ids, vecs) in new.items():
+            part = index.parts.get(project)
+            if part is None:
+                part = index.parts[project] = _Part(index.dimension)
+            for i, repair_id in enumerate(ids, start=len(part.ids)):
+                index.where[repair_id] = (project, i)
+            part.extend(ids, np.vstack(vecs))
         if len(rows) < _READ_BATCH:
             break
-    if grew or index.matrix is None:
-        dim = index.dimension
-        index.matrix = np.vstack(index.chunks) if index.chunks else np.zeros((0, dim), dtype=np.float32)
-        index.chunks = [index.matrix] if index.chunks else []
-        index.code_array = np.asarray(index.codes, dtype=np.int32)
 
 
 class Similarities:
-    """The query's cosine with every indexed repair, and its ``k`` nearest.
+    """The query's cosine with every repair it may be answered from, and its ``k`` nearest.
 
-    A snapshot: rows the index gains later are not seen (their position
-    lies past this matrix).
+    A snapshot of the global and the project's matrices: rows the index
+    gains later are not seen (their row lies past this snapshot).
     """
 
-    __slots__ = ("_matrix", "_positions", "_sims", "top")
+    __slots__ = ("_matrices", "_sims", "_where", "top")
 
     def __init__(
         self,
         top: list[tuple[str, float]],
-        sims: npt.NDArray[np.float32] | None,
-        matrix: npt.NDArray[np.float32] | None,
-        positions: dict[str, int],
+        matrices: dict[str | None, npt.NDArray[np.float32]],
+        sims: dict[str | None, npt.NDArray[np.float32]],
+        where: dict[str, tuple[str | None, int]],
     ) -> None:
         self.top = top
+        self._matrices = matrices
         self._sims = sims
-        self._matrix = matrix
-        self._positions = positions
+        self._where = where
 
-    def _row(self, repair_id: str) -> int | None:
-        pos = self._positions.get(repair_id)
-        if pos is None or self._matrix is None or pos >= self._matrix.shape[0]:
+    def _row(self, repair_id: str) -> tuple[str | None, int] | None:
+        hit = self._where.get(repair_id)
+        if hit is None:
             return None
-        return pos
+        matrix = self._matrices.get(hit[0])
+        return hit if matrix is not None and hit[1] < matrix.shape[0] else None
 
     def cosine(self, repair_id: str) -> float | None:
-        """The query's cosine with ``repair_id``'s embedding (None: not indexed)."""
-        pos = self._row(repair_id)
-        return None if pos is None or self._sims is None else float(self._sims[pos])
+        """The query's cosine with ``repair_id``'s embedding (None: not in this snapshot)."""
+        hit = self._row(repair_id)
+        return None if hit is None else float(self._sims[hit[0]][hit[1]])
 
     def between(self, a: str, b: str) -> float | None:
-        """The cosine of two repairs' embeddings (None unless both are indexed)."""
-        pa, pb = self._row(a), self._row(b)
-        if pa is None or pb is None or self._matrix is None:
+        """The cosine of two repairs' embeddings (None unless both are in this snapshot)."""
+        ha, hb = self._row(a), self._row(b)
+        if ha is None or hb is None:
             return None
-        return float(self._matrix[pa] @ self._matrix[pb])
-
-
-_NOTHING = Similarities([], None, None, {})
+        return float(self._matrices[ha[0]][ha[1]] @ self._matrices[hb[0]][hb[1]])
 
 
 def similarities(
@@ -170,7 +195,7 @@ def similarities(
     project: str | None,
     k: int,
 ) -> Similarities:
-    """The query against every repair embedded by ``model``; ``top`` is global or of ``project``."""
+    """The query against the repairs embedded by ``model``, global or of ``project``."""
     import numpy as np
 
     key = (store.url, model)
@@ -180,25 +205,22 @@ def similarities(
             index = _indexes[key] = _Index(dimension=int(query.shape[0]))
     with index.lock:
         _refresh(index, session, model)
-        matrix, codes = index.matrix, index.code_array
-        ids, positions = index.ids, index.positions
-        allowed = [index.projects[p] for p in {None, project} if p in index.projects]
-    if matrix is None or codes is None or not matrix.shape[0]:
-        return _NOTHING
-    sims = matrix @ query.astype(np.float32, copy=False)
-    if not allowed:
-        return Similarities([], sims, matrix, positions)
-    # One or two project codes: comparisons are cheaper than np.isin's set machinery.
-    mask = codes == allowed[0]
-    for code in allowed[1:]:
-        mask |= codes == code
-    k = min(k, int(mask.sum()))
-    if k <= 0:
-        return Similarities([], sims, matrix, positions)
-    masked = np.where(mask, sims, -np.inf)
-    top = np.argpartition(-masked, k - 1)[:k]
-    top = top[np.argsort(-masked[top])]
-    return Similarities([(ids[i], float(sims[i])) for i in top], sims, matrix, positions)
+        parts = {p: index.parts[p] for p in dict.fromkeys((None, project)) if p in index.parts}
+        matrices = {p: part.matrix for p, part in parts.items()}
+        ids = {p: part.ids for p, part in parts.items()}  # appended to only: rows past a matrix are unseen
+        where = index.where
+    q = query.astype(np.float32, copy=False)
+    sims = {p: m @ q for p, m in matrices.items()}
+    best: list[tuple[str, float]] = []
+    for p, values in sims.items():
+        n = min(k, values.shape[0])
+        if n <= 0:
+            continue
+        top = np.argpartition(-values, n - 1)[:n]
+        best += [(ids[p][i], float(values[i])) for i in top]
+    # Ties by id, so the order does not depend on which matrix a repair is in.
+    best.sort(key=lambda pair: (-pair[1], pair[0]))
+    return Similarities(best[:k], matrices, sims, where)
 
 
 def nearest(

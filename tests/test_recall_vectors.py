@@ -1,0 +1,121 @@
+"""recall/vectors.py: the in-process embedding matrices, on real databases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlalchemy import insert
+
+from memos_feedback.recall.embeddings import pack
+from memos_feedback.recall.vectors import reset_cache, similarities
+from memos_feedback.store import Store
+from memos_feedback.store.models import DecisionRepairModel
+from memos_feedback.store.rows import new_id, now_ms
+
+DIM = 16
+MODEL = "test-model"
+PROJECTS = (None, "a", "b")
+# Repair id -> (project, embedding).
+Repairs = dict[str, tuple[str | None, np.ndarray[Any, Any]]]
+
+
+def _add(store: Store, n: int, seed: int) -> Repairs:
+    """``n`` repairs with random unit embeddings over three projects; id -> (project, vector)."""
+    rng = np.random.default_rng(seed)
+    rows: list[dict[str, Any]] = []
+    out: Repairs = {}
+    for i in range(n):
+        vec = rng.standard_normal(DIM).astype(np.float32)
+        vec /= np.linalg.norm(vec)
+        project = PROJECTS[i % 3]
+        rid = new_id("dr_")
+        out[rid] = (project, vec)
+        rows.append(
+            dict(
+                id=rid,
+                ts=now_ms(),
+                context_hash=f"h{seed}-{i}",
+                trigger="manual",
+                severity="warn",
+                confidence=0.5,
+                preference=f"lesson {i}",
+                anti_pattern=f"mistake {i}",
+                high_value_trace_ids=[],
+                low_value_trace_ids=[],
+                project=project,
+                embedding=pack(vec),
+                embedding_model=MODEL,
+            )
+        )
+    with store.session(write=True) as s:
+        s.execute(insert(DecisionRepairModel), rows)
+    return out
+
+
+def _exact(repairs: Repairs, query: np.ndarray[Any, Any], project: str | None) -> list[tuple[str, float]]:
+    scored = [(rid, float(vec @ query)) for rid, (p, vec) in repairs.items() if p in (None, project)]
+    return sorted(scored, key=lambda pair: (-pair[1], pair[0]))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_matrices(store: Store) -> None:
+    reset_cache(store.url)
+
+
+def test_the_nearest_are_the_exact_nearest_of_the_project_and_global_repairs(store: Store) -> None:
+    # 150 rows: more than a matrix's first allocation, so it grows while loading.
+    repairs = _add(store, 150, seed=1)
+    query = np.random.default_rng(2).standard_normal(DIM).astype(np.float32)
+    query /= np.linalg.norm(query)
+    with store.connection() as s:
+        got = similarities(store, s, MODEL, query, "a", 10)
+    want = _exact(repairs, query, "a")[:10]
+    assert [rid for rid, _ in got.top] == [rid for rid, _ in want]
+    assert [c for _, c in got.top] == pytest.approx([c for _, c in want], abs=1e-5)
+    for rid, (project, vec) in repairs.items():
+        cosine = got.cosine(rid)
+        if project == "b":
+            # Never eligible for project "a": not scanned, no cosine.
+            assert cosine is None
+        else:
+            assert cosine == pytest.approx(float(vec @ query), abs=1e-5)
+    a_ids = [rid for rid, (p, _) in repairs.items() if p == "a"]
+    pair = got.between(a_ids[0], a_ids[1])
+    assert pair == pytest.approx(float(repairs[a_ids[0]][1] @ repairs[a_ids[1]][1]), abs=1e-5)
+    assert got.cosine("dr_unknown") is None
+
+
+def test_a_caller_without_a_project_is_answered_from_global_repairs_only(store: Store) -> None:
+    repairs = _add(store, 30, seed=3)
+    query = repairs[next(iter(repairs))][1]
+    with store.connection() as s:
+        got = similarities(store, s, MODEL, query, None, 50)
+    assert {rid for rid, _ in got.top} == {rid for rid, (p, _) in repairs.items() if p is None}
+
+
+def test_repairs_written_later_are_found_and_an_earlier_answer_stays_whole(store: Store) -> None:
+    first = _add(store, 20, seed=4)
+    query = np.random.default_rng(5).standard_normal(DIM).astype(np.float32)
+    query /= np.linalg.norm(query)
+    with store.connection() as s:
+        before = similarities(store, s, MODEL, query, "b", 100)
+    snapshot = [(rid, before.cosine(rid)) for rid in first]
+    # Enough to outgrow the matrices' room: they are reallocated, not rewritten.
+    later = _add(store, 200, seed=6)
+    with store.connection() as s:
+        after = similarities(store, s, MODEL, query, "b", 100)
+    both = {**first, **later}
+    assert [rid for rid, _ in after.top] == [rid for rid, _ in _exact(both, query, "b")[:100]]
+    # The earlier answer knows nothing of the later rows and still has its own.
+    assert all(before.cosine(rid) is None for rid in later)
+    assert [(rid, before.cosine(rid)) for rid in first] == snapshot
+
+
+def test_another_model_s_embeddings_are_not_used(store: Store) -> None:
+    _add(store, 10, seed=7)
+    query = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)
+    with store.connection() as s:
+        got = similarities(store, s, "another-model", query, "a", 5)
+    assert got.top == []
