@@ -155,36 +155,53 @@ def eligible(project: str | None, now_ms: int, unvalidated_max_age_ms: int) -> E
     return Eligibility(project, now_ms - unvalidated_max_age_ms)
 
 
-# Through coalesce on purpose: eligibility filters rows found by key, text
-# or tool; an indexable project test tempts SQLite's planner into scanning
-# every row of the project (half the table) instead of a few primary keys.
-# Built once with bound parameters: every statement below is then one
-# compiled-cache hit instead of an expression tree rebuilt per call.
-_SCOPED = func.coalesce(M.project, "")
-_ELIGIBLE = and_(
-    M.rejected.is_(False),
-    M.status.is_(None),  # outcomes: a stale or superseded repair (status set) is never offered
-    or_(_SCOPED == "", bindparam("e_project", type_=String) == _SCOPED),
-    or_(M.validated.is_(True), M.ts >= bindparam("e_fresh_after", type_=BigInteger)),
-)
+# Built once per dialect with bound parameters: every statement below is then
+# one compiled-cache hit instead of an expression tree rebuilt per call.
+#
+# The project test differs by dialect, on purpose. SQLite: through coalesce,
+# because an indexable project test tempts its planner into scanning every
+# row of the project (half the table) instead of a few primary keys.
+# PostgreSQL: on the column itself, because it has statistics for the
+# column but not for coalesce(...): an expression's guessed selectivity
+# (0.5 %) made it read and sort every repair of a tool instead of walking
+# the (tool_id, ts) index newest first until it had enough.
+def _eligible(postgresql_dialect: bool) -> ColumnElement[bool]:
+    project = bindparam("e_project", type_=String)
+    if postgresql_dialect:
+        scoped = or_(M.project.is_(None), M.project == project)
+    else:
+        coalesced = func.coalesce(M.project, "")
+        scoped = or_(coalesced == "", project == coalesced)
+    return and_(
+        M.rejected.is_(False),
+        M.status.is_(None),  # outcomes: a stale or superseded repair (status set) is never offered
+        scoped,
+        or_(M.validated.is_(True), M.ts >= bindparam("e_fresh_after", type_=BigInteger)),
+    )
+
+
+_ELIGIBLE = {True: _eligible(True), False: _eligible(False)}
 _LIMIT = bindparam("lim", type_=Integer)
-_SAME_CONTEXT = (
-    select(M.id)
-    .where(M.context_hash == bindparam("context_hash", type_=String), _ELIGIBLE)
-    .order_by(M.ts.desc())
-    .limit(_LIMIT)
-)
-_SAME_TOOL = (
-    select(M.id)
-    .where(M.tool_id == bindparam("tool_id", type_=String), _ELIGIBLE)
-    .order_by(M.ts.desc())
-    .limit(_LIMIT)
-)
+
+
+def _newest(key: ColumnElement[Any], name: str, postgresql_dialect: bool) -> Select[Any]:
+    return (
+        select(M.id)
+        .where(key == bindparam(name, type_=String), _ELIGIBLE[postgresql_dialect])
+        .order_by(M.ts.desc())
+        .limit(_LIMIT)
+    )
+
+
+_SAME_CONTEXT = {
+    pg: _newest(cast(ColumnElement[Any], M.context_hash), "context_hash", pg) for pg in (True, False)
+}
+_SAME_TOOL = {pg: _newest(cast(ColumnElement[Any], M.tool_id), "tool_id", pg) for pg in (True, False)}
 
 
 def _fetch_statement(postgresql_dialect: bool) -> Select[Any]:
     ids = in_list(cast(ColumnElement[Any], M.id), "ids", postgresql_dialect)
-    return cast(Select[Any], select(*_COLUMNS).where(ids, _ELIGIBLE).order_by(M.id))
+    return cast(Select[Any], select(*_COLUMNS).where(ids, _ELIGIBLE[postgresql_dialect]).order_by(M.id))
 
 
 _FETCH = {True: _fetch_statement(True), False: _fetch_statement(False)}
@@ -223,12 +240,14 @@ def same_context_candidate_ids(
     reader: Reader, context_hash: str, where: Eligibility, limit: int
 ) -> list[str]:
     """Newest eligible repairs written for exactly this (tool, context)."""
-    return list(reader.scalars(_SAME_CONTEXT, {**where.params(), "context_hash": context_hash, "lim": limit}))
+    params = {**where.params(), "context_hash": context_hash, "lim": limit}
+    return list(reader.scalars(_SAME_CONTEXT[_is_postgresql(reader)], params))
 
 
 def same_tool_candidate_ids(reader: Reader, tool_id: str, where: Eligibility, limit: int) -> list[str]:
     """Newest eligible repairs written for ``tool_id``."""
-    return list(reader.scalars(_SAME_TOOL, {**where.params(), "tool_id": tool_id, "lim": limit}))
+    params = {**where.params(), "tool_id": tool_id, "lim": limit}
+    return list(reader.scalars(_SAME_TOOL[_is_postgresql(reader)], params))
 
 
 def _fts_phrase(term: str) -> str:
@@ -294,9 +313,9 @@ def _lexical(postgresql_dialect: bool, n_terms: int) -> Select[Any]:
     for i, test in enumerate(tests):
         weight = weight + case((test, bindparam(f"w{i}", type_=Float)), else_=0.0)
     if postgresql_dialect:
-        stmt = select(M.id).where(or_(*tests), _ELIGIBLE)
+        stmt = select(M.id).where(or_(*tests), _ELIGIBLE[True])
     else:
-        stmt = select(M.id).join(_FTS_HITS, _FTS_HITS.c.repair_id == M.id).where(_ELIGIBLE)
+        stmt = select(M.id).join(_FTS_HITS, _FTS_HITS.c.repair_id == M.id).where(_ELIGIBLE[False])
     return stmt.order_by(weight.desc(), M.ts.desc()).limit(_LIMIT)
 
 
@@ -335,7 +354,8 @@ def _candidates_statement(postgresql_dialect: bool, n_terms: int) -> Select[Any]
     select nothing.
     """
     parts: list[Select[Any]] = []
-    for source in ((_lexical(postgresql_dialect, n_terms),) if n_terms else ()) + (_SAME_CONTEXT, _SAME_TOOL):
+    pg = postgresql_dialect
+    for source in ((_lexical(pg, n_terms),) if n_terms else ()) + (_SAME_CONTEXT[pg], _SAME_TOOL[pg]):
         # Wrapped: SQLite allows no ORDER BY or LIMIT in a compound's members.
         sub = source.subquery()
         parts.append(select(sub.c.id))
@@ -345,7 +365,7 @@ def _candidates_statement(postgresql_dialect: bool, n_terms: int) -> Select[Any]
         given = func.json_each(bindparam("vector_ids", type_=String)).table_valued("value")
         parts.append(select(given.c.value))
     ids = union_all(*parts).scalar_subquery()
-    return cast(Select[Any], select(*_COLUMNS).where(M.id.in_(ids), _ELIGIBLE).order_by(M.id))
+    return cast(Select[Any], select(*_COLUMNS).where(M.id.in_(ids), _ELIGIBLE[pg]).order_by(M.id))
 
 
 def candidates(
