@@ -41,6 +41,7 @@ at most a few hundred candidate rows. The ranking (ALGORITHMS.md, "Recall"):
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass
 from typing import Literal, NamedTuple, TypeVar
@@ -404,8 +405,10 @@ def _item(p: _Passed, factor: float) -> GuidanceItem:
     )
 
 
-def _tokens(c: Candidate) -> frozenset[str]:
-    return frozenset(query_terms(f"{c.preference} {c.anti_pattern}", limit=10_000).all())
+@functools.lru_cache(maxsize=4_096)
+def _tokens(preference: str, anti_pattern: str) -> frozenset[str]:
+    """A repair's lesson as a set of terms (near duplicates without embeddings), cached."""
+    return frozenset(query_terms(f"{preference} {anti_pattern}", limit=10_000).all())
 
 
 def _collapse(
@@ -415,30 +418,21 @@ def _collapse(
     limit: int,
 ) -> list[_T]:
     """Keep the better-ranked of near-duplicate repairs, up to ``limit`` (what goes with each)."""
-    kept: list[tuple[_T, Candidate, frozenset[str]]] = []
+    kept: list[tuple[_T, Candidate]] = []
     for cand, item in ranked:
-        tokens = _tokens(cand)
-        if any(
-            _duplicate(cand, tokens, other, other_tokens, sims, threshold) for _, other, other_tokens in kept
-        ):
+        if any(_duplicate(cand, other, sims, threshold) for _, other in kept):
             continue
-        kept.append((item, cand, tokens))
+        kept.append((item, cand))
         if len(kept) >= limit:
             break
-    return [item for item, _, _ in kept]
+    return [item for item, _ in kept]
 
 
-def _duplicate(
-    a: Candidate,
-    a_tokens: frozenset[str],
-    b: Candidate,
-    b_tokens: frozenset[str],
-    sims: Similarities,
-    threshold: float,
-) -> bool:
+def _duplicate(a: Candidate, b: Candidate, sims: Similarities, threshold: float) -> bool:
     cosine = sims.between(a.id, b.id)
     if cosine is not None:
         return cosine >= threshold
+    a_tokens, b_tokens = _tokens(a.preference, a.anti_pattern), _tokens(b.preference, b.anti_pattern)
     if not a_tokens or not b_tokens:
         return a.preference == b.preference and a.anti_pattern == b.anti_pattern
     return len(a_tokens & b_tokens) / len(a_tokens | b_tokens) >= threshold
