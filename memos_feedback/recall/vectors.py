@@ -210,7 +210,11 @@ def similarities(
         ids = {p: part.ids for p, part in parts.items()}  # appended to only: rows past a matrix are unseen
         where = index.where
     q = query.astype(np.float32, copy=False)
-    sims = {p: m @ q for p, m in matrices.items()}
+    # einsum, not ``m @ q``: numpy's own single-threaded loop. OpenBLAS
+    # splits a matrix-vector product over every core and waits for the
+    # slowest; with another process on the other core of a small machine
+    # that took 10-25 ms instead of 1 (docs/PERFORMANCE.md, "Recall").
+    sims = {p: np.einsum("ij,j->i", m, q) for p, m in matrices.items()}
     best: list[tuple[str, float]] = []
     for p, values in sims.items():
         n = min(k, values.shape[0])
