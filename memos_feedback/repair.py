@@ -51,7 +51,7 @@ from .store.models import DecisionRepairModel
 from .store.repositories import (
     Executor,
     insert_repair,
-    policies_with_episodes,
+    policy_boundaries_with_episodes,
     repair_values,
     session_traces,
 )
@@ -288,7 +288,7 @@ def _candidate_policies(ex: Executor, inp: RepairInput, evidence: RepairEvidence
         episodes.add(inp.episode_id)
     if not episodes:
         return {}
-    return {p.id: p.boundary for p in policies_with_episodes(ex, episodes, "active")}
+    return policy_boundaries_with_episodes(ex, episodes, "active")
 
 
 def _keyword(inp: RepairInput, feedback: ClassifiedFeedback | None) -> str | None:

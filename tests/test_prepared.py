@@ -194,3 +194,20 @@ def test_many_rolls_back_with_the_callers_transaction(store: Store) -> None:
         assert conn.in_transaction()
         conn.rollback()
     assert store.repairs.list() == []
+
+
+def test_policy_boundaries_are_the_policies_with_those_episodes(store: Store) -> None:
+    from memos_feedback.store.repositories import policies_with_episodes, policy_boundaries_with_episodes
+
+    store.policies.add("a", boundary="A", source_episode_ids=["e1", "e2"])
+    store.policies.add("b", boundary="B", source_episode_ids=["e2"])
+    store.policies.add("c", boundary="C", source_episode_ids=["e3"], status="retired")
+    store.policies.add("d", boundary="D", source_episode_ids=[])
+    for episodes in (["e1"], ["e2", "e3"], ["e3"], ["nope"], []):
+        for status in ("active", None):
+            with store.connection() as conn:
+                rows = policies_with_episodes(conn, episodes, status)
+                got = policy_boundaries_with_episodes(conn, episodes, status)
+            assert list(got.items()) == [(p.id, p.boundary) for p in rows], (episodes, status)
+    with store.connection() as conn:
+        assert set(policy_boundaries_with_episodes(conn, ["e2", "e3"], None).values()) == {"A", "B", "C"}

@@ -391,6 +391,23 @@ def policies_with_episodes(ex: Executor, episode_ids: Iterable[str], status: str
 
 
 _RUN_POLICIES_WITH_EPISODES = tuple(Prepared(stmt) for stmt in _POLICIES_WITH_EPISODES)
+# The same policies, only (id, boundary): what a repair attaches to. No
+# JSON column to decode and no PolicyRow to build, for every repair.
+_RUN_BOUNDARIES_WITH_EPISODES = tuple(
+    Prepared(stmt.with_only_columns(_POLICIES.c.id, _POLICIES.c.boundary)) for stmt in _POLICIES_WITH_EPISODES
+)
+
+
+def policy_boundaries_with_episodes(
+    ex: Executor, episode_ids: Iterable[str], status: str | None
+) -> dict[str, str]:
+    """``policies_with_episodes`` as id -> boundary, in id order."""
+    ids = sorted(set(episode_ids))
+    if not ids:
+        return {}
+    pg = _dialect(ex) == "postgresql"
+    params: dict[str, Any] = {"ids": list_param(ids, pg), "status": status}
+    return {r[0]: r[1] for r in _rows(ex, _RUN_BOUNDARIES_WITH_EPISODES[pg], params)}
 
 
 def _policy_of_tuple(r: Sequence[Any]) -> PolicyRow:
