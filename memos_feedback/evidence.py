@@ -336,6 +336,9 @@ def _split(
 
 
 def _mentions(trace: TraceRow, needle: str) -> bool:
-    fields = [trace.user_text, trace.agent_text, trace.reflection or ""]
-    fields.extend(call.name for call in trace.tool_calls)
-    return any(needle in field.casefold() for field in fields)
+    # Field by field, no list built: this runs for every trace of every repair.
+    if needle in trace.user_text.casefold() or needle in trace.agent_text.casefold():
+        return True
+    if trace.reflection and needle in trace.reflection.casefold():
+        return True
+    return any(needle in call.name.casefold() for call in trace.tool_calls)

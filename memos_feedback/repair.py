@@ -50,10 +50,10 @@ from .store.engine import Prepared
 from .store.models import DecisionRepairModel
 from .store.repositories import (
     Executor,
-    insert_repair,
-    policies_with_episodes,
+    policy_boundaries_with_episodes,
     repair_values,
     session_traces,
+    write_repair_row,
 )
 from .store.rows import TraceRow, now_ms
 from .synthesize import DecisionRepairDraft, SynthesisOutcome, synthesize_draft
@@ -288,7 +288,7 @@ def _candidate_policies(ex: Executor, inp: RepairInput, evidence: RepairEvidence
         episodes.add(inp.episode_id)
     if not episodes:
         return {}
-    return {p.id: p.boundary for p in policies_with_episodes(ex, episodes, "active")}
+    return policy_boundaries_with_episodes(ex, episodes, "active")
 
 
 def _keyword(inp: RepairInput, feedback: ClassifiedFeedback | None) -> str | None:
@@ -610,24 +610,25 @@ def _write_repair(
         embedding=recall.embedding,
         embedding_model=recall.embedding_model,
     )
-    row = insert_repair(conn, values)
+    write_repair_row(conn, values)
+    repair_id: str = values["id"]
     # Outcomes (issue 11): older repairs this one contradicts are retired with it.
     superseded = supersede_new(conn, deps.store, values)
     attached: tuple[str, ...] = ()
     if deps.config.attach_to_policy and draft.attach_to_policy_ids:
         attached = attach_in(conn, draft, known)
     if deps.finalize is not None:
-        deps.finalize(conn, row.id)
+        deps.finalize(conn, repair_id)
     written: list[FeedbackEvent] = [
         RepairPersisted(
             context_hash=inp.context_hash,
-            repair_id=row.id,
+            repair_id=repair_id,
             confidence=draft.confidence,
             severity=draft.severity,
         )
     ]
     if attached:
-        written.append(RepairAttached(repair_id=row.id, policy_ids=attached))
+        written.append(RepairAttached(repair_id=repair_id, policy_ids=attached))
     if deps.events is not None:  # issue 13: last statement, see feed/log.py
         taken.extend(deps.events.write_in(conn, written))
-    return row.id, attached, [*written, *superseded]
+    return repair_id, attached, [*written, *superseded]

@@ -531,3 +531,30 @@ def test_repairs_survive_0008_up_and_down_with_search_intact(db_url: str) -> Non
                 assert triggers == {f"decision_repairs_fts_{k}" for k in ("ai", "au", "ad")}
         migrate.upgrade(s.engine)
         assert s.revision() == migrate.head_revision()
+
+
+# -- 0009: supersede's tool range from a covering index (SQLite) -----------------------
+
+
+def test_tool_lines_index_covers_supersedes_tool_read_on_sqlite_only(db_url: str) -> None:
+    from memos_feedback.outcomes.supersede import _TOOL_LINES
+
+    with open_store(db_url) as s:
+        names = {ix["name"] for ix in inspect(s.engine).get_indexes("decision_repairs")}
+        if s.dialect != "sqlite":
+            assert "ix_decision_repairs_tool_lines" not in names
+            return
+        assert "ix_decision_repairs_tool_lines" in names
+        sql = str(_TOOL_LINES.statement.compile(dialect=s.engine.dialect))
+        params = ("pip.install", "dr_new", 1 << 40, "", "", 20, 0)
+        with s.engine.connect() as conn:
+            plan = [r[3] for r in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql, params)]
+        # Answered from the index alone, in index order: no row lookups, no sort.
+        assert any("COVERING INDEX ix_decision_repairs_tool_lines" in step for step in plan), plan
+        assert not any("ORDER BY" in step for step in plan), plan
+        migrate.downgrade(s.engine, "0008")
+        assert "ix_decision_repairs_tool_lines" not in {
+            ix["name"] for ix in inspect(s.engine).get_indexes("decision_repairs")
+        }
+        migrate.upgrade(s.engine)
+        assert s.revision() == migrate.head_revision()

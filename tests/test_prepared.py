@@ -153,3 +153,61 @@ def test_a_cursor_listener_hears_the_statement(store: Store) -> None:
     statements = [s for s, _ in seen if "FROM traces" in s]
     assert len(statements) == 1
     assert any("s9" in str(p) for s, p in seen if "FROM traces" in s)
+
+
+def test_many_writes_the_rows_sqlalchemys_executemany_writes(store: Store) -> None:
+    """``Prepared.many`` against ``Connection.execute`` with a list, on the same table and rows."""
+    from memos_feedback.store.models import FeedbackEventModel
+
+    events = cast(Table, FeedbackEventModel.__table__)
+    keys = ("ts", "kind", "context_hash", "repair_id", "job_id", "payload")
+    rows = [
+        {
+            "ts": 10 + i,
+            "kind": "repair.persisted",
+            "context_hash": f"c{i}",
+            "repair_id": None,
+            "job_id": "j" if i else None,
+            "payload": {"n": i, "text": "ü\u2028", "list": [1, None]},
+        }
+        for i in range(3)
+    ]
+    with store.connection(write=True) as conn:
+        Prepared(insert(events), column_keys=keys).many(conn, rows)
+        Prepared(insert(events), column_keys=keys).many(conn, [])  # nothing to write: no statement
+    with store.connection(write=True) as conn:
+        conn.execute(insert(events), rows)
+    columns = [events.c[k] for k in keys]
+    with store.connection() as conn:
+        got = [tuple(r) for r in conn.execute(select(*columns).order_by(events.c.seq))]
+    assert got[:3] == got[3:]
+    assert got[1] == (11, "repair.persisted", "c1", None, "j", {"n": 1, "text": "ü\u2028", "list": [1, None]})
+
+
+def test_many_rolls_back_with_the_callers_transaction(store: Store) -> None:
+    values = [
+        repair_values(context_hash=f"ctx{i}", trigger="manual", preference="p", anti_pattern="a")
+        for i in range(2)
+    ]
+    with store.engine.connect() as conn:
+        Prepared(insert(_REPAIRS), column_keys=list(values[0])).many(conn, values)
+        assert conn.in_transaction()
+        conn.rollback()
+    assert store.repairs.list() == []
+
+
+def test_policy_boundaries_are_the_policies_with_those_episodes(store: Store) -> None:
+    from memos_feedback.store.repositories import policies_with_episodes, policy_boundaries_with_episodes
+
+    store.policies.add("a", boundary="A", source_episode_ids=["e1", "e2"])
+    store.policies.add("b", boundary="B", source_episode_ids=["e2"])
+    store.policies.add("c", boundary="C", source_episode_ids=["e3"], status="retired")
+    store.policies.add("d", boundary="D", source_episode_ids=[])
+    for episodes in (["e1"], ["e2", "e3"], ["e3"], ["nope"], []):
+        for status in ("active", None):
+            with store.connection() as conn:
+                rows = policies_with_episodes(conn, episodes, status)
+                got = policy_boundaries_with_episodes(conn, episodes, status)
+            assert list(got.items()) == [(p.id, p.boundary) for p in rows], (episodes, status)
+    with store.connection() as conn:
+        assert set(policy_boundaries_with_episodes(conn, ["e2", "e3"], None).values()) == {"A", "B", "C"}

@@ -69,3 +69,33 @@ def test_a_bad_line_raises_every_time(store: Store) -> None:
         with pytest.raises(InvalidInputError):
             attach_repair_to_policies(bad, store)
     assert store.policies.get(policy.id).boundary == "host text"
+
+
+def test_session_traces_read_again_are_the_rows_as_stored(store: Store) -> None:
+    """SQLite's TraceRows are cached per stored row: a changed row is a new row, never a stale one."""
+    from sqlalchemy import update
+
+    from memos_feedback.store import ToolCall
+    from memos_feedback.store.models import TraceModel
+    from memos_feedback.store.repositories import session_traces
+
+    for i in range(3):
+        store.traces.add("s1", agent_text=f"step {i}", value=0.5, ts=10 + i, tool_calls=[ToolCall("t", "E")])
+    with store.connection() as conn:
+        first = session_traces(conn, "s1", 10)
+    with store.connection() as conn:
+        again = session_traces(conn, "s1", 10)
+    assert again == first
+    assert again == store.traces.list("s1", limit=10)
+    changed = first[1].id
+    with store.session(write=True) as s:
+        s.execute(
+            update(TraceModel)
+            .where(TraceModel.id == changed)
+            .values(agent_text="edited", value=-0.25, tool_calls=[{"name": "u", "error_code": None}])
+        )
+    with store.connection() as conn:
+        after = {t.id: t for t in session_traces(conn, "s1", 10)}
+    assert (after[changed].agent_text, after[changed].value) == ("edited", -0.25)
+    assert after[changed].tool_calls == (ToolCall("u", None),)
+    assert [after[t.id] for t in first if t.id != changed] == [t for t in first if t.id != changed]

@@ -40,12 +40,22 @@ def _trace_reads(store: Store) -> Iterator[list[str]]:
     """The SELECTs of ``traces`` run on the store's SQLite connections inside the block."""
     seen: list[str] = []
 
+    def callback(sql: str) -> None:
+        if sql.startswith("SELECT traces."):
+            seen.append(sql)
+
     def watch(dbapi: Any, record: Any, proxy: Any) -> None:
-        dbapi.set_trace_callback(lambda sql: seen.append(sql) if sql.startswith("SELECT traces.") else None)
+        dbapi.set_trace_callback(callback)
 
     def unwatch(dbapi: Any, record: Any) -> None:
         dbapi.set_trace_callback(None)
 
+    # Writes on a SQLite file reuse the store's kept write connection, which
+    # stays checked out (no checkout event per write): watch it as well.
+    with store.connection(write=True) as conn:
+        kept = conn.connection.driver_connection
+    assert kept is not None
+    kept.set_trace_callback(callback)
     event.listen(store.engine, "checkout", watch)
     event.listen(store.engine, "checkin", unwatch)
     try:
@@ -53,6 +63,7 @@ def _trace_reads(store: Store) -> Iterator[list[str]]:
     finally:
         event.remove(store.engine, "checkout", watch)
         event.remove(store.engine, "checkin", unwatch)
+        kept.set_trace_callback(None)
 
 
 def _stage_all(store: Store, contexts: list[str]) -> list[RepairResult]:

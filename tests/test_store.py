@@ -911,3 +911,73 @@ def test_bad_input_to_any_public_call_is_invalid_input_error(
     assert (store.traces.list("s"), store.repairs.list()) == before
     for policy in store.policies.list():
         assert S not in policy.boundary
+
+
+# -- the kept write connection (SQLite file) ---------------------------------------------
+
+
+def _driver(conn: Any) -> Any:
+    return conn.connection.driver_connection
+
+
+def test_sqlite_file_writes_reuse_one_connection_outside_any_transaction(sqlite_url: str) -> None:
+    with open_store(sqlite_url) as s:
+        with s.connection(write=True) as conn:
+            first = _driver(conn)
+            assert first.in_transaction
+        with s.session(write=True) as session:
+            assert _driver(session.connection()) is first  # the ORM path takes it too
+        with s.connection(write=True) as conn:
+            assert _driver(conn) is first
+        assert not first.in_transaction  # committed, nothing left open between writes
+        with s.connection() as conn:
+            assert _driver(conn) is not first  # reads keep using the pool
+
+
+def test_a_write_that_raised_is_rolled_back_and_the_next_write_starts_clean(sqlite_url: str) -> None:
+    with open_store(sqlite_url) as s:
+        with pytest.raises(RuntimeError), s.connection(write=True) as conn:
+            broken = _driver(conn)
+            conn.exec_driver_sql(
+                "INSERT INTO traces (id, session_id, ts, user_text, agent_text, value, tool_calls) "
+                "VALUES ('t1', 's', 1, '', '', 0, '[]')"
+            )
+            raise RuntimeError("boom")
+        assert not broken.in_transaction
+        assert s.traces.list("s") == []
+        s.traces.add(session_id="s")  # a write after the failed one works
+        assert len(s.traces.list("s")) == 1
+
+
+def test_threads_share_the_kept_write_connection_one_at_a_time(sqlite_url: str) -> None:
+    with open_store(sqlite_url) as s:
+        drivers: set[int] = set()
+        errors: list[BaseException] = []
+
+        def work(n: int) -> None:
+            try:
+                for i in range(20):
+                    with s.connection(write=True) as conn:
+                        drivers.add(id(_driver(conn)))
+                        assert _driver(conn).in_transaction
+                    s.traces.add(session_id=f"s{n}", ts=i)
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert len(drivers) == 1
+        assert sum(len(s.traces.list(f"s{n}", limit=100)) for n in range(4)) == 80
+
+
+def test_closing_the_store_closes_the_kept_write_connection(sqlite_url: str) -> None:
+    s = open_store(sqlite_url)
+    with s.connection(write=True) as conn:
+        kept = _driver(conn)
+    s.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        kept.execute("SELECT 1")

@@ -48,6 +48,7 @@ from ..errors import InvalidInputError, MemosFeedbackError
 from ..events import EVENT_KINDS, FeedbackEvent, event_to_dict
 from ..limits import clean_text
 from ..store import Store
+from ..store.engine import Prepared
 from ..store.models import FeedbackEventModel
 from ..store.rows import now_ms
 from .wake import NOTIFY_CHANNEL, Waker
@@ -75,6 +76,10 @@ STATE_KINDS: frozenset[str] = frozenset(
 _LOCK_PG = text(f"SELECT pg_advisory_xact_lock(28006, 13), pg_notify('{NOTIFY_CHANNEL}', '')")
 _TABLE = cast(Table, FeedbackEventModel.__table__)
 _INSERT = insert(_TABLE)
+# The columns ``_row`` fills; on a Core connection (the worker's repair
+# write) the rows go through the driver's executemany (``Prepared.many``).
+_ROW_KEYS = ("ts", "kind", "context_hash", "repair_id", "job_id", "payload")
+_RUN_INSERT = Prepared(_INSERT, column_keys=_ROW_KEYS)
 # Payload strings are capped: an exception text can be megabytes.
 _VALUE_CAP = 4000
 _READ_CAP = 10_000
@@ -222,7 +227,10 @@ class FeedStore:
             # A rollback must not lose what other threads buffered (see _settled).
             session.info.setdefault(_TAKEN, []).append((self, taken))
             taken = []
-        session.execute(_INSERT, rows)
+        if isinstance(session, Connection):
+            _RUN_INSERT.many(session, rows)
+        else:
+            session.execute(_INSERT, rows)
         if events:
             failpoint("events.before_commit")
         return taken

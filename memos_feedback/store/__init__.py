@@ -97,6 +97,16 @@ class Store:
         path = sqlite_file_path(engine)
         # A reader must not write the file, and a checkpoint does.
         self._checkpointer = WalCheckpointer(path) if path is not None and not read_only else None
+        # SQLite file: writes are one at a time (the lock above), so one
+        # connection is kept checked out for them (``_writer``) instead of a
+        # pool checkout, a new ``Connection`` and a pool return (a reset)
+        # per write: about half of an empty write transaction's cost. Used
+        # only by the thread holding the write lock, and only when no write
+        # of that thread is already using it (the lock is reentrant); else
+        # the write takes a pooled connection as before.
+        self._keep_writer = path is not None and not read_only
+        self._writer: Connection | None = None
+        self._writer_in_use = False
 
     @property
     def dialect(self) -> str:
@@ -176,9 +186,19 @@ class Store:
                 f"{budget:g} s busy timeout)"
             )
         try:
-            with self.engine.connect() as conn:
+            if lock is not None and self._keep_writer and not self._writer_in_use:
                 # Remaining budget in ms (at least 1, so a write that just
                 # got the lock still tries once) for the begin hook.
+                remaining = max(1, int((deadline - time.monotonic()) * 1000))
+                with self._kept_writer() as conn:
+                    conn.execution_options(**{WRITE_OPTION: remaining})
+                    if begin:
+                        with conn.begin():
+                            yield conn
+                    else:
+                        yield conn
+                return
+            with self.engine.connect() as conn:
                 remaining = max(1, int((deadline - time.monotonic()) * 1000))
                 conn.execution_options(**{WRITE_OPTION: remaining if lock is not None else True})
                 if begin:
@@ -190,11 +210,51 @@ class Store:
             if lock is not None:
                 lock.release()
 
+    @contextmanager
+    def _kept_writer(self) -> Iterator[Connection]:
+        """The kept write connection (made on first use); the caller holds the write lock.
+
+        After a write that raised, the connection is closed (returned to
+        the pool, which resets it) and the next write makes a new one: a
+        ``Connection`` object that saw a failed begin or commit keeps no
+        state into the next transaction. Likewise if a transaction was
+        left open.
+        """
+        conn = self._writer
+        if conn is None:
+            conn = self._writer = self.engine.connect()
+        self._writer_in_use = True
+        ok = False
+        try:
+            yield conn
+            ok = True
+        finally:
+            self._writer_in_use = False
+            if not (ok and self._keep_writer and _idle(conn)):
+                self._drop_writer()
+
+    def _drop_writer(self) -> None:
+        conn, self._writer = self._writer, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception as exc:  # closing a broken connection: nothing to keep
+                logger.debug("closing the kept write connection failed: %s", exc)
+
     def revision(self) -> str | None:
         """The database's Alembic revision."""
         return migrate.current_revision(self.engine)
 
     def close(self) -> None:
+        self._keep_writer = False
+        lock = self._write_lock
+        # A write in progress closes the kept connection itself when it ends.
+        if lock is not None and lock.acquire(timeout=self.busy_timeout_ms / 1000):
+            try:
+                if not self._writer_in_use:
+                    self._drop_writer()
+            finally:
+                lock.release()
         if self._checkpointer is not None:
             self._checkpointer.close()
             self._checkpointer = None
@@ -210,6 +270,14 @@ class Store:
 
     def __repr__(self) -> str:
         return f"Store({self.engine.url.render_as_string(hide_password=True)!r})"
+
+
+def _idle(conn: Connection) -> bool:
+    """Valid and outside any transaction, SQLAlchemy's or the driver's own."""
+    if conn.invalidated or conn.closed or conn.in_transaction():
+        return False
+    raw = conn.connection.driver_connection
+    return raw is not None and not getattr(raw, "in_transaction", True)
 
 
 def open_store(

@@ -362,7 +362,7 @@ class Prepared:
         self._convert = convert
         self._sqlite: _Compiled | None = None
 
-    def _cursor(self, conn: Connection, params: Mapping[str, Any]) -> tuple[sqlite3.Cursor, _Compiled]:
+    def _compiled(self, conn: Connection) -> _Compiled:
         compiled = self._sqlite
         if compiled is None:
             compiled = self._sqlite = _Compiled(self.statement, conn.dialect, self._column_keys)
@@ -370,6 +370,10 @@ class Prepared:
                 compiled.results = None
         if not conn.in_transaction():
             conn.begin()  # as Connection.execute would (autobegin): never outside a transaction
+        return compiled
+
+    def _cursor(self, conn: Connection, params: Mapping[str, Any]) -> tuple[sqlite3.Cursor, _Compiled]:
+        compiled = self._compiled(conn)
         args = compiled.parameters(params)
         raw = conn.connection.driver_connection
         try:
@@ -381,6 +385,25 @@ class Prepared:
                 # execution context (None) and its return value unused.
                 before(conn, cursor, compiled.sql, args, None, False)
             return cursor.execute(compiled.sql, args), compiled
+        except sqlite3.Error as exc:
+            raise DBAPIError.instance(compiled.sql, args, exc, sqlite3.Error) from exc
+
+    def many(self, conn: Connection, params: Sequence[Mapping[str, Any]]) -> None:
+        """Run a statement that returns no rows once per parameter set (``executemany``)."""
+        if not params:
+            return
+        if conn.dialect.name != "sqlite":
+            conn.execute(self.statement, list(params))
+            return
+        compiled = self._compiled(conn)
+        args = [compiled.parameters(p) for p in params]
+        raw = conn.connection.driver_connection
+        try:
+            cursor: sqlite3.Cursor = raw.cursor()  # type: ignore[union-attr]
+            before = conn.dispatch.before_cursor_execute
+            if before:
+                before(conn, cursor, compiled.sql, args, None, True)
+            cursor.executemany(compiled.sql, args)
         except sqlite3.Error as exc:
             raise DBAPIError.instance(compiled.sql, args, exc, sqlite3.Error) from exc
 

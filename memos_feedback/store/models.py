@@ -154,6 +154,21 @@ class DecisionRepairModel(Base):
         Index("ix_decision_repairs_ts", "ts"),
         Index("ix_decision_repairs_project_ts", "project", "ts"),
         Index("ix_decision_repairs_tool_id_ts", "tool_id", "ts"),
+        # Supersede's tool range read from the index alone (migration 0009).
+        _only_on(
+            "sqlite",
+            Index(
+                "ix_decision_repairs_tool_lines",
+                "tool_id",
+                "ts",
+                "id",
+                "status",
+                "rejected",
+                "project",
+                "preference",
+                "anti_pattern",
+            ),
+        ),
         # Substring search (``ILIKE '%term%'``) for recall; SQLite uses FTS5.
         _only_on(
             "postgresql",

@@ -374,9 +374,21 @@ def _rows(ex: Executor, prepared: Prepared, params: Mapping[str, Any]) -> Sequen
     return ex.execute(prepared.statement, params).all()
 
 
+# A TraceRow per distinct SQLite row, keyed by the row itself: the
+# driver's tuple (str, int, float, None only: hashable) holds every column
+# _trace_of_tuple reads, and _trace_of_tuple is a pure function of it, so a
+# hit returns exactly what a miss builds (TraceRow is immutable). Building
+# one (a frozen dataclass: a setattr per field, the tool calls looked up)
+# costs more than hashing the row, and every repair of a session reads the
+# same rows again.
+_trace_of_sqlite_row = functools.lru_cache(maxsize=4096)(_trace_of_tuple)
+
+
 def session_traces(ex: Executor, session_id: str, limit: int) -> list[TraceRow]:
     """The session's newest ``limit`` traces, newest first (arguments already checked)."""
     rows = _rows(ex, _RUN_TRACES_OF_SESSION, {"session_id": session_id, "limit": limit})
+    if isinstance(ex, Connection) and ex.dialect.name == "sqlite":
+        return [_trace_of_sqlite_row(r) for r in rows]
     return [_trace_of_tuple(r) for r in rows]
 
 
@@ -391,6 +403,23 @@ def policies_with_episodes(ex: Executor, episode_ids: Iterable[str], status: str
 
 
 _RUN_POLICIES_WITH_EPISODES = tuple(Prepared(stmt) for stmt in _POLICIES_WITH_EPISODES)
+# The same policies, only (id, boundary): what a repair attaches to. No
+# JSON column to decode and no PolicyRow to build, for every repair.
+_RUN_BOUNDARIES_WITH_EPISODES = tuple(
+    Prepared(stmt.with_only_columns(_POLICIES.c.id, _POLICIES.c.boundary)) for stmt in _POLICIES_WITH_EPISODES
+)
+
+
+def policy_boundaries_with_episodes(
+    ex: Executor, episode_ids: Iterable[str], status: str | None
+) -> dict[str, str]:
+    """``policies_with_episodes`` as id -> boundary, in id order."""
+    ids = sorted(set(episode_ids))
+    if not ids:
+        return {}
+    pg = _dialect(ex) == "postgresql"
+    params: dict[str, Any] = {"ids": list_param(ids, pg), "status": status}
+    return {r[0]: r[1] for r in _rows(ex, _RUN_BOUNDARIES_WITH_EPISODES[pg], params)}
 
 
 def _policy_of_tuple(r: Sequence[Any]) -> PolicyRow:
@@ -654,11 +683,16 @@ _RUN_INSERT_REPAIR = Prepared(_INSERT_REPAIR, column_keys=builtins.list(_RUN_INS
 
 def insert_repair(ex: Executor, values: dict[str, Any]) -> DecisionRepairRow:
     """Write one repair row (``repair_values`` output) in the caller's transaction."""
+    write_repair_row(ex, values)
+    return repair_row_from_values(values)
+
+
+def write_repair_row(ex: Executor, values: dict[str, Any]) -> None:
+    """``insert_repair`` without building the row it returns (the worker needs only the id)."""
     if isinstance(ex, Connection) and values.keys() == _RUN_INSERT_REPAIR_KEYS:
         _RUN_INSERT_REPAIR.rowcount(ex, values)
     else:
         ex.execute(_INSERT_REPAIR, values)
-    return repair_row_from_values(values)
 
 
 def repair_row_from_values(v: Mapping[str, Any]) -> DecisionRepairRow:
