@@ -7,7 +7,9 @@
 <commit>``): medians of this checkout and DIR side by side, each round a
 fresh process per checkout (``benchmarks/guidance_probe.py``), alternating
 which goes first; SQLite unless ``--db`` (an empty PostgreSQL database,
-emptied after each run), lexical unless ``--embeddings``.
+emptied after each run; ``--base-db`` gives the base its own, needed once
+this checkout has migrated ``--db`` past the base's newest revision),
+lexical unless ``--embeddings``.
 
 Repairs are bulk-inserted (the FTS5 triggers / trigram index maintain the
 search index as in production) from a vocabulary of tools, errors and
@@ -154,13 +156,16 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
 
 
-def compare(base: str, sizes: list[int], rounds: int, db: str | None, embeddings: bool) -> None:
+def compare(
+    base: str, sizes: list[int], rounds: int, db: str | None, embeddings: bool, base_db: str | None = None
+) -> None:
     here = Path(__file__).resolve().parent.parent
     probe = here / "benchmarks" / "guidance_probe.py"
-    extra = (["--db", db] if db else []) + (["--embeddings"] if embeddings else [])
 
     def run(root: Path, n: int) -> float:
         env = {**os.environ, "PYTHONPATH": str(root)}
+        url = base_db if root != here and base_db else db
+        extra = (["--db", url] if url else []) + (["--embeddings"] if embeddings else [])
         out = subprocess.run(
             [sys.executable, str(probe), str(n), *extra], env=env, capture_output=True, text=True, check=True
         )
@@ -188,10 +193,12 @@ def main() -> None:
     ap.add_argument("--embeddings", action="store_true")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--base", help="checkout of an earlier commit to compare with")
+    ap.add_argument("--base-db", help="PostgreSQL URL of the base's own empty database (default: --db)")
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     if args.base:
-        compare(args.base, [int(x) for x in args.sizes.split(",")], args.rounds, args.db, args.embeddings)
+        sizes = [int(x) for x in args.sizes.split(",")]
+        compare(args.base, sizes, args.rounds, args.db, args.embeddings, args.base_db)
         return
     rng = random.Random(7)
     embedder = vectors = None
