@@ -1,10 +1,10 @@
-"""An in-process matrix of repair embeddings, for nearest-neighbour candidates.
+"""In-process matrices of repair embeddings, for nearest-neighbour candidates.
 
 Scanning 100k embeddings in SQL per query is too slow, so each process keeps
 L2-normalised float32 matrices per (database, model) — one per project, and
 one for global repairs — read once and then extended incrementally with
-repairs whose id is newer than the last one read (ids sort by creation time). A full re-read happens every
-``_FULL_RELOAD_S`` seconds, which also picks up embeddings another process
+repairs whose id is newer than the last one read (ids sort by creation
+time). A full re-read happens every ``_FULL_RELOAD_S`` seconds, which also picks up embeddings another process
 backfilled into older rows (``indexing.backfill`` drops its own
 process's matrix when it is done). Rejections and age limits are not
 trusted from the cache: candidates are re-checked in SQL
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["Similarities", "nearest", "reset_cache", "similarities"]
+__all__ = ["Similarities", "reset_cache", "similarities"]
 
 M = DecisionRepairModel
 _FULL_RELOAD_S = 600.0
@@ -225,15 +225,3 @@ def similarities(
     # Ties by id, so the order does not depend on which matrix a repair is in.
     best.sort(key=lambda pair: (-pair[1], pair[0]))
     return Similarities(best[:k], matrices, sims, where)
-
-
-def nearest(
-    store: Store,
-    session: Session | Connection,
-    model: str,
-    query: npt.NDArray[np.float32],
-    project: str | None,
-    k: int,
-) -> list[tuple[str, float]]:
-    """Up to ``k`` (repair id, cosine) pairs, most similar first, global or of ``project``."""
-    return similarities(store, session, model, query, project, k).top
