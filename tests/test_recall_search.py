@@ -2,36 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import insert
 
 from memos_feedback.recall.search import DocumentFrequencies, eligible, idf, lexical_candidate_ids
 from memos_feedback.store import Store
 from memos_feedback.store.models import DecisionRepairModel
-from memos_feedback.store.rows import new_id, now_ms
+from memos_feedback.store.rows import now_ms
+from tests.support.rows import repair_row
 
 DAY = 24 * 3_600_000
 
 
 def _insert(store: Store, texts: list[str]) -> list[str]:
     now = now_ms()
-    rows: list[dict[str, Any]] = [
-        dict(
-            id=new_id("dr_"),
-            # The later a text in the list, the newer: recency must not decide the order.
-            ts=now - (len(texts) - i) * 1_000,
-            context_hash=f"h{i}",
-            trigger="manual",
-            severity="warn",
-            confidence=0.5,
-            preference=f"lesson {i}",
-            anti_pattern=f"mistake {i}",
-            high_value_trace_ids=[],
-            low_value_trace_ids=[],
-            source_text=text,
-        )
-        for i, text in enumerate(texts)
+    # The later a text in the list, the newer: recency must not decide the order.
+    rows = [
+        repair_row(i, ts=now - (len(texts) - i) * 1_000, source_text=text) for i, text in enumerate(texts)
     ]
     with store.session(write=True) as s:
         s.execute(insert(DecisionRepairModel), rows)

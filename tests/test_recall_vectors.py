@@ -12,7 +12,7 @@ from memos_feedback.recall.embeddings import pack
 from memos_feedback.recall.vectors import reset_cache, similarities
 from memos_feedback.store import Store
 from memos_feedback.store.models import DecisionRepairModel
-from memos_feedback.store.rows import new_id, now_ms
+from tests.support.rows import repair_row
 
 DIM = 16
 MODEL = "test-model"
@@ -21,34 +21,23 @@ PROJECTS = (None, "a", "b")
 Repairs = dict[str, tuple[str | None, np.ndarray[Any, Any]]]
 
 
+def _unit(rng: np.random.Generator) -> np.ndarray[Any, Any]:
+    vec = rng.standard_normal(DIM).astype(np.float32)
+    return vec / np.linalg.norm(vec)
+
+
 def _add(store: Store, n: int, seed: int) -> Repairs:
     """``n`` repairs with random unit embeddings over three projects; id -> (project, vector)."""
     rng = np.random.default_rng(seed)
-    rows: list[dict[str, Any]] = []
+    rows = [
+        repair_row(i, context_hash=f"h{seed}-{i}", project=PROJECTS[i % 3], embedding_model=MODEL)
+        for i in range(n)
+    ]
     out: Repairs = {}
-    for i in range(n):
-        vec = rng.standard_normal(DIM).astype(np.float32)
-        vec /= np.linalg.norm(vec)
-        project = PROJECTS[i % 3]
-        rid = new_id("dr_")
-        out[rid] = (project, vec)
-        rows.append(
-            dict(
-                id=rid,
-                ts=now_ms(),
-                context_hash=f"h{seed}-{i}",
-                trigger="manual",
-                severity="warn",
-                confidence=0.5,
-                preference=f"lesson {i}",
-                anti_pattern=f"mistake {i}",
-                high_value_trace_ids=[],
-                low_value_trace_ids=[],
-                project=project,
-                embedding=pack(vec),
-                embedding_model=MODEL,
-            )
-        )
+    for row in rows:
+        vec = _unit(rng)
+        row["embedding"] = pack(vec)
+        out[row["id"]] = (row["project"], vec)
     with store.session(write=True) as s:
         s.execute(insert(DecisionRepairModel), rows)
     return out
@@ -67,8 +56,7 @@ def _fresh_matrices(store: Store) -> None:
 def test_the_nearest_are_the_exact_nearest_of_the_project_and_global_repairs(store: Store) -> None:
     # 150 rows: more than a matrix's first allocation, so it grows while loading.
     repairs = _add(store, 150, seed=1)
-    query = np.random.default_rng(2).standard_normal(DIM).astype(np.float32)
-    query /= np.linalg.norm(query)
+    query = _unit(np.random.default_rng(2))
     with store.connection() as s:
         got = similarities(store, s, MODEL, query, "a", 10)
     want = _exact(repairs, query, "a")[:10]
@@ -97,8 +85,7 @@ def test_a_caller_without_a_project_is_answered_from_global_repairs_only(store: 
 
 def test_repairs_written_later_are_found_and_an_earlier_answer_stays_whole(store: Store) -> None:
     first = _add(store, 20, seed=4)
-    query = np.random.default_rng(5).standard_normal(DIM).astype(np.float32)
-    query /= np.linalg.norm(query)
+    query = _unit(np.random.default_rng(5))
     with store.connection() as s:
         before = similarities(store, s, MODEL, query, "b", 100)
     snapshot = [(rid, before.cosine(rid)) for rid in first]

@@ -35,6 +35,7 @@ from memos_feedback.store import (
 )
 from memos_feedback.store.engine import SQLITE_BUSY_TIMEOUT_MS
 from memos_feedback.store.migrate import head_revision
+from tests.support.threads import run_threads
 
 # -- traces -------------------------------------------------------------------
 
@@ -742,23 +743,12 @@ def test_in_memory_store_works() -> None:
 
 def test_concurrent_writers_from_threads(store: Store) -> None:
     per_thread = 50
-    errors: list[BaseException] = []
-    start = threading.Barrier(4)
 
     def work(n: int) -> None:
-        try:
-            start.wait()
-            for i in range(per_thread):
-                store.traces.add(session_id=f"s{n}", ts=i, user_text=f"{n}-{i}")
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+        for i in range(per_thread):
+            store.traces.add(session_id=f"s{n}", ts=i, user_text=f"{n}-{i}")
 
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    assert run_threads(work, 4) == []
     for n in range(4):
         rows = store.traces.list(f"s{n}", limit=1_000)
         assert len(rows) == per_thread
@@ -952,24 +942,15 @@ def test_a_write_that_raised_is_rolled_back_and_the_next_write_starts_clean(sqli
 def test_threads_share_the_kept_write_connection_one_at_a_time(sqlite_url: str) -> None:
     with open_store(sqlite_url) as s:
         drivers: set[int] = set()
-        errors: list[BaseException] = []
 
         def work(n: int) -> None:
-            try:
-                for i in range(20):
-                    with s.connection(write=True) as conn:
-                        drivers.add(id(_driver(conn)))
-                        assert _driver(conn).in_transaction
-                    s.traces.add(session_id=f"s{n}", ts=i)
-            except BaseException as exc:  # reported below
-                errors.append(exc)
+            for i in range(20):
+                with s.connection(write=True) as conn:
+                    drivers.add(id(_driver(conn)))
+                    assert _driver(conn).in_transaction
+                s.traces.add(session_id=f"s{n}", ts=i)
 
-        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        assert errors == []
+        assert run_threads(work, 4) == []
         assert len(drivers) == 1
         assert sum(len(s.traces.list(f"s{n}", limit=100)) for n in range(4)) == 80
 

@@ -300,22 +300,20 @@ def _lexical(postgresql_dialect: bool, n_terms: int) -> Select[Any]:
     Matches are ranked by the summed IDF weight (``:w0``…) of the terms they
     contain — the measure ``guidance_for`` scores by — then newest first.
     On SQLite the FTS5 index finds the matches and ``instr`` on the
-    matched text (ASCII-case-folded by ``lower``, the terms are folded)
-    tells which terms each contains.
+    matched text (ASCII-case-folded by ``lower``; the terms are case-folded
+    already) tells which terms each contains.
     """
+    terms = [bindparam(f"t{i}", type_=String) for i in range(n_terms)]
     tests: list[ColumnElement[bool]]
     if postgresql_dialect:
-        tests = [M.source_text.ilike(bindparam(f"t{i}", type_=String), escape="\\") for i in range(n_terms)]
+        tests = [M.source_text.ilike(t, escape="\\") for t in terms]
+        stmt = select(M.id).where(or_(*tests), _ELIGIBLE[True])
     else:
-        doc = func.lower(_FTS_HITS.c.doc)
-        tests = [func.instr(doc, bindparam(f"t{i}", type_=String)) > 0 for i in range(n_terms)]
+        tests = [func.instr(func.lower(_FTS_HITS.c.doc), t) > 0 for t in terms]
+        stmt = select(M.id).join(_FTS_HITS, _FTS_HITS.c.repair_id == M.id).where(_ELIGIBLE[False])
     weight: ColumnElement[float] = literal(0.0)
     for i, test in enumerate(tests):
         weight = weight + case((test, bindparam(f"w{i}", type_=Float)), else_=0.0)
-    if postgresql_dialect:
-        stmt = select(M.id).where(or_(*tests), _ELIGIBLE[True])
-    else:
-        stmt = select(M.id).join(_FTS_HITS, _FTS_HITS.c.repair_id == M.id).where(_ELIGIBLE[False])
     return stmt.order_by(weight.desc(), M.ts.desc()).limit(_LIMIT)
 
 
@@ -336,7 +334,7 @@ def _lexical_params(
     # Every match of the rare terms when their frequencies are known (each
     # is below the rare cap), else four per candidate wanted.
     known = sum(frequencies.get(t, 0) for t in rare) if frequencies is not None else 0
-    params.update({f"t{i}": t.lower() for i, t in enumerate(rare)})
+    params.update({f"t{i}": t for i, t in enumerate(rare)})
     params["match"] = " OR ".join(_fts_phrase(t) for t in rare)
     params["fts_limit"] = min(max(limit * 4, known), _FTS_MAX)
     return params

@@ -4,9 +4,9 @@ Scanning 100k embeddings in SQL per query is too slow, so each process keeps
 L2-normalised float32 matrices per (database, model) — one per project, and
 one for global repairs — read once and then extended incrementally with
 repairs whose id is newer than the last one read (ids sort by creation
-time). A full re-read happens every ``_FULL_RELOAD_S`` seconds, which also picks up embeddings another process
-backfilled into older rows (``indexing.backfill`` drops its own
-process's matrix when it is done). Rejections and age limits are not
+time). A full re-read happens every ``_FULL_RELOAD_S`` seconds, which also
+picks up embeddings another process backfilled into older rows
+(``indexing.backfill`` drops its own process's matrix when it is done). Rejections and age limits are not
 trusted from the cache: candidates are re-checked in SQL
 (``search.eligible``).
 

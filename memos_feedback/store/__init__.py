@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from types import TracebackType
 
 from sqlalchemy.engine import Connection, Engine
@@ -166,12 +166,8 @@ class Store:
         Begun here, it commits when the block ends without error.
         """
         if not write:
-            with self.engine.connect() as conn:
-                if begin:
-                    with conn.begin():
-                        yield conn
-                else:
-                    yield conn
+            with self.engine.connect() as conn, conn.begin() if begin else nullcontext():
+                yield conn
             return
         if self.read_only:
             raise StoreError(f"{action} failed: the store was opened read-only")
@@ -186,25 +182,13 @@ class Store:
                 f"{budget:g} s busy timeout)"
             )
         try:
-            if lock is not None and self._keep_writer and not self._writer_in_use:
+            kept = lock is not None and self._keep_writer and not self._writer_in_use
+            with self._kept_writer() if kept else self.engine.connect() as conn:
                 # Remaining budget in ms (at least 1, so a write that just
                 # got the lock still tries once) for the begin hook.
                 remaining = max(1, int((deadline - time.monotonic()) * 1000))
-                with self._kept_writer() as conn:
-                    conn.execution_options(**{WRITE_OPTION: remaining})
-                    if begin:
-                        with conn.begin():
-                            yield conn
-                    else:
-                        yield conn
-                return
-            with self.engine.connect() as conn:
-                remaining = max(1, int((deadline - time.monotonic()) * 1000))
                 conn.execution_options(**{WRITE_OPTION: remaining if lock is not None else True})
-                if begin:
-                    with conn.begin():
-                        yield conn
-                else:
+                with conn.begin() if begin else nullcontext():
                     yield conn
         finally:
             if lock is not None:

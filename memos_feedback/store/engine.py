@@ -381,19 +381,7 @@ class Prepared:
 
     def _cursor(self, conn: Connection, params: Mapping[str, Any]) -> tuple[sqlite3.Cursor, _Compiled]:
         compiled = self._compiled(conn)
-        args = compiled.parameters(params)
-        raw = conn.connection.driver_connection
-        try:
-            cursor: sqlite3.Cursor = raw.cursor()  # type: ignore[union-attr]
-            before = conn.dispatch.before_cursor_execute
-            if before:
-                # A listener (a tracer; benchmarks.floor records statements so)
-                # hears the statement as SQLAlchemy would tell it, but with no
-                # execution context (None) and its return value unused.
-                before(conn, cursor, compiled.sql, args, None, False)
-            return cursor.execute(compiled.sql, args), compiled
-        except sqlite3.Error as exc:
-            raise DBAPIError.instance(compiled.sql, args, exc, sqlite3.Error) from exc
+        return self._run(conn, compiled, compiled.parameters(params), many=False), compiled
 
     def many(self, conn: Connection, params: Sequence[Mapping[str, Any]]) -> None:
         """Run a statement that returns no rows once per parameter set (``executemany``)."""
@@ -403,14 +391,23 @@ class Prepared:
             conn.execute(self.statement, list(params))
             return
         compiled = self._compiled(conn)
-        args = [compiled.parameters(p) for p in params]
+        self._run(conn, compiled, [compiled.parameters(p) for p in params], many=True)
+
+    @staticmethod
+    def _run(conn: Connection, compiled: _Compiled, args: Any, *, many: bool) -> sqlite3.Cursor:
+        """``args`` on the driver's cursor of ``conn`` (``executemany`` when ``many``)."""
         raw = conn.connection.driver_connection
         try:
             cursor: sqlite3.Cursor = raw.cursor()  # type: ignore[union-attr]
             before = conn.dispatch.before_cursor_execute
             if before:
-                before(conn, cursor, compiled.sql, args, None, True)
-            cursor.executemany(compiled.sql, args)
+                # A listener (a tracer; benchmarks.floor records statements so)
+                # hears the statement as SQLAlchemy would tell it, but with no
+                # execution context (None) and its return value unused.
+                before(conn, cursor, compiled.sql, args, None, many)
+            if many:
+                return cursor.executemany(compiled.sql, args)
+            return cursor.execute(compiled.sql, args)
         except sqlite3.Error as exc:
             raise DBAPIError.instance(compiled.sql, args, exc, sqlite3.Error) from exc
 
