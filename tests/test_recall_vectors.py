@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import insert
 
 from memos_feedback.recall.embeddings import pack
-from memos_feedback.recall.vectors import reset_cache, similarities
+from memos_feedback.recall.vectors import APPROXIMATE_FROM, reset_cache, similarities
 from memos_feedback.store import Store
 from memos_feedback.store.models import DecisionRepairModel
 from tests.support.rows import repair_row
@@ -106,3 +106,46 @@ def test_another_model_s_embeddings_are_not_used(store: Store) -> None:
     with store.connection() as s:
         got = similarities(store, s, "another-model", query, "a", 5)
     assert got.top == []
+
+
+def _clustered(store: Store, n: int, seed: int, start: int = 0) -> dict[str, np.ndarray[Any, Any]]:
+    """``n`` global repairs with 384-dimensional embeddings around 300 topics; id -> vector."""
+    rng = np.random.default_rng(seed)
+    topics = rng.standard_normal((300, 384)).astype(np.float32)
+    vecs = topics[rng.integers(0, 300, n)] + rng.standard_normal((n, 384)).astype(np.float32) * 0.6
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    rows = [
+        repair_row(start + i, context_hash=f"c{seed}-{i}", project=None, embedding_model=MODEL)
+        for i in range(n)
+    ]
+    for row, vec in zip(rows, vecs, strict=True):
+        row["embedding"] = pack(vec)
+    with store.session(write=True) as s:
+        for begin in range(0, n, 2_000):
+            s.execute(insert(DecisionRepairModel), rows[begin : begin + 2_000])
+    return {row["id"]: vec for row, vec in zip(rows, vecs, strict=True)}
+
+
+def test_a_large_matrix_is_scanned_through_the_projection_with_exact_cosines(store: Store) -> None:
+    # How many of the exact nearest the projection finds is measured on real
+    # embeddings (test_embeddings.py); here: what it returns is exact.
+    repairs = _clustered(store, APPROXIMATE_FROM + 500, seed=8)
+    ids = list(repairs)
+    matrix = np.vstack([repairs[i] for i in ids])
+    rng = np.random.default_rng(9)
+    query = matrix[17]
+    with store.connection() as s:
+        got = similarities(store, s, MODEL, query, None, 25)
+    exact = matrix @ query
+    assert len(got.top) == 25 and got.top[0][0] == ids[17]
+    assert [c for _, c in got.top] == sorted((c for _, c in got.top), reverse=True)
+    for rid, cosine in got.top:
+        assert cosine == pytest.approx(float(repairs[rid] @ query), abs=1e-5)
+    # Shortlisted or not, every cosine asked for is exact.
+    for i in rng.integers(0, len(ids), 50):
+        assert got.cosine(ids[i]) == pytest.approx(float(exact[i]), abs=1e-5)
+    # A repair written after the projection was fitted is projected too, and found.
+    ((new_id, new_vec),) = _clustered(store, 1, seed=10, start=len(ids)).items()
+    with store.connection() as s:
+        got = similarities(store, s, MODEL, new_vec, None, 5)
+    assert got.top[0] == (new_id, pytest.approx(1.0, abs=1e-5))

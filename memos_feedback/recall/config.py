@@ -58,8 +58,14 @@ class RecallConfig:
     evidence_similarity: float = 0.5
     # Two items this similar (cosine, or token Jaccard without embeddings) collapse.
     duplicate_similarity: float = 0.92
-    # Candidates fetched from each source before ranking.
+    # Candidates fetched from each source before ranking (text search, the
+    # exact context, the tool) ...
     candidate_limit: int = 50
+    # ... and from the nearest embeddings. Fewer: the nearest by meaning are
+    # ranked by the same cosine that weighs half their score, so the few
+    # nearest hold the ones that can make the top items, while a text match
+    # or a tool's repair can rank high however far down its own list it was.
+    neighbour_limit: int = 25
     # Total characters of the rendered <memory-context> block, and per line.
     render_char_budget: int = 1_200
     render_line_cap: int = 200
@@ -138,6 +144,7 @@ def _validate(cfg: RecallConfig) -> None:
         "unvalidated_max_age_ms",
         "unvalidated_half_life_ms",
         "candidate_limit",
+        "neighbour_limit",
         "render_char_budget",
         "render_line_cap",
     ):

@@ -218,7 +218,7 @@ def guidance_for(
         dfs = _df.of(store, s, lookup)
         sims = _NO_VECTORS
         if emb is not None and qvec is not None:
-            sims = similarities(store, s, emb.model_name, qvec, proj, cfg.candidate_limit)
+            sims = similarities(store, s, emb.model_name, qvec, proj, cfg.neighbour_limit)
         # Every source and the rows in one statement (a round trip each on PostgreSQL).
         found = candidates(
             s,

@@ -47,6 +47,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from ..store import Store
+from ..store.engine import Prepared
 from ..store.models import SQLITE_FTS_TABLE, DecisionRepairModel
 from ..store.repositories import in_list, list_param
 
@@ -366,6 +367,13 @@ def _candidates_statement(postgresql_dialect: bool, n_terms: int) -> Select[Any]
     return cast(Select[Any], select(*_COLUMNS).where(M.id.in_(ids), _ELIGIBLE[pg]).order_by(M.id))
 
 
+@functools.cache
+def _candidates_prepared(postgresql_dialect: bool, n_terms: int) -> Prepared:
+    # On SQLite, a hundred rows through SQLAlchemy's result machinery cost a
+    # third as much again as the statement itself; the driver's cursor does not.
+    return Prepared(_candidates_statement(postgresql_dialect, n_terms))
+
+
 def candidates(
     reader: Reader,
     where: Eligibility,
@@ -395,6 +403,8 @@ def candidates(
         "tool_id": tool_id,
         "vector_ids": list_param(sorted(set(vector_ids)), pg),
     }
+    if isinstance(reader, Connection):
+        return [Candidate._make(r) for r in _candidates_prepared(pg, len(rare)).all(reader, params)]
     return [Candidate._make(r) for r in reader.execute(_candidates_statement(pg, len(rare)), params)]
 
 
