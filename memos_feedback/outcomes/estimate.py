@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy import ColumnElement, Connection, Select, func, select
 from sqlalchemy.orm import Session
 
+from ..store.engine import Prepared
 from ..store.models import RepairOutcomeModel, RepairServedModel
 from ..store.repositories import in_list, list_param
 from .states import CONTRADICTED, HELD, RECURRED
@@ -95,6 +96,8 @@ def _served_statement(postgresql_dialect: bool) -> Select[Any]:
 # prepared statement) for every list length, and recall runs this per call.
 _OUTCOMES = (_outcomes_statement(False), _outcomes_statement(True))
 _SERVED = (_served_statement(False), _served_statement(True))
+# Recall's per-call read, on SQLite's driver cursor (``Prepared``).
+_OUTCOMES_PREPARED = Prepared(_OUTCOMES[False])
 
 
 def _is_postgresql(session: Session | Connection) -> bool:
@@ -113,7 +116,12 @@ def counts_for(
     params = {"ids": list_param(ids, pg)}
     raw: dict[str, dict[str, int]] = {}
     last: dict[str, int] = {}
-    for repair_id, kind, n, newest in session.execute(_OUTCOMES[pg], params):
+    rows: Iterable[Any]
+    if isinstance(session, Connection) and not pg:
+        rows = _OUTCOMES_PREPARED.all(session, params)
+    else:
+        rows = session.execute(_OUTCOMES[pg], params)
+    for repair_id, kind, n, newest in rows:
         raw.setdefault(repair_id, {})[kind] = int(n)
         if kind == HELD:
             last[repair_id] = int(newest)

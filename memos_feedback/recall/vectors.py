@@ -29,13 +29,15 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Connection, Integer, String, bindparam, select
 from sqlalchemy.orm import Session
 
 from ..store import Store
+from ..store.engine import Prepared
 from ..store.models import DecisionRepairModel
 from .embeddings import unpack
 
@@ -65,6 +67,8 @@ _NEWER = (
     .order_by(M.id)
     .limit(bindparam("batch", type_=Integer))
 )
+# On SQLite's driver cursor (``Prepared``): the refresh runs on every call.
+_NEWER_PREPARED = Prepared(_NEWER)
 
 
 class _Part:
@@ -186,16 +190,20 @@ def _refresh(index: _Index, session: Session | Connection, model: str) -> None:
         index.loaded_at = now
     while True:
         params = {"last_id": index.last_id, "model": model, "batch": _READ_BATCH}
-        rows = session.execute(_NEWER, params).all()
+        rows: Sequence[Sequence[Any]]
+        if isinstance(session, Connection):
+            rows = _NEWER_PREPARED.all(session, params)
+        else:
+            rows = session.execute(_NEWER, params).all()
         if not rows:
             break
         new: dict[str | None, tuple[list[str], list[npt.NDArray[np.float32]]]] = {}
-        for row in rows:
-            index.last_id = row.id
-            vec = unpack(row.embedding, index.dimension)
+        for repair_id, project, blob in rows:
+            index.last_id = repair_id
+            vec = unpack(cast(bytes, blob), index.dimension)  # never NULL: the WHERE says so
             if vec is not None:
-                ids, vecs = new.setdefault(row.project, ([], []))
-                ids.append(row.id)
+                ids, vecs = new.setdefault(project, ([], []))
+                ids.append(repair_id)
                 vecs.append(vec)
         for project, (ids, vecs) in new.items():
             part = index.parts.get(project)
