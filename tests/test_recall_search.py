@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from sqlalchemy import insert
 
-from memos_feedback.recall.search import DocumentFrequencies, eligible, idf, lexical_candidate_ids
+from memos_feedback.recall.search import (
+    DocumentFrequencies,
+    eligible,
+    idf,
+    lexical_candidate_ids,
+    term_expression,
+)
 from memos_feedback.store import Store
 from memos_feedback.store.models import DecisionRepairModel
 from memos_feedback.store.rows import now_ms
@@ -46,3 +52,28 @@ def test_the_rarest_terms_matched_rank_first_then_the_newest(store: Store) -> No
     # Both terms, then the rarer one alone, then the commoner one newest first.
     assert ranked == [ids[0], ids[1], *reversed(ids[2:7])]
     assert top3 == ranked[:3]
+
+
+def test_a_long_term_found_by_its_rarest_trigrams_is_found_exactly_as_by_its_phrase(store: Store) -> None:
+    # "bundle_v4123": its trigrams "412" and "123" are rarer than "bun" and
+    # "dle" (padding), and three repairs hold every trigram of the term but
+    # not the term itself.
+    texts = (
+        ["avoid: bundle_v4123 failed", "avoid: BUNDLE_V4123 again"]
+        + ["avoid: bundle_v4 then v4123 and 123 e_v41 4123"] * 3
+        + [f"avoid: bundle pipeline {i} handle" for i in range(30)]
+    )
+    ids = _insert(store, texts)
+    term = "bundle_v4123"
+    with store.connection() as s:
+        frequencies = DocumentFrequencies()
+        total = frequencies.total(store, s)
+        dfs = frequencies.of(store, s, (term,))
+        expression = term_expression(term)
+        where = eligible(None, now_ms(), 7 * DAY)
+        found = lexical_candidate_ids(s, (term,), where, 10, dfs, total)
+    assert dfs[term] == 2
+    if store.engine.dialect.name == "sqlite":
+        # Matched by AND-ed trigrams (rarest first), not as a phrase.
+        assert expression.startswith('("') and " AND " in expression and "bun" not in expression
+    assert sorted(found) == sorted(ids[:2])

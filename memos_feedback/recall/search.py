@@ -9,6 +9,14 @@ Everything here reads; nothing writes. The text search is the database's:
 
 on both, the matches with the most IDF weight of terms first (``_lexical``).
 
+On SQLite a longer ASCII term is not matched as a phrase of all its
+trigrams: a phrase reads every trigram's postings, and an identifier like
+``orders_api_4123`` is made of trigrams half the repairs have (``ord``,
+``api``). It is matched by its three rarest trigrams AND-ed (each counted
+once, up to ``_GRAM_CAP``, and cached for ten minutes), and the matches
+are checked for the whole term (``instr``): the same rows, from postings
+that are short (``term_expression``).
+
 Document frequencies of terms (for IDF) come from the same index, counted up
 to a cap and cached for ``_DF_TTL_S`` seconds per store: statistics that
 are a minute old rank as well as fresh ones.
@@ -66,6 +74,7 @@ __all__ = [
     "same_context_candidate_ids",
     "same_tool_candidate_ids",
     "search_terms",
+    "term_expression",
 ]
 
 M = DecisionRepairModel
@@ -81,6 +90,12 @@ _RARE_SHARE = 20
 _RARE_FLOOR = 20
 _DF_TTL_S = 60.0
 _DF_CACHE_MAX = 50_000
+# Trigram counts (SQLite): capped (past this a trigram is common, whatever
+# its count), kept longer than terms' (they move slowly and only choose
+# which postings a search reads, never what it finds).
+_GRAM_CAP = 1_000
+_GRAM_TTL_S = 600.0
+_GRAMS_PER_TERM = 3
 
 
 class Candidate(NamedTuple):
@@ -315,6 +330,9 @@ def _lexical(postgresql_dialect: bool, n_terms: int) -> Select[Any]:
     weight: ColumnElement[float] = literal(0.0)
     for i, test in enumerate(tests):
         weight = weight + case((test, bindparam(f"w{i}", type_=Float)), else_=0.0)
+    if not postgresql_dialect:
+        # A match of a term's rarest trigrams that lacks the term itself is not a match.
+        stmt = stmt.where(or_(*tests))
     return stmt.order_by(weight.desc(), M.ts.desc()).limit(_LIMIT)
 
 
@@ -336,8 +354,9 @@ def _lexical_params(
     # is below the rare cap), else four per candidate wanted.
     known = sum(frequencies.get(t, 0) for t in rare) if frequencies is not None else 0
     params.update({f"t{i}": t for i, t in enumerate(rare)})
-    params["match"] = " OR ".join(_fts_phrase(t) for t in rare)
-    params["fts_limit"] = min(max(limit * 4, known), _FTS_MAX)
+    params["match"] = " OR ".join(term_expression(t) for t in rare)
+    # A term's trigrams match a little more than the term does: room for that.
+    params["fts_limit"] = min(max(limit * 4, 2 * known), _FTS_MAX)
     return params
 
 
@@ -412,13 +431,22 @@ def _like(term: str) -> str:
     return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
+# (store url, term or trigram) -> (when counted, count).
+_Counts = dict[tuple[str, str], tuple[float, int]]
+
+
 class DocumentFrequencies:
-    """How many repairs contain a term (capped at ``_DF_CAP``), cached per store for a minute."""
+    """How many repairs contain a term (capped at ``_DF_CAP``), cached per store for a minute.
+
+    On SQLite it also counts the trigrams of the terms it counts (module
+    docstring), to choose the postings a term is matched by.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._cache: dict[tuple[str, str], tuple[float, int]] = {}
         self._totals: dict[str, tuple[float, int]] = {}
+        self._grams: dict[tuple[str, str], tuple[float, int]] = {}
 
     def total(self, store: Store, session: Reader) -> int:
         now = time.monotonic()
@@ -433,36 +461,116 @@ class DocumentFrequencies:
 
     def of(self, store: Store, session: Reader, terms: Sequence[str]) -> dict[str, int]:
         now = time.monotonic()
-        out: dict[str, int] = {}
-        missing: list[str] = []
-        with self._lock:
-            for t in terms:
-                hit = self._cache.get((store.url, t))
-                if hit is not None and now - hit[0] < _DF_TTL_S:
-                    out[t] = hit[1]
-                else:
-                    missing.append(t)
+        missing = self._cached(self._cache, store.url, terms, now, _DF_TTL_S)
+        out = {t: n for t, n in missing.items() if n is not None}
+        uncounted = [t for t, n in missing.items() if n is None]
         pg = _is_postgresql(session)
-        for start in range(0, len(missing), _DF_BATCH):
-            batch = missing[start : start + _DF_BATCH]
-            params: dict[str, Any] = {f"m{i}": _df_pattern(t, pg) for i, t in enumerate(batch)}
-            counts = session.execute(_df_statement(pg, len(batch)), {**params, "cap": _DF_CAP}).one()
-            out.update((t, int(n)) for t, n in zip(batch, counts, strict=True))
-        if missing:
-            with self._lock:
-                if len(self._cache) > _DF_CACHE_MAX:
-                    self._cache.clear()
-                for t in missing:
-                    self._cache[(store.url, t)] = (now, out[t])
+        if uncounted and not pg:
+            self._choose_grams(store, session, uncounted, now)
+        patterns = {t: (_df_pattern(t, pg), _verify(t)) for t in uncounted}
+        out.update(_count(session, patterns, pg, _DF_CAP))
+        self._remember(self._cache, store.url, uncounted, out, now)
         return out
+
+    def _choose_grams(self, store: Store, session: Reader, terms: Sequence[str], now: float) -> None:
+        """Count the trigrams of ``terms`` not counted lately; note each term's rarest ones.
+
+        What ``term_expression`` then matches the term by.
+        """
+        split = [t for t in terms if _matched_by_grams(t)]
+        grams = list(dict.fromkeys(g for t in split for g in _grams(t)))
+        missing = self._cached(self._grams, store.url, grams, now, _GRAM_TTL_S)
+        counts = {g: n for g, n in missing.items() if n is not None}
+        uncounted = [g for g, n in missing.items() if n is None]
+        counts.update(_count(session, {g: (_fts_phrase(g), "") for g in uncounted}, False, _GRAM_CAP))
+        self._remember(self._grams, store.url, uncounted, counts, now)
+        for t in split:
+            by_rarity = sorted(_grams(t), key=lambda g: counts.get(g, 0))
+            _note_expression(t, "(" + " AND ".join(_fts_phrase(g) for g in by_rarity[:_GRAMS_PER_TERM]) + ")")
+
+    def _cached(
+        self,
+        cache: dict[tuple[str, str], tuple[float, int]],
+        url: str,
+        keys: Sequence[str],
+        now: float,
+        ttl: float,
+    ) -> dict[str, int | None]:
+        """Each key's cached count, or None when it has none younger than ``ttl``."""
+        out: dict[str, int | None] = {}
+        with self._lock:
+            for key in keys:
+                hit = cache.get((url, key))
+                out[key] = hit[1] if hit is not None and now - hit[0] < ttl else None
+        return out
+
+    def _remember(
+        self, cache: _Counts, url: str, keys: Sequence[str], counts: Mapping[str, int], now: float
+    ) -> None:
+        if not keys:
+            return
+        with self._lock:
+            if len(cache) > _DF_CACHE_MAX:
+                cache.clear()
+            for key in keys:
+                cache[(url, key)] = (now, counts[key])
+
+
+def _count(
+    session: Reader, patterns: Mapping[str, tuple[str, str]], postgresql_dialect: bool, cap: int
+) -> dict[str, int]:
+    """Key -> how many repairs its (pattern, text a match must contain) finds, up to ``cap``."""
+    keys = list(patterns)
+    out: dict[str, int] = {}
+    for start in range(0, len(keys), _DF_BATCH):
+        batch = keys[start : start + _DF_BATCH]
+        params: dict[str, Any] = {f"m{i}": patterns[k][0] for i, k in enumerate(batch)}
+        if not postgresql_dialect:
+            params.update({f"v{i}": patterns[k][1] for i, k in enumerate(batch)})
+        counts = session.execute(_df_statement(postgresql_dialect, len(batch)), {**params, "cap": cap}).one()
+        out.update((k, int(n)) for k, n in zip(batch, counts, strict=True))
+    return out
 
 
 # Uncounted terms are counted this many per statement (a round trip each on PostgreSQL).
 _DF_BATCH = 16
+# Term -> the FTS5 expression of its rarest trigrams (``term_expression``):
+# shared by every store (which trigrams are rarest only decides speed).
+_expressions: dict[str, str] = {}
+
+
+def _matched_by_grams(term: str) -> bool:
+    # ASCII only: ``instr(lower(doc), term)`` checks the match exactly as
+    # FTS5 folds case only for ASCII; a Chinese term is one trigram anyway.
+    return len(term) > _GRAMS_PER_TERM and term.isascii()
+
+
+def _grams(term: str) -> list[str]:
+    return list(dict.fromkeys(term[i : i + 3] for i in range(len(term) - 2)))
+
+
+def _note_expression(term: str, expression: str) -> None:
+    if len(_expressions) > _DF_CACHE_MAX:
+        _expressions.clear()
+    _expressions[term] = expression
+
+
+def term_expression(term: str) -> str:
+    """The FTS5 expression that finds ``term`` (its rarest trigrams, once counted; else its phrase).
+
+    The rows it finds contain the term's trigrams; those that contain the
+    term itself are told by ``instr`` (``_verify``, and ``_lexical``'s filter).
+    """
+    return _expressions.get(term) or _fts_phrase(term)
+
+
+def _verify(term: str) -> str:
+    """What a match of ``term_expression(term)`` must contain ("" for a phrase: nothing more)."""
+    return term if _matched_by_grams(term) else ""
 
 
 def _df_pattern(term: str, postgresql_dialect: bool) -> str:
-    return _like(term) if postgresql_dialect else _fts_phrase(term)
+    return _like(term) if postgresql_dialect else term_expression(term)
 
 
 @functools.cache
@@ -471,7 +579,11 @@ def _df_statement(postgresql_dialect: bool, n_terms: int) -> Any:
     if postgresql_dialect:
         one = f"SELECT 1 FROM {M.__tablename__} WHERE source_text ILIKE :m{{i}} ESCAPE '\\' LIMIT :cap"
     else:
-        one = f"SELECT 1 FROM {SQLITE_FTS_TABLE} WHERE {SQLITE_FTS_TABLE} MATCH :m{{i}} LIMIT :cap"
+        # instr(x, '') is 1: an empty :v checks nothing more.
+        one = (
+            f"SELECT 1 FROM {SQLITE_FTS_TABLE} WHERE {SQLITE_FTS_TABLE} MATCH :m{{i}} "
+            f"AND instr(lower(doc), :v{{i}}) > 0 LIMIT :cap"
+        )
     counts = ", ".join(f"(SELECT count(*) FROM ({one.format(i=i)}) AS d{i})" for i in range(n_terms))
     return text(f"SELECT {counts}")
 
