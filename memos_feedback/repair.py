@@ -13,6 +13,7 @@ the write are all that one transaction (ALGORITHMS.md, "run_repair").
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import weakref
@@ -308,6 +309,34 @@ def _about(inp: RepairInput, feedback: ClassifiedFeedback | None) -> str:
     return " ".join(p for p in parts if p)
 
 
+def _source_text(
+    preference: str,
+    anti_pattern: str,
+    tool_id: str | None,
+    context: str | None,
+    user_text: str | None,
+    reasons: tuple[str, ...],
+    trace_text: str | None,
+) -> str:
+    return build_source_text(
+        preference=preference,
+        anti_pattern=anti_pattern,
+        tool_id=tool_id,
+        context=context,
+        user_text=user_text,
+        reasons=reasons,
+        trace_text=trace_text,
+    )
+
+
+# build_source_text is a pure function of its arguments (sanitizing a
+# line per part), and consecutive repairs of a tool repeat them: the same
+# two lines, tool and failing trace. Short inputs only, as the sanitizer's
+# own memo: an entry stays small.
+_MEMO_TEXT = 4_096
+_source_text_memo = functools.lru_cache(maxsize=1_024)(_source_text)
+
+
 def _recall_fields(
     inp: RepairInput,
     deps: RepairDeps,
@@ -318,15 +347,19 @@ def _recall_fields(
     """Category, project, search text and (with an embedder) embedding of a new repair."""
     worst = min(evidence.low, key=lambda t: t.value, default=None)
     trace_text = None if worst is None else (worst.agent_text or worst.reflection or "")
-    source_text = build_source_text(
-        preference=draft.preference,
-        anti_pattern=draft.anti_pattern,
-        tool_id=inp.tool_id,
-        context=inp.context,
-        user_text=inp.user_text,
-        reasons=(f.reason for f in inp.failures),
-        trace_text=trace_text,
+    parts = (
+        draft.preference,
+        draft.anti_pattern,
+        inp.tool_id,
+        inp.context,
+        inp.user_text,
+        tuple(f.reason for f in inp.failures),
+        trace_text,
     )
+    if sum(len(p) for p in parts[:5] if p) + len(trace_text or "") <= _MEMO_TEXT:
+        source_text = _source_text_memo(*parts)
+    else:
+        source_text = _source_text(*parts)
     category = category_for(
         inp.trigger, feedback.shape.value if feedback is not None else None, has_success=bool(evidence.high)
     )
