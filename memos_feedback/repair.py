@@ -556,14 +556,16 @@ def _read_evidence(
     if not inp.session_id:
         return "no-session"
     traces = _session_traces(conn, inp.session_id, evidence_window(None, cfg))
+    embedder = check_embedder(run.deps.embedder)
     evidence = split_evidence(
         traces,
         _keyword(inp, feedback),
         None,
         cfg,
         session_id=inp.session_id,
-        embedder=check_embedder(run.deps.embedder),
-        about=_about(inp, feedback),
+        embedder=embedder,
+        # Only an embedder reads it (the meaning a trace is compared with).
+        about=None if embedder is None else _about(inp, feedback),
         similarity=run.deps.recall.evidence_similarity,
     )
     if feedback is None and _value_gap_too_small(evidence, cfg.value_delta):
