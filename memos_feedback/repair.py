@@ -51,6 +51,7 @@ from .store.engine import Prepared
 from .store.models import DecisionRepairModel
 from .store.repositories import (
     Executor,
+    defer_search_index,
     policy_boundaries_with_episodes,
     repair_values,
     session_traces,
@@ -449,7 +450,11 @@ def _run_in_one_transaction(run: _Run, feedback: ClassifiedFeedback | None) -> R
 
 
 def _read_synthesize_write(
-    conn: Connection, run: _Run, feedback: ClassifiedFeedback | None, taken: list[dict[str, Any]]
+    conn: Connection,
+    run: _Run,
+    feedback: ClassifiedFeedback | None,
+    taken: list[dict[str, Any]],
+    defer_index: bool = False,
 ) -> str | tuple[DecisionRepairDraft, tuple[str, tuple[str, ...], list[FeedbackEvent]]]:
     """The single transaction's work: a skip reason, or the draft and what ``_write_repair`` wrote."""
     inp = run.inp
@@ -469,7 +474,8 @@ def _read_synthesize_write(
     recall_fields = _recall_fields(inp, run.deps, feedback, evidence, draft)
     # The policies' boundaries were read in this transaction: attaching
     # need not read them again (on SQLite; PostgreSQL still locks the rows).
-    return draft, _write_repair(conn, run, draft, recall_fields, taken, known=policies)
+    written = _write_repair(conn, run, draft, recall_fields, taken, known=policies, defer_index=defer_index)
+    return draft, written
 
 
 @dataclass(frozen=True, slots=True)
@@ -488,7 +494,12 @@ def local_synthesis(deps: RepairDeps) -> bool:
 
 
 def stage_repair(
-    conn: Connection, input: RepairInput, deps: RepairDeps, taken: list[dict[str, Any]]
+    conn: Connection,
+    input: RepairInput,
+    deps: RepairDeps,
+    taken: list[dict[str, Any]],
+    *,
+    defer_index: bool = False,
 ) -> StagedRepair:
     """``run_repair``'s one-transaction path inside the caller's write transaction.
 
@@ -500,6 +511,11 @@ def stage_repair(
     caller hands ``taken`` (buffered event-log rows the write took) back to
     ``deps.events``. Only for local synthesis (``local_synthesis(deps)``):
     an LLM call must not run inside a write transaction.
+
+    ``defer_index`` (SQLite): the repair's row in recall's search index is
+    left to ``store.repositories.index_deferred``, which the caller runs
+    once for the group before committing (one index segment for the
+    group, not one per repair).
     """
     if not isinstance(input, RepairInput):
         raise InvalidInputError(f"run_repair takes a RepairInput, got {type(input).__name__}")
@@ -508,7 +524,7 @@ def stage_repair(
     run = _Run(input, deps)
     feedback = _classify(run)
     _lock_context(conn, input.context_hash)
-    done = _read_synthesize_write(conn, run, feedback, taken)
+    done = _read_synthesize_write(conn, run, feedback, taken, defer_index)
 
     if isinstance(done, str):
         reason = done
@@ -610,6 +626,7 @@ def _write_repair(
     recall: RecallFields,
     taken: list[dict[str, Any]],
     known: dict[str, str] | None = None,
+    defer_index: bool = False,
 ) -> tuple[str, tuple[str, ...], list[FeedbackEvent]]:
     """The writes of a repair, in the caller's transaction (context lock held).
 
@@ -645,8 +662,10 @@ def _write_repair(
         embedding=recall.embedding,
         embedding_model=recall.embedding_model,
     )
-    write_repair_row(conn, values)
     repair_id: str = values["id"]
+    if defer_index:  # before the insert: its trigger then leaves the index row to the caller
+        defer_search_index(conn, repair_id)
+    write_repair_row(conn, values)
     # Outcomes (issue 11): older repairs this one contradicts are retired with it.
     superseded = supersede_new(conn, deps.store, values)
     attached: tuple[str, ...] = ()

@@ -295,6 +295,17 @@ def test_a_claimed_batch_commits_each_outcome_with_its_own_job(
     repairs = {r.context_hash: r.id for r in store.repairs.list()}
     assert sorted(repairs) == ["g-ok-1", "g-ok-2"]
     assert [jobs[i].repair_id for i in (ids[0], ids[3])] == [repairs["g-ok-1"], repairs["g-ok-2"]]
+    if store.dialect == "sqlite":
+        # Indexed for recall's search by one statement for the group, each once, as the
+        # insert trigger would have (the same document); nothing left pending.
+        with store.engine.connect() as conn:
+            indexed = conn.exec_driver_sql(
+                "SELECT f.repair_id FROM decision_repairs_fts f JOIN decision_repairs r ON r.id = f.repair_id"
+                " AND f.doc = coalesce(r.source_text, r.preference || ' ' || r.anti_pattern)"
+            ).scalars()
+            assert sorted(indexed) == sorted(repairs.values())
+            pending = conn.exec_driver_sql("SELECT count(*) FROM decision_repairs_fts_pending").scalar()
+            assert pending == 0
     # The events follow their commits on the worker's thread.
     wait_for(lambda: feed.kinds().count("repair.job.dead") == 1)
     wait_for(lambda: feed.kinds().count("repair.persisted") == 2)
