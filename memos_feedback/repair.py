@@ -512,10 +512,10 @@ def stage_repair(
     ``deps.events``. Only for local synthesis (``local_synthesis(deps)``):
     an LLM call must not run inside a write transaction.
 
-    ``defer_index`` (SQLite): the repair's row in recall's search index is
-    left to ``store.repositories.index_deferred``, which the caller runs
-    once for the group before committing (one index segment for the
-    group, not one per repair).
+    ``defer_index`` (SQLite; ignored elsewhere): the repair's row in
+    recall's search index is left to ``store.repositories.index_deferred``,
+    which the caller runs once for the group before committing (one FTS5
+    index segment for the group, not one per repair).
     """
     if not isinstance(input, RepairInput):
         raise InvalidInputError(f"run_repair takes a RepairInput, got {type(input).__name__}")
@@ -663,7 +663,9 @@ def _write_repair(
         embedding_model=recall.embedding_model,
     )
     repair_id: str = values["id"]
-    if defer_index:  # before the insert: its trigger then leaves the index row to the caller
+    # Before the insert: its trigger then leaves the index row to the caller.
+    # SQLite only (PostgreSQL's trigram index is the table's own GIN index).
+    if defer_index and conn.dialect.name == "sqlite":
         defer_search_index(conn, repair_id)
     write_repair_row(conn, values)
     # Outcomes (issue 11): older repairs this one contradicts are retired with it.
