@@ -28,7 +28,7 @@ import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .config import FeedbackConfig
 from .errors import InvalidInputError
@@ -252,25 +252,62 @@ def split_evidence(
     """
     per_side = _per_side_limit(limit, config)
     needle = keyword.strip() if keyword is not None and keyword.strip() else None
-    similar: frozenset[str] = frozenset()
     if needle is not None and embedder is not None and about and about.strip():
         similar = _said_otherwise(traces, needle, per_side, config, embedder, about, similarity)
+        evidence = _evidence(traces, needle, per_side, config, similar)
+    else:
+        evidence = _split_memo(traces, needle, per_side, config)
+    logger.debug(
+        "evidence for session %s: %d traces read, %d high, %d low, keyword=%r relaxed=%s",
+        session_id,
+        len(traces),
+        len(evidence.high),
+        len(evidence.low),
+        needle,
+        evidence.relaxed,
+    )
+    return evidence
+
+
+def _evidence(
+    traces: Sequence[TraceRow],
+    needle: str | None,
+    per_side: int,
+    config: FeedbackConfig,
+    similar: frozenset[str] = frozenset(),
+) -> RepairEvidence:
     high, low = _split(traces, needle, per_side, config, similar)
     relaxed = False
     if needle is not None and not high and not low:
         relaxed = True
         high, low = _split(traces, None, per_side, config)
-    logger.debug(
-        "evidence for session %s: %d traces read, %d high, %d low, keyword=%r relaxed=%s",
-        session_id,
-        len(traces),
-        len(high),
-        len(low),
-        needle,
-        relaxed,
-    )
     kept = tuple(t.id for t in (*high, *low) if t.id in similar and not relaxed)
     return RepairEvidence(high=high, low=low, keyword=needle, relaxed=relaxed, similar=kept)
+
+
+# Evidence by the identity of the traces it was chosen from. The store
+# hands out one TraceRow object per distinct row (repositories'
+# ``_trace_of_sqlite_row``), so consecutive repairs of a session pass the
+# very same objects, and the split (a case-fold and a failure scan of
+# every trace) is a pure function of them and of the arguments below. An
+# entry holds the traces it was made from: while it exists, no other
+# object can have their ids, so a key that matches names these objects.
+_MEMO: dict[tuple[Any, ...], tuple[tuple[TraceRow, ...], RepairEvidence]] = {}
+_MEMO_MAX = 256
+
+
+def _split_memo(
+    traces: Sequence[TraceRow], needle: str | None, per_side: int, config: FeedbackConfig
+) -> RepairEvidence:
+    key = (needle, per_side, config.min_low_value_threshold, *map(id, traces))
+    hit = _MEMO.get(key)
+    if hit is not None:
+        return hit[1]
+    evidence = _evidence(traces, needle, per_side, config)
+    if len(_MEMO) >= _MEMO_MAX:
+        _MEMO.clear()  # sessions come and go; a full memo starts over
+    _MEMO[key] = (tuple(traces), evidence)
+    return evidence
 
 
 def _said_otherwise(

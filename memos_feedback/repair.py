@@ -13,6 +13,7 @@ the write are all that one transaction (ALGORITHMS.md, "run_repair").
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import weakref
@@ -50,6 +51,7 @@ from .store.engine import Prepared
 from .store.models import DecisionRepairModel
 from .store.repositories import (
     Executor,
+    defer_search_index,
     policy_boundaries_with_episodes,
     repair_values,
     session_traces,
@@ -308,6 +310,34 @@ def _about(inp: RepairInput, feedback: ClassifiedFeedback | None) -> str:
     return " ".join(p for p in parts if p)
 
 
+def _source_text(
+    preference: str,
+    anti_pattern: str,
+    tool_id: str | None,
+    context: str | None,
+    user_text: str | None,
+    reasons: tuple[str, ...],
+    trace_text: str | None,
+) -> str:
+    return build_source_text(
+        preference=preference,
+        anti_pattern=anti_pattern,
+        tool_id=tool_id,
+        context=context,
+        user_text=user_text,
+        reasons=reasons,
+        trace_text=trace_text,
+    )
+
+
+# build_source_text is a pure function of its arguments (sanitizing a
+# line per part), and consecutive repairs of a tool repeat them: the same
+# two lines, tool and failing trace. Short inputs only, as the sanitizer's
+# own memo: an entry stays small.
+_MEMO_TEXT = 4_096
+_source_text_memo = functools.lru_cache(maxsize=1_024)(_source_text)
+
+
 def _recall_fields(
     inp: RepairInput,
     deps: RepairDeps,
@@ -318,15 +348,19 @@ def _recall_fields(
     """Category, project, search text and (with an embedder) embedding of a new repair."""
     worst = min(evidence.low, key=lambda t: t.value, default=None)
     trace_text = None if worst is None else (worst.agent_text or worst.reflection or "")
-    source_text = build_source_text(
-        preference=draft.preference,
-        anti_pattern=draft.anti_pattern,
-        tool_id=inp.tool_id,
-        context=inp.context,
-        user_text=inp.user_text,
-        reasons=(f.reason for f in inp.failures),
-        trace_text=trace_text,
+    parts = (
+        draft.preference,
+        draft.anti_pattern,
+        inp.tool_id,
+        inp.context,
+        inp.user_text,
+        tuple(f.reason for f in inp.failures),
+        trace_text,
     )
+    if sum(len(p) for p in parts[:5] if p) + len(trace_text or "") <= _MEMO_TEXT:
+        source_text = _source_text_memo(*parts)
+    else:
+        source_text = _source_text(*parts)
     category = category_for(
         inp.trigger, feedback.shape.value if feedback is not None else None, has_success=bool(evidence.high)
     )
@@ -416,7 +450,11 @@ def _run_in_one_transaction(run: _Run, feedback: ClassifiedFeedback | None) -> R
 
 
 def _read_synthesize_write(
-    conn: Connection, run: _Run, feedback: ClassifiedFeedback | None, taken: list[dict[str, Any]]
+    conn: Connection,
+    run: _Run,
+    feedback: ClassifiedFeedback | None,
+    taken: list[dict[str, Any]],
+    defer_index: bool = False,
 ) -> str | tuple[DecisionRepairDraft, tuple[str, tuple[str, ...], list[FeedbackEvent]]]:
     """The single transaction's work: a skip reason, or the draft and what ``_write_repair`` wrote."""
     inp = run.inp
@@ -436,7 +474,8 @@ def _read_synthesize_write(
     recall_fields = _recall_fields(inp, run.deps, feedback, evidence, draft)
     # The policies' boundaries were read in this transaction: attaching
     # need not read them again (on SQLite; PostgreSQL still locks the rows).
-    return draft, _write_repair(conn, run, draft, recall_fields, taken, known=policies)
+    written = _write_repair(conn, run, draft, recall_fields, taken, known=policies, defer_index=defer_index)
+    return draft, written
 
 
 @dataclass(frozen=True, slots=True)
@@ -455,7 +494,12 @@ def local_synthesis(deps: RepairDeps) -> bool:
 
 
 def stage_repair(
-    conn: Connection, input: RepairInput, deps: RepairDeps, taken: list[dict[str, Any]]
+    conn: Connection,
+    input: RepairInput,
+    deps: RepairDeps,
+    taken: list[dict[str, Any]],
+    *,
+    defer_index: bool = False,
 ) -> StagedRepair:
     """``run_repair``'s one-transaction path inside the caller's write transaction.
 
@@ -467,6 +511,11 @@ def stage_repair(
     caller hands ``taken`` (buffered event-log rows the write took) back to
     ``deps.events``. Only for local synthesis (``local_synthesis(deps)``):
     an LLM call must not run inside a write transaction.
+
+    ``defer_index`` (SQLite; ignored elsewhere): the repair's row in
+    recall's search index is left to ``store.repositories.index_deferred``,
+    which the caller runs once for the group before committing (one FTS5
+    index segment for the group, not one per repair).
     """
     if not isinstance(input, RepairInput):
         raise InvalidInputError(f"run_repair takes a RepairInput, got {type(input).__name__}")
@@ -475,7 +524,7 @@ def stage_repair(
     run = _Run(input, deps)
     feedback = _classify(run)
     _lock_context(conn, input.context_hash)
-    done = _read_synthesize_write(conn, run, feedback, taken)
+    done = _read_synthesize_write(conn, run, feedback, taken, defer_index)
 
     if isinstance(done, str):
         reason = done
@@ -523,14 +572,16 @@ def _read_evidence(
     if not inp.session_id:
         return "no-session"
     traces = _session_traces(conn, inp.session_id, evidence_window(None, cfg))
+    embedder = check_embedder(run.deps.embedder)
     evidence = split_evidence(
         traces,
         _keyword(inp, feedback),
         None,
         cfg,
         session_id=inp.session_id,
-        embedder=check_embedder(run.deps.embedder),
-        about=_about(inp, feedback),
+        embedder=embedder,
+        # Only an embedder reads it (the meaning a trace is compared with).
+        about=None if embedder is None else _about(inp, feedback),
         similarity=run.deps.recall.evidence_similarity,
     )
     if feedback is None and _value_gap_too_small(evidence, cfg.value_delta):
@@ -575,6 +626,7 @@ def _write_repair(
     recall: RecallFields,
     taken: list[dict[str, Any]],
     known: dict[str, str] | None = None,
+    defer_index: bool = False,
 ) -> tuple[str, tuple[str, ...], list[FeedbackEvent]]:
     """The writes of a repair, in the caller's transaction (context lock held).
 
@@ -610,8 +662,12 @@ def _write_repair(
         embedding=recall.embedding,
         embedding_model=recall.embedding_model,
     )
-    write_repair_row(conn, values)
     repair_id: str = values["id"]
+    # Before the insert: its trigger then leaves the index row to the caller.
+    # SQLite only (PostgreSQL's trigram index is the table's own GIN index).
+    if defer_index and conn.dialect.name == "sqlite":
+        defer_search_index(conn, repair_id)
+    write_repair_row(conn, values)
     # Outcomes (issue 11): older repairs this one contradicts are retired with it.
     superseded = supersede_new(conn, deps.store, values)
     attached: tuple[str, ...] = ()

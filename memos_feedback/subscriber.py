@@ -100,6 +100,7 @@ from .repair import (
 )
 from .signals import FailureBurst, FailureRecord, FailureSignals, context_hash_of
 from .store import Store
+from .store.repositories import index_deferred
 from .store.rows import now_ms
 from .synthesize import DecisionRepairDraft
 
@@ -1117,8 +1118,10 @@ class FeedbackSubscriber:
         Each job runs in a savepoint of its own: one that raises is rolled
         back alone, what the jobs before it wrote commits, and then it is
         retried or buried (in a transaction of its own) before the next
-        group starts. If the commit fails, none of the group was written
-        and every job in it is handled as failed with that error.
+        group starts. The repairs written are indexed for recall in one
+        statement before the commit (``index_deferred``). If that or the
+        commit fails, none of the group was written and every job in it is
+        handled as failed with that error.
         """
         staged: list[tuple[JobRow, RepairInput, StagedRepair]] = []
         failed: list[tuple[JobRow, Exception]] = []
@@ -1134,7 +1137,7 @@ class FeedbackSubscriber:
                         with _savepoint(conn):
                             inp = self._job_input(job)
                             failpoint("repair.before_run")
-                            one = stage_repair(conn, inp, self._deps(job), taken)
+                            one = stage_repair(conn, inp, self._deps(job), taken, defer_index=True)
                             if one.skipped_reason is not None:
                                 outcome = f"skipped:{one.skipped_reason}"
                                 self.queue.complete_in(conn, job, self.owner, outcome, None)
@@ -1145,6 +1148,11 @@ class FeedbackSubscriber:
                         break
                     taken_all.extend(taken)
                     staged.append((job, inp, one))
+                # The group's repairs enter recall's search index in one
+                # statement, after the last savepoint (see index_deferred);
+                # a job rolled back to its savepoint took its name with it.
+                if any(one.skipped_reason is None for _, _, one in staged):
+                    index_deferred(conn)
         except BaseException as exc:
             # Nothing of the group was committed.
             if self.events is not None:

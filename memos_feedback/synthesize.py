@@ -23,6 +23,7 @@ ids could not be audited later.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Iterable
@@ -35,7 +36,7 @@ from .evidence import RepairEvidence
 from .llm import RepairLLM
 from .prompts import REPAIR_SCHEMA_NAME, FeedbackSignal, build_repair_messages, check_feedback, feedback_shape
 from .sanitize import DEFAULT_CAP, SCAN_LIMIT, check_text, sanitize_line
-from .store.rows import TraceRow
+from .store.rows import ToolCall, TraceRow
 
 __all__ = [
     "SEVERITIES",
@@ -286,8 +287,17 @@ def _from_trace(trace: TraceRow | None, prefix: str, *, tail: bool) -> str | Non
     """
     if trace is None:
         return None
+    reflection, agent_text = trace.reflection, trace.agent_text
+    if len(agent_text) + len(reflection or "") <= _MEMO_TEXT:
+        return _line_from_memo(reflection, agent_text, trace.tool_calls, prefix, tail)
+    return _line_from(reflection, agent_text, trace.tool_calls, prefix, tail)
+
+
+def _line_from(
+    reflection: str | None, agent_text: str, tool_calls: tuple[ToolCall, ...], prefix: str, tail: bool
+) -> str | None:
     budget = DEFAULT_CAP - len(prefix)
-    for text in (trace.reflection, trace.agent_text):
+    for text in (reflection, agent_text):
         cleaned = _clean(_excerpt(text or "", tail=tail), cap=SCAN_LIMIT)
         if cleaned:
             if tail and len(cleaned) > budget:
@@ -295,10 +305,18 @@ def _from_trace(trace: TraceRow | None, prefix: str, *, tail: bool) -> str | Non
                 cleaned = "..." + cleaned[-(budget - 3) :].lstrip()
             return _line(prefix + cleaned)
     if tail:
-        failed = [f"{c.name} ({c.error_code})" for c in trace.tool_calls if c.error_code]
+        failed = [f"{c.name} ({c.error_code})" for c in tool_calls if c.error_code]
         if failed:
             return _line(prefix + "calls that failed before: " + ", ".join(failed[:3]))
     return None
+
+
+# A pure function of the trace's texts and tool calls, and every repair of
+# a session draws its lines from the same few traces: a line is made
+# (excerpted, sanitized, prefixed) once per distinct short trace and side.
+# Long texts are not kept (memory; the sanitizer does not keep them either).
+_MEMO_TEXT = 4_096
+_line_from_memo = functools.lru_cache(maxsize=1_024)(_line_from)
 
 
 def _excerpt(text: str, *, tail: bool) -> str:

@@ -69,6 +69,10 @@ def drain_and_check(db_url: str) -> None:
         assert len(repairs) == len(persisted)
         assert sorted(r.id for r in repairs) == sorted(j.repair_id for j in persisted if j.repair_id)
         assert len({r.context_hash for r in repairs}) == len(repairs)
+        # Each repair is in recall's search index once (SQLite: FTS5).
+        with store.engine.connect() as conn:
+            indexed = conn.exec_driver_sql("SELECT repair_id FROM decision_repairs_fts").scalars()
+            assert sorted(indexed) == sorted(r.id for r in repairs)
     finally:
         store.close()
 

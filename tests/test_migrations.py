@@ -558,3 +558,57 @@ def test_tool_lines_index_covers_supersedes_tool_read_on_sqlite_only(db_url: str
         }
         migrate.upgrade(s.engine)
         assert s.revision() == migrate.head_revision()
+
+
+# -- 0010: a group of repairs indexed for search by one statement (SQLite) --------------
+
+
+def _repair_sql(repair_id: str, preference: str) -> str:
+    return (
+        "INSERT INTO decision_repairs (id, ts, context_hash, trigger, preference, anti_pattern, "
+        "severity, confidence, high_value_trace_ids, low_value_trace_ids, validated, rejected) "
+        f"VALUES ('{repair_id}', 1, 'abc', 'manual', '{preference}', 'Avoid: pip', 'info', 0.5, "
+        "'[]', '[]', false, false)"
+    )
+
+
+def _search(conn: Any, phrase: str) -> list[str]:
+    sql = f"SELECT repair_id FROM decision_repairs_fts WHERE decision_repairs_fts MATCH '\"{phrase}\"'"
+    return sorted(conn.exec_driver_sql(sql).scalars())
+
+
+def test_deferred_search_index_on_sqlite_only(db_url: str) -> None:
+    from memos_feedback.store.repositories import defer_search_index, index_deferred
+
+    with open_store(db_url) as s:
+        tables = set(inspect(s.engine).get_table_names())
+        if s.dialect != "sqlite":
+            assert "decision_repairs_fts_pending" not in tables
+            return
+        assert "decision_repairs_fts_pending" in tables
+        with s.engine.begin() as conn:
+            conn.exec_driver_sql(_repair_sql("dr_plain", "Prefer: uv plain"))  # the trigger indexes it
+            defer_search_index(conn, "dr_later")
+            conn.exec_driver_sql(_repair_sql("dr_later", "Prefer: uv later"))
+            assert _search(conn, "uv later") == []  # left to index_deferred
+            assert index_deferred(conn) == 1
+        with s.engine.connect() as conn:
+            assert _search(conn, "uv plain") == ["dr_plain"]
+            assert _search(conn, "uv later") == ["dr_later"]
+            assert conn.exec_driver_sql("SELECT count(*) FROM decision_repairs_fts_pending").scalar() == 0
+        # Down: the plain trigger again, and a repair still named as pending is indexed, not lost.
+        with s.engine.begin() as conn:
+            defer_search_index(conn, "dr_stuck")
+            conn.exec_driver_sql(_repair_sql("dr_stuck", "Prefer: uv stuck"))
+        migrate.downgrade(s.engine, "0009")
+        assert "decision_repairs_fts_pending" not in set(inspect(s.engine).get_table_names())
+        with s.engine.begin() as conn:
+            assert _search(conn, "uv stuck") == ["dr_stuck"]
+            conn.exec_driver_sql(_repair_sql("dr_after", "Prefer: uv after"))
+            assert _search(conn, "uv after") == ["dr_after"]
+            trigger = conn.exec_driver_sql(
+                "SELECT sql FROM sqlite_master WHERE name = 'decision_repairs_fts_ai'"
+            ).scalar()
+            assert "WHEN" not in trigger
+        migrate.upgrade(s.engine)
+        assert s.revision() == migrate.head_revision()

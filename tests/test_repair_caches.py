@@ -1,19 +1,25 @@
 """The repair path's pure-function caches give the uncached answers.
 
 ``looks_like_failure`` caches short texts; ``attach_in`` caches the merge
-of two lines into a boundary. Both must answer exactly as the plain
-computation, again and again, and keep raising what it raises.
+of two lines into a boundary; ``split_evidence`` keeps its answer per
+trace objects, the template its line per trace, ``run_repair`` the search
+text per set of parts. Each must answer exactly as the plain computation,
+again and again, and keep raising what it raises.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
 from memos_feedback.attach import attach_in, attach_repair_to_policies
 from memos_feedback.boundary import merge_repair_block
+from memos_feedback.config import FeedbackConfig
 from memos_feedback.errors import InvalidInputError
-from memos_feedback.evidence import looks_like_failure
-from memos_feedback.store import Store
+from memos_feedback.evidence import looks_like_failure, split_evidence
+from memos_feedback.store import Store, ToolCall
+from memos_feedback.store.rows import TraceRow
 from memos_feedback.synthesize import DecisionRepairDraft
 
 TEXTS = [
@@ -99,3 +105,58 @@ def test_session_traces_read_again_are_the_rows_as_stored(store: Store) -> None:
     assert (after[changed].agent_text, after[changed].value) == ("edited", -0.25)
     assert after[changed].tool_calls == (ToolCall("u", None),)
     assert [after[t.id] for t in first if t.id != changed] == [t for t in first if t.id != changed]
+
+
+def _trace(i: int, value: float, text: str) -> TraceRow:
+    return TraceRow(f"t{i}", "s", None, i, "", text, None, value, (ToolCall("pip.install", None),))
+
+
+def test_evidence_of_the_same_trace_objects_is_the_evidence_made_afresh() -> None:
+    """split_evidence keeps its answer per trace objects; new or changed objects are split again."""
+    from memos_feedback.evidence import _evidence
+
+    config = FeedbackConfig()
+    traces = [_trace(1, 0.8, "uv ok"), _trace(2, 0.3, "pip failed: error"), _trace(3, 0.5, "npm ok")]
+    first = split_evidence(traces, "pip", None, config)
+    assert split_evidence(traces, "pip", None, config) is first  # the kept answer
+    assert first == _evidence(traces, "pip", config.evidence_limit, config)
+    assert first.low == (traces[1],) and first.high == (traces[0], traces[2])  # relaxed: no text says pip
+    # Equal copies are other objects: split again, to the same answer.
+    copies = [dataclasses.replace(t) for t in traces]
+    assert split_evidence(copies, "pip", None, config) == first
+    # A changed trace (a new object) is never answered from the memo.
+    changed = [traces[0], dataclasses.replace(traces[1], agent_text="pip ok", value=0.9), traces[2]]
+    assert split_evidence(changed, "pip", None, config).low == ()
+    # Nor are other arguments: the threshold decides the low side.
+    strict = FeedbackConfig(min_low_value_threshold=0.0)
+    assert split_evidence(traces, "pip", 1, strict) == _evidence(traces, "pip", 1, strict)
+
+
+def test_template_lines_of_short_and_long_traces_answer_alike() -> None:
+    from memos_feedback.synthesize import _MEMO_TEXT, _from_trace, _line_from
+
+    short = _trace(1, -0.5, "pip install failed: error 3")
+    long = _trace(2, -0.5, "x " * _MEMO_TEXT + "pip install failed: error 3")
+    for trace in (short, long):
+        for prefix, tail in (("Prefer: ", False), ("Avoid: ", True)):
+            made = _line_from(trace.reflection, trace.agent_text, trace.tool_calls, prefix, tail)
+            assert _from_trace(trace, prefix, tail=tail) == made
+            assert _from_trace(trace, prefix, tail=tail) == made  # again: the kept line
+
+
+def test_source_text_kept_is_build_source_text() -> None:
+    from memos_feedback.recall.indexing import build_source_text
+    from memos_feedback.repair import _source_text_memo
+
+    args = ("Prefer: uv", "Avoid: pip", "pip.install", "ctx", "use uv", ("E1", "E1", "E2"), "trace tail")
+    expected = build_source_text(
+        preference=args[0],
+        anti_pattern=args[1],
+        tool_id=args[2],
+        context=args[3],
+        user_text=args[4],
+        reasons=args[5],
+        trace_text=args[6],
+    )
+    assert _source_text_memo(*args) == expected
+    assert _source_text_memo(*args) == expected

@@ -295,10 +295,51 @@ def test_a_claimed_batch_commits_each_outcome_with_its_own_job(
     repairs = {r.context_hash: r.id for r in store.repairs.list()}
     assert sorted(repairs) == ["g-ok-1", "g-ok-2"]
     assert [jobs[i].repair_id for i in (ids[0], ids[3])] == [repairs["g-ok-1"], repairs["g-ok-2"]]
+    if store.dialect == "sqlite":
+        # Indexed for recall's search by one statement for the group, each once, as the
+        # insert trigger would have (the same document); nothing left pending.
+        with store.engine.connect() as conn:
+            indexed = conn.exec_driver_sql(
+                "SELECT f.repair_id FROM decision_repairs_fts f JOIN decision_repairs r ON r.id = f.repair_id"
+                " AND f.doc = coalesce(r.source_text, r.preference || ' ' || r.anti_pattern)"
+            ).scalars()
+            assert sorted(indexed) == sorted(repairs.values())
+            pending = conn.exec_driver_sql("SELECT count(*) FROM decision_repairs_fts_pending").scalar()
+            assert pending == 0
     # The events follow their commits on the worker's thread.
     wait_for(lambda: feed.kinds().count("repair.job.dead") == 1)
     wait_for(lambda: feed.kinds().count("repair.persisted") == 2)
     assert feed.kinds().count("repair.skipped") == 1
+
+
+def test_a_job_rolled_back_to_its_savepoint_leaves_nothing_to_index(store: Store) -> None:
+    """A repair deferred to the group's index statement, then undone, is neither stored nor indexed."""
+    if store.dialect != "sqlite":
+        pytest.skip("group commit (savepoints, the deferred index) is SQLite's")
+    from memos_feedback.repair import RepairDeps, stage_repair
+    from memos_feedback.store.repositories import index_deferred
+    from memos_feedback.subscriber import _savepoint
+
+    add_history(store)
+    cfg = FeedbackConfig(use_llm=False, cooldown_ms=0)
+
+    def refuse(conn: Any, repair_id: str) -> None:
+        raise RuntimeError("the job's bookkeeping failed after the repair row")
+
+    kept = RepairInput(trigger="manual", context_hash="sp-kept", session_id=SESSION)
+    undone = RepairInput(trigger="manual", context_hash="sp-undone", session_id=SESSION)
+    with store.connection(write=True) as conn:
+        with _savepoint(conn):
+            staged = stage_repair(conn, kept, RepairDeps(store=store, config=cfg), [], defer_index=True)
+        failing = RepairDeps(store=store, config=cfg, finalize=refuse)
+        with pytest.raises(RuntimeError), _savepoint(conn):
+            stage_repair(conn, undone, failing, [], defer_index=True)
+        assert index_deferred(conn) == 1
+    written = staged.finish().repair_id
+    assert [r.context_hash for r in store.repairs.list()] == ["sp-kept"]
+    with store.engine.connect() as conn:
+        assert list(conn.exec_driver_sql("SELECT repair_id FROM decision_repairs_fts").scalars()) == [written]
+        assert conn.exec_driver_sql("SELECT count(*) FROM decision_repairs_fts_pending").scalar() == 0
 
 
 def test_run_once_and_bad_hot_path_input(store: Store, make_sub: Any) -> None:

@@ -27,6 +27,7 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    text,
     update,
 )
 from sqlalchemy.dialects import postgresql
@@ -36,7 +37,7 @@ from sqlalchemy.orm import Session
 
 from ..errors import InvalidInputError, NotFoundError
 from .engine import Prepared
-from .models import DecisionRepairModel, PolicyEpisodeModel, PolicyModel, TraceModel
+from .models import SQLITE_FTS_TABLE, DecisionRepairModel, PolicyEpisodeModel, PolicyModel, TraceModel
 from .rows import DecisionRepairRow, PolicyRow, ToolCall, TraceRow, new_id, now_ms
 
 if TYPE_CHECKING:
@@ -49,7 +50,9 @@ __all__ = [
     "RepairRepository",
     "TraceRepository",
     "check_text",
+    "defer_search_index",
     "in_list",
+    "index_deferred",
     "list_param",
     "merge_boundaries",
     "repair_values",
@@ -236,8 +239,9 @@ def _str_tuple(name: str, values: object) -> tuple[str, ...]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise InvalidInputError(f"{name} must be a sequence of str")
     out = tuple(values)
+    item = name + " item"
     for v in out:
-        _str(name + " item", v)
+        check_text(item, v)
     return out
 
 
@@ -649,16 +653,18 @@ def repair_values(
     conf = _number("confidence", confidence)
     if not 0.0 <= conf <= 1.0:
         raise InvalidInputError(f"confidence must be in [0, 1], got {conf!r}")
+    # check_text directly (not _str/_opt_str): every repair runs this, and
+    # the wrappers were a third of its calls.
     return {
-        "id": new_id("dr_") if id is None else _str("id", id, empty=False, max_len=_ID_MAX),
+        "id": new_id("dr_") if id is None else check_text("id", id, empty=False, max_len=_ID_MAX),
         "ts": _millis("ts", ts),
-        "context_hash": _str("context_hash", context_hash, empty=False, max_len=_ID_MAX),
-        "tool_id": _opt_str("tool_id", tool_id),
-        "context": _opt_str("context", context),
-        "trigger": _str("trigger", trigger, empty=False, max_len=_SHORT_MAX),
-        "session_id": _opt_str("session_id", session_id, max_len=_NAME_MAX),
-        "preference": _str("preference", preference),
-        "anti_pattern": _str("anti_pattern", anti_pattern),
+        "context_hash": check_text("context_hash", context_hash, empty=False, max_len=_ID_MAX),
+        "tool_id": None if tool_id is None else check_text("tool_id", tool_id),
+        "context": None if context is None else check_text("context", context),
+        "trigger": check_text("trigger", trigger, empty=False, max_len=_SHORT_MAX),
+        "session_id": None if session_id is None else check_text("session_id", session_id, max_len=_NAME_MAX),
+        "preference": check_text("preference", preference),
+        "anti_pattern": check_text("anti_pattern", anti_pattern),
         "severity": severity,
         "confidence": conf,
         "high_value_trace_ids": list(_str_tuple("high_value_trace_ids", high_value_trace_ids)),
@@ -693,6 +699,38 @@ def write_repair_row(ex: Executor, values: dict[str, Any]) -> None:
         _RUN_INSERT_REPAIR.rowcount(ex, values)
     else:
         ex.execute(_INSERT_REPAIR, values)
+
+
+# Recall's search index of a group of repairs in one statement (migration
+# 0010, SQLite only): a writer names a repair in the pending table before
+# inserting it (the insert trigger then skips it) and, before it commits,
+# indexes every repair named there in insertion order and empties the
+# table. FTS5 writes an index segment per statement that runs in a
+# statement journal (any insert into decision_repairs: its trigger) and per
+# savepoint; one statement for the group makes one segment instead of one
+# per repair. Through Prepared: traced, and errors raised as SQLAlchemy's.
+_PENDING = f"{SQLITE_FTS_TABLE}_pending"
+_DEFER_INDEX = Prepared(text(f"INSERT INTO {_PENDING} (repair_id) VALUES (:repair_id)"))
+_INDEX_PENDING = Prepared(
+    text(
+        f"INSERT INTO {SQLITE_FTS_TABLE} (repair_id, doc) "
+        "SELECT r.id, coalesce(r.source_text, r.preference || ' ' || r.anti_pattern) "
+        f"FROM {_PENDING} p JOIN decision_repairs r ON r.id = p.repair_id ORDER BY r.rowid"
+    )
+)
+_CLEAR_PENDING = Prepared(text(f"DELETE FROM {_PENDING}"))
+
+
+def defer_search_index(conn: Connection, repair_id: str) -> None:
+    """Before inserting repair ``repair_id`` (SQLite): leave its index row to ``index_deferred``."""
+    _DEFER_INDEX.rowcount(conn, {"repair_id": repair_id})
+
+
+def index_deferred(conn: Connection) -> int:
+    """Index the repairs ``defer_search_index`` named in this transaction; how many (SQLite)."""
+    indexed = _INDEX_PENDING.rowcount(conn, {})
+    _CLEAR_PENDING.rowcount(conn, {})
+    return indexed
 
 
 def repair_row_from_values(v: Mapping[str, Any]) -> DecisionRepairRow:
