@@ -13,9 +13,9 @@ On SQLite a longer ASCII term is not matched as a phrase of all its
 trigrams: a phrase reads every trigram's postings, and an identifier like
 ``orders_api_4123`` is made of trigrams half the repairs have (``ord``,
 ``api``). It is matched by its three rarest trigrams AND-ed (each counted
-once, up to ``_GRAM_CAP``, and cached for ten minutes), and the matches
-are checked for the whole term (``instr``): the same rows, from postings
-that are short (``term_expression``).
+once, up to ``_GRAM_CAP``, and cached for ten minutes; at most 16 counted
+per call), and the matches are checked for the whole term (``instr``):
+the same rows, from postings that are short (``term_expression``).
 
 Document frequencies of terms (for IDF) come from the same index, counted up
 to a cap and cached for ``_DF_TTL_S`` seconds per store: statistics that
@@ -93,7 +93,7 @@ _DF_CACHE_MAX = 50_000
 # Trigram counts (SQLite): capped (past this a trigram is common, whatever
 # its count), kept longer than terms' (they move slowly and only choose
 # which postings a search reads, never what it finds).
-_GRAM_CAP = 1_000
+_GRAM_CAP = 250
 _GRAM_TTL_S = 600.0
 _GRAMS_PER_TERM = 3
 
@@ -465,28 +465,33 @@ class DocumentFrequencies:
         out = {t: n for t, n in missing.items() if n is not None}
         uncounted = [t for t, n in missing.items() if n is None]
         pg = _is_postgresql(session)
-        if uncounted and not pg:
-            self._choose_grams(store, session, uncounted, now)
+        if not pg:
+            waiting = [t for t in terms if t not in _expressions and _matched_by_grams(t)]
+            self._choose_grams(store, session, waiting, now)
         patterns = {t: (_df_pattern(t, pg), _verify(t)) for t in uncounted}
         out.update(_count(session, patterns, pg, _DF_CAP))
         self._remember(self._cache, store.url, uncounted, out, now)
         return out
 
     def _choose_grams(self, store: Store, session: Reader, terms: Sequence[str], now: float) -> None:
-        """Count the trigrams of ``terms`` not counted lately; note each term's rarest ones.
+        """Note the rarest trigrams of each of ``terms`` whose trigrams are all counted.
 
-        What ``term_expression`` then matches the term by.
+        What ``term_expression`` then matches the term by. At most one
+        statement's worth of trigrams is counted per call, so a new
+        process's first calls stay cheap; a term waits for its remaining
+        trigrams (matched as a phrase meanwhile).
         """
-        split = [t for t in terms if _matched_by_grams(t)]
-        grams = list(dict.fromkeys(g for t in split for g in _grams(t)))
-        missing = self._cached(self._grams, store.url, grams, now, _GRAM_TTL_S)
-        counts = {g: n for g, n in missing.items() if n is not None}
-        uncounted = [g for g, n in missing.items() if n is None]
+        if not terms:
+            return
+        grams = list(dict.fromkeys(g for t in terms for g in _grams(t)))
+        known = self._cached(self._grams, store.url, grams, now, _GRAM_TTL_S)
+        counts = {g: n for g, n in known.items() if n is not None}
+        uncounted = [g for g, n in known.items() if n is None][:_DF_BATCH]
         counts.update(_count(session, {g: (_fts_phrase(g), "") for g in uncounted}, False, _GRAM_CAP))
         self._remember(self._grams, store.url, uncounted, counts, now)
-        for t in split:
-            by_rarity = sorted(_grams(t), key=lambda g: counts.get(g, 0))
-            _note_expression(t, "(" + " AND ".join(_fts_phrase(g) for g in by_rarity[:_GRAMS_PER_TERM]) + ")")
+        for t in terms:
+            if all(g in counts for g in _grams(t)):
+                _note_expression(t, _expression(t, counts))
 
     def _cached(
         self,
@@ -519,24 +524,26 @@ class DocumentFrequencies:
 def _count(
     session: Reader, patterns: Mapping[str, tuple[str, str]], postgresql_dialect: bool, cap: int
 ) -> dict[str, int]:
-    """Key -> how many repairs its (pattern, text a match must contain) finds, up to ``cap``."""
+    """Key -> how many repairs its (pattern, text a match must contain or "") finds, up to ``cap``."""
     keys = list(patterns)
     out: dict[str, int] = {}
     for start in range(0, len(keys), _DF_BATCH):
         batch = keys[start : start + _DF_BATCH]
         params: dict[str, Any] = {f"m{i}": patterns[k][0] for i, k in enumerate(batch)}
-        if not postgresql_dialect:
-            params.update({f"v{i}": patterns[k][1] for i, k in enumerate(batch)})
-        counts = session.execute(_df_statement(postgresql_dialect, len(batch)), {**params, "cap": cap}).one()
+        checks = tuple(bool(patterns[k][1]) for k in batch)
+        params.update({f"v{i}": patterns[k][1] for i, k in enumerate(batch) if checks[i]})
+        statement = _df_statement(postgresql_dialect, checks)
+        counts = session.execute(statement, {**params, "cap": cap}).one()
         out.update((k, int(n)) for k, n in zip(batch, counts, strict=True))
     return out
 
 
 # Uncounted terms are counted this many per statement (a round trip each on PostgreSQL).
 _DF_BATCH = 16
-# Term -> the FTS5 expression of its rarest trigrams (``term_expression``):
-# shared by every store (which trigrams are rarest only decides speed).
-_expressions: dict[str, str] = {}
+# Term -> (FTS5 expression, text its matches must contain or ""), once its
+# trigrams are counted (``term_expression``). Shared by every store: which
+# trigrams are rarest only decides speed, never what is found.
+_expressions: dict[str, tuple[str, str]] = {}
 
 
 def _matched_by_grams(term: str) -> bool:
@@ -549,24 +556,40 @@ def _grams(term: str) -> list[str]:
     return list(dict.fromkeys(term[i : i + 3] for i in range(len(term) - 2)))
 
 
-def _note_expression(term: str, expression: str) -> None:
+def _expression(term: str, counts: Mapping[str, int]) -> tuple[str, str]:
+    """How to find ``term`` given its trigrams' counts: its three rarest AND-ed, or its phrase.
+
+    Checking a match for the whole term reads its text, ~40 times a posting:
+    worth it only when a rare trigram bounds the matches (fewer than
+    ``_GRAM_CAP``). A term made of common trigrams is a common word, and
+    the phrase reads its postings only until the count's cap.
+    """
+    rarest = sorted(_grams(term), key=lambda g: counts[g])[:_GRAMS_PER_TERM]
+    if counts[rarest[0]] >= _GRAM_CAP:
+        return _fts_phrase(term), ""
+    return "(" + " AND ".join(_fts_phrase(g) for g in rarest) + ")", term
+
+
+def _note_expression(term: str, found_by: tuple[str, str]) -> None:
     if len(_expressions) > _DF_CACHE_MAX:
         _expressions.clear()
-    _expressions[term] = expression
+    _expressions[term] = found_by
 
 
 def term_expression(term: str) -> str:
-    """The FTS5 expression that finds ``term`` (its rarest trigrams, once counted; else its phrase).
+    """The FTS5 expression that finds ``term``: its rarest trigrams when known to be rare, else its phrase.
 
-    The rows it finds contain the term's trigrams; those that contain the
+    The rows found by trigrams contain them all; those that contain the
     term itself are told by ``instr`` (``_verify``, and ``_lexical``'s filter).
     """
-    return _expressions.get(term) or _fts_phrase(term)
+    hit = _expressions.get(term)
+    return _fts_phrase(term) if hit is None else hit[0]
 
 
 def _verify(term: str) -> str:
     """What a match of ``term_expression(term)`` must contain ("" for a phrase: nothing more)."""
-    return term if _matched_by_grams(term) else ""
+    hit = _expressions.get(term)
+    return "" if hit is None else hit[1]
 
 
 def _df_pattern(term: str, postgresql_dialect: bool) -> str:
@@ -574,18 +597,20 @@ def _df_pattern(term: str, postgresql_dialect: bool) -> str:
 
 
 @functools.cache
-def _df_statement(postgresql_dialect: bool, n_terms: int) -> Any:
-    """One row: each of ``:m0``… counted (up to ``:cap``), as the index finds them."""
-    if postgresql_dialect:
-        one = f"SELECT 1 FROM {M.__tablename__} WHERE source_text ILIKE :m{{i}} ESCAPE '\\' LIMIT :cap"
-    else:
-        # instr(x, '') is 1: an empty :v checks nothing more.
-        one = (
-            f"SELECT 1 FROM {SQLITE_FTS_TABLE} WHERE {SQLITE_FTS_TABLE} MATCH :m{{i}} "
-            f"AND instr(lower(doc), :v{{i}}) > 0 LIMIT :cap"
-        )
-    counts = ", ".join(f"(SELECT count(*) FROM ({one.format(i=i)}) AS d{i})" for i in range(n_terms))
-    return text(f"SELECT {counts}")
+def _df_statement(postgresql_dialect: bool, checks: tuple[bool, ...]) -> Any:
+    """One row: each of ``:m0``… counted (up to ``:cap``), as the index finds them.
+
+    On SQLite, ``checks[i]``: a match of ``:m{i}`` must also contain ``:v{i}``.
+    """
+    parts = []
+    for i, check in enumerate(checks):
+        if postgresql_dialect:
+            one = f"SELECT 1 FROM {M.__tablename__} WHERE source_text ILIKE :m{i} ESCAPE '\\' LIMIT :cap"
+        else:
+            also = f" AND instr(lower(doc), :v{i}) > 0" if check else ""
+            one = f"SELECT 1 FROM {SQLITE_FTS_TABLE} WHERE {SQLITE_FTS_TABLE} MATCH :m{i}{also} LIMIT :cap"
+        parts.append(f"(SELECT count(*) FROM ({one}) AS d{i})")
+    return text(f"SELECT {', '.join(parts)}")
 
 
 def idf(df: int, total: int) -> float:
