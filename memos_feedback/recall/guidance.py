@@ -46,8 +46,6 @@ import threading
 from dataclasses import dataclass
 from typing import Literal, NamedTuple, TypeVar
 
-from sqlalchemy import text
-
 from ..errors import InvalidInputError
 from ..outcomes.estimate import OutcomeCounts, counts_for, rank_factor
 from ..outcomes.ledger import record_served
@@ -77,12 +75,6 @@ _T = TypeVar("_T")
 Why = Literal["exact context", "same tool", "same session", "same error", "similar text"]
 
 _df = DocumentFrequencies()
-# PostgreSQL: recall's statements are prepared (psycopg, after a few runs);
-# planning the candidate statement for each call's values cost more than
-# running it (~1 ms of ~3 at 10k repairs), and its plan does not depend on
-# them: the rare terms are rare by construction. For this read's
-# transaction only.
-_GENERIC_PLANS = text("SET LOCAL plan_cache_mode = force_generic_plan")
 _NO_OUTCOMES = OutcomeCounts()
 # Lexical mode: no cosine for anyone.
 _NO_VECTORS = Similarities([], {}, {}, {})
@@ -221,8 +213,6 @@ def guidance_for(
     report = is_tool_report(evidence_text[:_REPORT_SCAN])
     exact_hash = context_hash_of(tool, ctx) if tool is not None and ctx is not None else None
     with store.connection(action="recalling guidance") as s:
-        if s.dialect.name == "postgresql":
-            s.execute(_GENERIC_PLANS)
         total = _df.total(store, s)
         lookup = tuple(dict.fromkeys(terms.indexed + situation.indexed))
         dfs = _df.of(store, s, lookup)
