@@ -494,12 +494,7 @@ class DocumentFrequencies:
                 _note_expression(t, _expression(t, counts))
 
     def _cached(
-        self,
-        cache: dict[tuple[str, str], tuple[float, int]],
-        url: str,
-        keys: Sequence[str],
-        now: float,
-        ttl: float,
+        self, cache: _Counts, url: str, keys: Sequence[str], now: float, ttl: float
     ) -> dict[str, int | None]:
         """Each key's cached count, or None when it has none younger than ``ttl``."""
         out: dict[str, int | None] = {}
