@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import insert, update
+from sqlalchemy import update
 
 from memos_feedback import FeedbackBus, ToolCall, attach_feedback_subscriber
 from memos_feedback.config import FeedbackConfig
@@ -21,7 +21,7 @@ from memos_feedback.recall.indexing import backfill
 from memos_feedback.recall.vectors import APPROXIMATE_FROM, reset_cache, similarities
 from memos_feedback.store import Store
 from memos_feedback.store.models import DecisionRepairModel
-from tests.support.rows import repair_row
+from tests.support.rows import global_embedded_repairs
 
 pytest.importorskip("sentence_transformers", reason="needs the [embeddings] extra (make test installs it)")
 
@@ -195,17 +195,8 @@ def test_the_projection_finds_the_exact_nearest_of_real_embeddings(
         share * real[a] + (1 - share) * real[b] + rng.normal(0, 0.03, (n, real.shape[1])).astype(np.float32)
     )
     mixed /= np.linalg.norm(mixed, axis=1, keepdims=True)
-    rows = [
-        repair_row(i, context_hash=f"mix-{i}", project=None, embedding_model=embedder.model_name)
-        for i in range(n)
-    ]
-    for row, vec in zip(rows, mixed, strict=True):
-        row["embedding"] = pack(vec)
-    with store.session(write=True) as s:
-        for begin in range(0, n, 2_000):
-            s.execute(insert(DecisionRepairModel), rows[begin : begin + 2_000])
+    ids = global_embedded_repairs(store, embedder.model_name, mixed, tag="mix")
     reset_cache(store.url)
-    ids = [row["id"] for row in rows]
     found = 0
     queries = real[rng.integers(0, len(real), 40)]
     with store.connection() as s:

@@ -12,7 +12,7 @@ from memos_feedback.recall.embeddings import pack
 from memos_feedback.recall.vectors import APPROXIMATE_FROM, reset_cache, similarities
 from memos_feedback.store import Store
 from memos_feedback.store.models import DecisionRepairModel
-from tests.support.rows import repair_row
+from tests.support.rows import global_embedded_repairs, repair_row
 
 DIM = 16
 MODEL = "test-model"
@@ -114,16 +114,8 @@ def _clustered(store: Store, n: int, seed: int, start: int = 0) -> dict[str, np.
     topics = rng.standard_normal((300, 384)).astype(np.float32)
     vecs = topics[rng.integers(0, 300, n)] + rng.standard_normal((n, 384)).astype(np.float32) * 0.6
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    rows = [
-        repair_row(start + i, context_hash=f"c{seed}-{i}", project=None, embedding_model=MODEL)
-        for i in range(n)
-    ]
-    for row, vec in zip(rows, vecs, strict=True):
-        row["embedding"] = pack(vec)
-    with store.session(write=True) as s:
-        for begin in range(0, n, 2_000):
-            s.execute(insert(DecisionRepairModel), rows[begin : begin + 2_000])
-    return {row["id"]: vec for row, vec in zip(rows, vecs, strict=True)}
+    ids = global_embedded_repairs(store, MODEL, vecs, start=start, tag=f"c{seed}")
+    return dict(zip(ids, vecs, strict=True))
 
 
 def test_a_large_matrix_is_scanned_through_the_projection_with_exact_cosines(store: Store) -> None:
