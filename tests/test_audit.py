@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from memos_feedback.events import (
     RepairTriggered,
     event_to_dict,
 )
+from tests.support.threads import run_threads
 
 
 def read_lines(path: Path) -> list[str]:
@@ -102,25 +102,15 @@ def test_non_mapping_record_is_rejected(tmp_path: Path) -> None:
 def test_eight_threads_times_one_thousand_writes(tmp_path: Path) -> None:
     path = tmp_path / "audit.jsonl"
     threads_n, writes_n = 8, 1_000
-    start = threading.Barrier(threads_n)
-    errors: list[BaseException] = []
 
     with AuditLog(path) as log:
 
         def work(t: int) -> None:
-            try:
-                start.wait()
-                for i in range(writes_n):
-                    # sizes vary so a torn write would show as a broken line
-                    log.write({"thread": t, "seq": i, "pad": "x" * ((t * 131 + i * 17) % 3_000)})
-            except BaseException as exc:  # pragma: no cover - reported below
-                errors.append(exc)
+            for i in range(writes_n):
+                # sizes vary so a torn write would show as a broken line
+                log.write({"thread": t, "seq": i, "pad": "x" * ((t * 131 + i * 17) % 3_000)})
 
-        threads = [threading.Thread(target=work, args=(t,)) for t in range(threads_n)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
+        errors = run_threads(work, threads_n)
     assert errors == []
 
     records = read_records(path)  # every line parses as one whole object
@@ -143,11 +133,7 @@ def test_two_logs_on_one_file_do_not_interleave(tmp_path: Path) -> None:
             for i in range(500):
                 logs[n % 2].write({"w": n, "i": i, "pad": "y" * 2_000})
 
-        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
+        assert run_threads(work, 4) == []
     finally:
         for log in logs:
             log.close()

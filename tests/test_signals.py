@@ -3,7 +3,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import random
-import threading
 
 import pytest
 
@@ -16,6 +15,7 @@ from memos_feedback.signals import (
     FailureWindow,
     context_hash_of,
 )
+from tests.support.threads import run_threads
 
 TOOL = "shell.exec"
 CTX = "pip install numpy"
@@ -428,32 +428,22 @@ def test_thread_safety_totals_consistent() -> None:
     sig = make(threshold=2, window=4, bound=40)
     contexts = [f"ctx-{i}" for i in range(64)]
     n_threads, per_thread = 8, 3_000
-    barrier = threading.Barrier(n_threads)
-    errors: list[BaseException] = []
     bursts = [0] * n_threads
 
     def worker(k: int) -> None:
         rng = random.Random(k)
-        try:
-            barrier.wait()
-            for i in range(per_thread):
-                ctx = rng.choice(contexts)
-                roll = rng.random()
-                if roll < 0.7:
-                    if sig.record_failure(FailureRecord(TOOL, ctx, i + rng.randrange(3))) is not None:
-                        bursts[k] += 1
-                elif roll < 0.95:
-                    sig.record_success(TOOL, ctx, i)
-                else:
-                    sig.clear(context_hash_of(TOOL, ctx))
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+        for i in range(per_thread):
+            ctx = rng.choice(contexts)
+            roll = rng.random()
+            if roll < 0.7:
+                if sig.record_failure(FailureRecord(TOOL, ctx, i + rng.randrange(3))) is not None:
+                    bursts[k] += 1
+            elif roll < 0.95:
+                sig.record_success(TOOL, ctx, i)
+            else:
+                sig.clear(context_hash_of(TOOL, ctx))
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(n_threads)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = run_threads(worker, n_threads)
     assert not errors
     stats = sig.stats()
     held = 0

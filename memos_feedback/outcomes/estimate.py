@@ -96,8 +96,8 @@ def _served_statement(postgresql_dialect: bool) -> Select[Any]:
 # prepared statement) for every list length, and recall runs this per call.
 _OUTCOMES = (_outcomes_statement(False), _outcomes_statement(True))
 _SERVED = (_served_statement(False), _served_statement(True))
-# Recall's per-call read, on SQLite's driver cursor (``Prepared``).
-_OUTCOMES_PREPARED = Prepared(_OUTCOMES[False])
+# Recall's per-call read: on SQLite's driver cursor (``Prepared``).
+_OUTCOMES_PREPARED = (Prepared(_OUTCOMES[False]), Prepared(_OUTCOMES[True]))
 
 
 def _is_postgresql(session: Session | Connection) -> bool:
@@ -116,12 +116,7 @@ def counts_for(
     params = {"ids": list_param(ids, pg)}
     raw: dict[str, dict[str, int]] = {}
     last: dict[str, int] = {}
-    rows: Iterable[Any]
-    if isinstance(session, Connection) and not pg:
-        rows = _OUTCOMES_PREPARED.all(session, params)
-    else:
-        rows = session.execute(_OUTCOMES[pg], params)
-    for repair_id, kind, n, newest in rows:
+    for repair_id, kind, n, newest in _OUTCOMES_PREPARED[pg].all(session, params):
         raw.setdefault(repair_id, {})[kind] = int(n)
         if kind == HELD:
             last[repair_id] = int(newest)

@@ -422,9 +422,7 @@ def candidates(
         "tool_id": tool_id,
         "vector_ids": list_param(sorted(set(vector_ids)), pg),
     }
-    if isinstance(reader, Connection):
-        return [Candidate._make(r) for r in _candidates_prepared(pg, len(rare)).all(reader, params)]
-    return [Candidate._make(r) for r in reader.execute(_candidates_statement(pg, len(rare)), params)]
+    return [Candidate._make(r) for r in _candidates_prepared(pg, len(rare)).all(reader, params)]
 
 
 def _like(term: str) -> str:

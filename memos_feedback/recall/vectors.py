@@ -29,9 +29,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from sqlalchemy import Connection, Integer, String, bindparam, select
 from sqlalchemy.orm import Session
@@ -190,11 +189,7 @@ def _refresh(index: _Index, session: Session | Connection, model: str) -> None:
         index.loaded_at = now
     while True:
         params = {"last_id": index.last_id, "model": model, "batch": _READ_BATCH}
-        rows: Sequence[Sequence[Any]]
-        if isinstance(session, Connection):
-            rows = _NEWER_PREPARED.all(session, params)
-        else:
-            rows = session.execute(_NEWER, params).all()
+        rows = _NEWER_PREPARED.all(session, params)
         if not rows:
             break
         new: dict[str | None, tuple[list[str], list[npt.NDArray[np.float32]]]] = {}

@@ -35,6 +35,7 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Dialect, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+from sqlalchemy.orm import Session
 from sqlalchemy.pool import StaticPool
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
@@ -411,9 +412,12 @@ class Prepared:
         except sqlite3.Error as exc:
             raise DBAPIError.instance(compiled.sql, args, exc, sqlite3.Error) from exc
 
-    def all(self, conn: Connection, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
-        """Every row of the statement's result, in ``conn``'s transaction."""
-        if conn.dialect.name != "sqlite":
+    def all(self, conn: Connection | Session, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+        """Every row of the statement's result, in ``conn``'s transaction.
+
+        An ORM session (a caller that reads through one) runs it as usual.
+        """
+        if isinstance(conn, Session) or conn.dialect.name != "sqlite":
             return conn.execute(self.statement, params).all()
         cursor, compiled = self._cursor(conn, params)
         try:
