@@ -17,7 +17,7 @@ from memos_feedback.config import FeedbackConfig
 from memos_feedback.events import FeedbackBus, FeedbackEvent
 from memos_feedback.outcomes import HELD, RECURRED, OutcomeCounts, Settlement, effectiveness, rank_factor
 from memos_feedback.outcomes.ledger import history, open_servings, status_counts, write_batch
-from memos_feedback.outcomes.supersede import supersede_new, supersede_older
+from memos_feedback.outcomes.supersede import opposes, supersede_new, supersede_older
 from memos_feedback.recall import guidance_for
 from memos_feedback.recall.config import RecallConfig
 from memos_feedback.signals import context_hash_of
@@ -303,6 +303,39 @@ def test_a_newer_opposite_repair_supersedes_the_older(store: Store, reverse: boo
     assert store.repairs.get(unrelated.id).status == "active"
     ids = [i.repair_id for i in guidance_for(store, tool_id=TOOL, context=CTX).items]
     assert old.id not in ids and new.id in ids
+
+
+@pytest.mark.parametrize(
+    ("new", "old", "why"),
+    [
+        # Lines one word apart: only a line nearer the other side crosses over.
+        (("run x-right for ci", "run x-decoy for ci"), ("run x-decoy for ci", "run x-default for ci"),
+         "avoids what it preferred"),
+        (("run x-decoy for ci", "run x-default for ci"), ("run x-right for ci", "run x-decoy for ci"),
+         "prefers what it avoided"),
+        # The same lesson again, or one that changes only what it warns against.
+        (("run x-right for ci", "run x-decoy for ci"), ("run x-right for ci", "run x-decoy for ci"), None),
+        (("run x-right for ci", "run x-decoy for ci"), ("run x-right for ci", "run x-default for ci"), None),
+        (("use uv to install packages", "use pip to install packages"),
+         ("use uv to install packages", "use pip to install packages"), None),
+        # Every line one word from every other: no side is nearer.
+        (("run x-one for ci", "run x-two for ci"), ("run x-three for ci", "run x-four for ci"), None),
+    ],
+)  # fmt: skip
+def test_opposes_needs_a_line_nearer_the_other_side(
+    new: tuple[str, str], old: tuple[str, str], why: str | None
+) -> None:
+    assert opposes(f"Prefer: {new[0]}", f"Avoid: {new[1]}", f"Prefer: {old[0]}", f"Avoid: {old[1]}") == why
+
+
+def test_a_repeat_of_a_lesson_supersedes_nothing(store: Store) -> None:
+    # Both copies keep serving; the older one keeps its outcomes.
+    old = add_repair(store, "Prefer: run pnpm install for web ci", "Avoid: run npm install for web ci")
+    new = add_repair(store, "Prefer: run pnpm install for web ci", "Avoid: run npm install for web ci")
+    assert supersede_in_core(store, new) == []
+    with store.session(write=True) as s:
+        assert supersede_older(s, store, new.id) == []
+    assert store.repairs.get(old.id).status == "active"
 
 
 def test_a_validated_older_repair_is_flagged_not_superseded(store: Store) -> None:

@@ -5,7 +5,11 @@ same tool) that point in opposite directions cannot both be right; the
 newer one was written from newer evidence, so the older one is retired
 with ``superseded_by`` set. "Prefers what the other avoids" compares the
 *object* of the lines — the text after ``Prefer:``/``Avoid:``, without a
-``instead of …`` tail — by word-set overlap (Jaccard >= ``SIMILAR``).
+``instead of …`` tail — by word-set overlap (Jaccard >= ``SIMILAR``), and
+only when the object is closer to the other side of the older pair than to
+the same side: "run x-right for ci" and "run x-default for ci" share most of
+their words, so a repeat of the same lesson would otherwise "prefer what
+the older one avoided" and retire it.
 """
 
 from __future__ import annotations
@@ -46,8 +50,15 @@ def line_object(line: str) -> frozenset[str]:
     return frozenset(w.lower() for w in _WORD.findall(core))
 
 
-def _similar(a: frozenset[str], b: frozenset[str]) -> bool:
-    return bool(a) and bool(b) and len(a & b) / len(a | b) >= SIMILAR
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+def _crosses(line: str, other_side: str, same_side: str) -> bool:
+    """``line`` names what ``other_side`` names, and more so than ``same_side``."""
+    obj = line_object(line)
+    across = _jaccard(obj, line_object(other_side))
+    return across >= SIMILAR and across > _jaccard(obj, line_object(same_side))
 
 
 def _older(column: Any, key: str, *columns: Any) -> Select[Any]:
@@ -124,10 +135,15 @@ def _older_lines(
 
 
 def opposes(new_pref: str, new_avoid: str, old_pref: str, old_avoid: str) -> str | None:
-    """Why the new pair contradicts the old one, or None."""
-    if _similar(line_object(new_pref), line_object(old_avoid)):
+    """Why the new pair contradicts the old one, or None.
+
+    A line crosses over only when it is closer to the older pair's other
+    side than to its own side: a repeat of the older pair, or a pair whose
+    lines all differ from it by one word, contradicts nothing.
+    """
+    if _crosses(new_pref, old_avoid, old_pref):
         return "prefers what it avoided"
-    if _similar(line_object(new_avoid), line_object(old_pref)):
+    if _crosses(new_avoid, old_pref, old_avoid):
         return "avoids what it preferred"
     return None
 
