@@ -144,8 +144,10 @@ def test_a_killed_worker_process_job_is_reclaimed(tmp_path: Path) -> None:
         slow.script(*[Behaviour.delay(100) for _ in range(total)])
         hanging.script(*[Behaviour.hang() for _ in range(10)])
         # The victim's job comes back at once (its pid is dead on this host);
-        # the lease only has to outlast a starved live worker's heartbeat.
-        lease = ("--lease-ms", "8000")
+        # the lease only has to outlast a starved live worker's heartbeat. 8 s
+        # did not always: under a loaded CI host a live worker lost its lease
+        # and its job ran twice. Reclaiming the orphan does not wait for it.
+        lease = ("--lease-ms", "60000")
         with ExitStack() as stack:
             # The victim starts alone, so the first job it claims is one that
             # calls the model (started together, it might only ever draw jobs
