@@ -14,9 +14,10 @@ line per part, lesson first::
 ``embedding_text`` is the part an embedding is computed from: every line
 but ``tool:``/``context:`` (the situation is matched separately; see
 ALGORITHMS.md, "Recall"), with the English glosses of its Chinese words
-appended (``terms.glossed``). ``annotate`` writes the recall columns inside the
-repair's own transaction; ``backfill`` fills rows written before an
-embedder was configured (``memos-feedback repairs embed``).
+appended (``terms.glossed``). The worker writes these columns with the
+repair's own row (``RecallFields``, in the repair's transaction);
+``backfill`` fills rows written before an embedder was configured
+(``memos-feedback repairs embed``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sqlalchemy import select, update
-from sqlalchemy.orm import Session
 
 from ..errors import InvalidInputError
 from ..sanitize import sanitize_line
@@ -40,7 +40,6 @@ __all__ = [
     "SOURCE_TEXT_CAP",
     "BackfillReport",
     "RecallFields",
-    "annotate",
     "backfill",
     "build_source_text",
     "embed_fields",
@@ -111,21 +110,6 @@ def embed_fields(fields: RecallFields, embedder: Embedder | None) -> RecallField
         logger.warning("embedding a repair failed; it stays without one", exc_info=True)
         return fields
     return RecallFields(fields.category, fields.project, fields.source_text, pack(vec), embedder.model_name)
-
-
-def annotate(session: Session, repair_id: str, fields: RecallFields) -> None:
-    """Write the recall columns of one repair inside the caller's transaction."""
-    session.execute(
-        update(DecisionRepairModel)
-        .where(DecisionRepairModel.id == repair_id)
-        .values(
-            category=fields.category,
-            project=fields.project,
-            source_text=fields.source_text,
-            embedding=fields.embedding,
-            embedding_model=fields.embedding_model,
-        )
-    )
 
 
 @dataclass(frozen=True, slots=True)
