@@ -159,7 +159,7 @@ def _plans(conn: Connection, dialect: str, n: int) -> dict[str, list[str]]:
         episodes = f"ANY(ARRAY['ep-{middle:07d}-a','ep-none'])"
         prefix = "EXPLAIN "
     else:
-        episodes = f"(SELECT value FROM json_each('[\"ep-{middle:07d}-a\",\"ep-none\"]'))"
+        episodes = f'(SELECT value FROM json_each(\'["ep-{middle:07d}-a","ep-none"]\'))'
         episodes = "IN " + episodes
         prefix = "EXPLAIN QUERY PLAN "
     policy_match = f"= {episodes}" if dialect == "postgresql" else episodes

@@ -1195,7 +1195,11 @@ CUES: Final[tuple[Cue, ...]] = (
         "negative",
         -1.2,
         r"\b(?:was|were)\s{1,3}" + _WORLD_VERDICT + r"\b[^.!?\n]{0,20}\b" + _WORLD_TIME + r"\b"
-        r"|\b(?:here|" + _WORLD_PLACE + r")\s{1,3}(?:is|was|are|were)\s{1,3}" + _WORLD_VERDICT + r"\b"
+        r"|\b(?:here|"
+        + _WORLD_PLACE
+        + r")\s{1,3}(?:is|was|are|were)\s{1,3}"
+        + _WORLD_VERDICT
+        + r"\b"
         + _WORLD_THING_VERDICT,
     ),
     _cue(
@@ -1203,7 +1207,11 @@ CUES: Final[tuple[Cue, ...]] = (
         "positive",
         -1.0,
         r"\b(?:was|were)\s{1,3}" + _WORLD_VERDICT + r"\b[^.!?\n]{0,20}\b" + _WORLD_TIME + r"\b"
-        r"|\b(?:here|" + _WORLD_PLACE + r")\s{1,3}(?:is|was|are|were)\s{1,3}" + _WORLD_VERDICT + r"\b"
+        r"|\b(?:here|"
+        + _WORLD_PLACE
+        + r")\s{1,3}(?:is|was|are|were)\s{1,3}"
+        + _WORLD_VERDICT
+        + r"\b"
         + _WORLD_THING_VERDICT,
     ),
     _cue("annoyed-emoji", "negative", 0.6, r"🙄|🙃|😒|😤|😡|🤦|😩|😞|👎|😑"),

@@ -1603,7 +1603,7 @@ def _value_before(view: _View, neg_start: int, old_start: int) -> str | None:
 
 
 def _trim_cn_tail(value: str) -> str:
-    """"下週一要" -> "下週一", ".env.local 里" -> ".env.local": the event or place word after a value."""
+    """ "下週一要" -> "下週一", ".env.local 里" -> ".env.local": the event or place word after a value."""
     value = value.rstrip()
     if value[-1:] in ("里", "裡", "中", "内", "內") and value[-2:-1] == " ":
         return value[:-1]
@@ -1742,9 +1742,7 @@ def prepared_text(text: object) -> str:
     return _prepare(trimmed).norm if trimmed else ""
 
 
-def _combine(
-    rule: Shape, rule_conf: float, norm: str, model: LearnedModel | None
-) -> Combined:
+def _combine(rule: Shape, rule_conf: float, norm: str, model: LearnedModel | None) -> Combined:
     if model is None:
         return Combined(rule, rule_conf, True, rule, None)
     probs = model.probabilities(norm)

@@ -437,9 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--by-lang", action="store_true", help="add per-language figures")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument(
-        "--no-context", action="store_true", help="ignore the agent_text of labelled pairs"
-    )
+    parser.add_argument("--no-context", action="store_true", help="ignore the agent_text of labelled pairs")
     args = parser.parse_args(args_in)
     try:
         records = load_labels(args.labels)

@@ -260,9 +260,7 @@ def _newest_of(family: tuple[str, ...]) -> Select[Any]:
     )
 
 
-_NEWEST_OF_FAMILY = {
-    family: Prepared(_newest_of(family)) for family in (_TOOL_TRIGGERS, _PEOPLE_TRIGGERS)
-}
+_NEWEST_OF_FAMILY = {family: Prepared(_newest_of(family)) for family in (_TOOL_TRIGGERS, _PEOPLE_TRIGGERS)}
 
 
 def cooldown_family(trigger: str) -> tuple[str, ...]:

@@ -67,11 +67,7 @@ def test_inference_needs_neither_sklearn_nor_numpy() -> None:
 
 
 def test_model_is_loaded_lazily_not_at_import() -> None:
-    code = (
-        "import memos_feedback.learned as l\n"
-        "import memos_feedback\n"
-        "assert l._shipped is None\n"
-    )
+    code = "import memos_feedback.learned as l\nimport memos_feedback\nassert l._shipped is None\n"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 

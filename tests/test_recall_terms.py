@@ -112,4 +112,3 @@ def test_an_english_query_finds_a_chinese_repair_through_the_glossary(store: Sto
         project="shop",
     )
     assert [i.repair_id for i in found.items] == [rid]
-

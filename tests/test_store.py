@@ -818,8 +818,10 @@ def _repair(**overrides: Any) -> Callable[[Store], object]:
 
 BAD_CALLS: list[tuple[str, Callable[[Store], object]]] = [
     # traces
-    *[(f"traces.add {k}", lambda s, k=k: s.traces.add(**{"session_id": "s", k: S})) for k in (
-        "session_id", "user_text", "agent_text", "reflection", "episode_id", "id")],
+    *[
+        (f"traces.add {k}", lambda s, k=k: s.traces.add(**{"session_id": "s", k: S}))
+        for k in ("session_id", "user_text", "agent_text", "reflection", "episode_id", "id")
+    ],
     ("traces.add tool name", lambda s: s.traces.add("s", tool_calls=[ToolCall(S)])),
     ("traces.add tool error", lambda s: s.traces.add("s", tool_calls=[ToolCall("t", S)])),
     ("traces.add tool mapping", lambda s: s.traces.add("s", tool_calls=[{"name": S}])),
@@ -836,8 +838,10 @@ BAD_CALLS: list[tuple[str, Callable[[Store], object]]] = [
     ("traces.list limit str", lambda s: s.traces.list("s", limit="x")),
     ("traces.list limit huge", lambda s: s.traces.list("s", limit=HUGE)),
     # policies
-    *[(f"policies.add {k}", lambda s, k=k: s.policies.add(**{"title": "t", k: S})) for k in (
-        "title", "boundary", "status", "id")],
+    *[
+        (f"policies.add {k}", lambda s, k=k: s.policies.add(**{"title": "t", k: S}))
+        for k in ("title", "boundary", "status", "id")
+    ],
     ("policies.add episode", lambda s: s.policies.add("t", source_episode_ids=[S])),
     ("policies.add episodes str", lambda s: s.policies.add("t", source_episode_ids="ep")),
     ("policies.add long status", lambda s: s.policies.add("t", status="x" * 33)),
@@ -852,15 +856,30 @@ BAD_CALLS: list[tuple[str, Callable[[Store], object]]] = [
     ("policies.upsert surrogate title", lambda s: s.policies.upsert(PolicyRow("p", S, "", "active", (), 0))),
     ("policies.update_boundary id", lambda s: s.policies.update_boundary(S, lambda b: b)),
     ("policies.update_boundary not callable", lambda s: s.policies.update_boundary(_new_policy(s), "x")),
-    ("policies.update_boundary returns surrogate",
-     lambda s: s.policies.update_boundary(_new_policy(s), lambda b: b + S)),
-    ("policies.update_boundary returns int",
-     lambda s: s.policies.update_boundary(_new_policy(s), lambda b: 5)),
+    (
+        "policies.update_boundary returns surrogate",
+        lambda s: s.policies.update_boundary(_new_policy(s), lambda b: b + S),
+    ),
+    (
+        "policies.update_boundary returns int",
+        lambda s: s.policies.update_boundary(_new_policy(s), lambda b: 5),
+    ),
     ("policies.update_boundary session", lambda s: s.policies.update_boundary("p", lambda b: b, session="x")),
     # repairs
-    *[(f"repairs.insert {k}", _repair(**{k: S})) for k in (
-        "context_hash", "trigger", "preference", "anti_pattern", "severity", "tool_id", "context",
-        "session_id", "id")],
+    *[
+        (f"repairs.insert {k}", _repair(**{k: S}))
+        for k in (
+            "context_hash",
+            "trigger",
+            "preference",
+            "anti_pattern",
+            "severity",
+            "tool_id",
+            "context",
+            "session_id",
+            "id",
+        )
+    ],
     ("repairs.insert severity list", _repair(severity=["info"])),
     ("repairs.insert evidence", _repair(high_value_trace_ids=[S])),
     ("repairs.insert confidence huge", _repair(confidence=HUGER)),

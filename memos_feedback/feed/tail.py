@@ -123,5 +123,3 @@ def add_parsers(add: Callable[..., argparse.ArgumentParser], timeout_type: Calla
         "--token",
         help="required on every request; needed for a non-loopback --host (or MEMOS_FEEDBACK_UI_TOKEN)",
     )
-
-

@@ -152,9 +152,7 @@ def _sqlite_engine(url: str, busy_timeout_ms: int, read_only: bool) -> Engine:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise StoreError(
-                    f"cannot create the folder for {path}: {exc.strerror or exc}"
-                ) from exc
+                raise StoreError(f"cannot create the folder for {path}: {exc.strerror or exc}") from exc
             kwargs["connect_args"]["timeout"] = busy_timeout_ms / 1000
         # Pool checkout counts against the same budget as the lock.
         kwargs["pool_timeout"] = busy_timeout_ms / 1000

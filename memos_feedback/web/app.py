@@ -111,9 +111,7 @@ def create_app(store: Store, *, token: str | None = None, loopback_only: bool = 
 
     def queue_view(request: Request) -> Response:
         dead = queue.list(status="dead", limit=100)
-        jobs = [
-            {k: v for k, v in asdict(j).items() if k not in ("payload", "payload_error")} for j in dead
-        ]
+        jobs = [{k: v for k, v in asdict(j).items() if k not in ("payload", "payload_error")} for j in dead]
         return JSONResponse({"stats": queue.stats(), "dead": jobs})
 
     def job_action(request: Request) -> Response:

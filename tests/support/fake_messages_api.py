@@ -46,19 +46,22 @@ def count_tool_results(body: dict[str, Any]) -> int:
 
 def _sse_events(message_id: str, model: str, blocks: Reply) -> Iterator[tuple[str, dict[str, Any]]]:
     usage = {"input_tokens": 10, "output_tokens": 1}
-    yield "message_start", {
-        "type": "message_start",
-        "message": {
-            "id": message_id,
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": usage,
+    yield (
+        "message_start",
+        {
+            "type": "message_start",
+            "message": {
+                "id": message_id,
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": usage,
+            },
         },
-    }
+    )
     for index, block in enumerate(blocks):
         if block["type"] == "tool_use":
             start = {**block, "input": {}}
@@ -70,11 +73,14 @@ def _sse_events(message_id: str, model: str, blocks: Reply) -> Iterator[tuple[st
         yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
     stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
-    yield "message_delta", {
-        "type": "message_delta",
-        "delta": {"stop_reason": stop, "stop_sequence": None},
-        "usage": {"output_tokens": 5},
-    }
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": 5},
+        },
+    )
     yield "message_stop", {"type": "message_stop"}
 
 
