@@ -37,6 +37,7 @@ from sqlalchemy import insert
 
 from memos_feedback.recall import guidance_for
 from memos_feedback.recall.embeddings import pack
+from memos_feedback.recall.vectors import settle
 from memos_feedback.store import open_store
 from memos_feedback.store.models import DecisionRepairModel
 from memos_feedback.store.rows import new_id, now_ms
@@ -229,6 +230,7 @@ def main() -> None:
 
                 fixed = Precomputed(cached) if cached is not None else None
                 guidance_for(store, tool_id=queries[0][0], query=queries[0][1], project="p1", embedder=fixed)
+                settle(300)  # the warm-up's background fit, if any: time the steady state
                 times = []
                 for tool, q, proj in queries:
                     start = time.perf_counter()

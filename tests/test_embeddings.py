@@ -18,7 +18,7 @@ from memos_feedback.errors import ConfigError
 from memos_feedback.recall import guidance_for
 from memos_feedback.recall.embeddings import SentenceTransformerEmbedder, pack
 from memos_feedback.recall.indexing import backfill
-from memos_feedback.recall.vectors import APPROXIMATE_FROM, reset_cache, similarities
+from memos_feedback.recall.vectors import APPROXIMATE_FROM, reset_cache, settle, similarities
 from memos_feedback.store import Store
 from memos_feedback.store.models import DecisionRepairModel
 from tests.support.rows import global_embedded_repairs
@@ -199,6 +199,9 @@ def test_the_projection_finds_the_exact_nearest_of_real_embeddings(
     reset_cache(store.url)
     found = 0
     queries = real[rng.integers(0, len(real), 40)]
+    with store.connection() as s:  # loads the matrix; the projection is fitted on its own thread
+        similarities(store, s, embedder.model_name, queries[0], None, 25)
+    assert settle(60)
     with store.connection() as s:
         for query in queries:
             got = {rid for rid, _ in similarities(store, s, embedder.model_name, query, None, 25).top}

@@ -6,11 +6,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import insert
+from sqlalchemy import insert, update
 
+from memos_feedback.recall import vectors
 from memos_feedback.recall.embeddings import pack
-from memos_feedback.recall.vectors import APPROXIMATE_FROM, reset_cache, similarities
-from memos_feedback.store import Store
+from memos_feedback.recall.vectors import APPROXIMATE_FROM, reset_cache, settle, similarities
+from memos_feedback.store import Store, open_store
 from memos_feedback.store.models import DecisionRepairModel
 from tests.support.rows import global_embedded_repairs, repair_row
 
@@ -127,7 +128,14 @@ def test_a_large_matrix_is_scanned_through_the_projection_with_exact_cosines(sto
     rng = np.random.default_rng(9)
     query = matrix[17]
     with store.connection() as s:
+        first = similarities(store, s, MODEL, query, None, 25)
+    # The first query did not wait for the fit: it scanned the matrix exactly
+    # (every row's cosine kept) while the fit started on its own thread.
+    assert first._sims and first.top[0][0] == ids[17]
+    assert settle(60)
+    with store.connection() as s:
         got = similarities(store, s, MODEL, query, None, 25)
+    assert not got._sims, "scanned through the projection once fitted"
     exact = matrix @ query
     assert len(got.top) == 25 and got.top[0][0] == ids[17]
     assert [c for _, c in got.top] == sorted((c for _, c in got.top), reverse=True)
@@ -141,3 +149,51 @@ def test_a_large_matrix_is_scanned_through_the_projection_with_exact_cosines(sto
     with store.connection() as s:
         got = similarities(store, s, MODEL, new_vec, None, 5)
     assert got.top[0] == (new_id, pytest.approx(1.0, abs=1e-5))
+
+
+def test_the_full_re_read_runs_off_the_caller_s_thread_and_is_swapped_in(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another process re-embeds an older repair (``repairs embed --redo``):
+    # only a full re-read sees it. With the interval at 0 every query starts
+    # one (when none runs); the query that starts it is answered from the
+    # matrices already held, and a later one from the re-read.
+    repairs = _add(store, 30, seed=11)
+    query = _unit(np.random.default_rng(12))
+    older = next(rid for rid, (p, _) in repairs.items() if p is None)
+    with store.connection() as s:
+        similarities(store, s, MODEL, query, None, 5)
+    with store.session(write=True) as s:
+        s.execute(
+            update(DecisionRepairModel).where(DecisionRepairModel.id == older).values(embedding=pack(query))
+        )
+    monkeypatch.setattr(vectors, "_FULL_RELOAD_S", 0.0)
+    with store.connection() as s:
+        during = similarities(store, s, MODEL, query, None, 5)
+    assert during.cosine(older) == pytest.approx(float(repairs[older][1] @ query), abs=1e-5)
+    assert settle(60)
+    with store.connection() as s:
+        after = similarities(store, s, MODEL, query, None, 5)
+    assert after.top[0] == (older, pytest.approx(1.0, abs=1e-5))
+    assert settle(60)
+
+
+def test_an_in_memory_database_is_re_read_in_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One shared connection: never used from a second thread.
+    with open_store("sqlite://") as store:
+        repairs = _add(store, 30, seed=13)
+        query = _unit(np.random.default_rng(14))
+        older = next(rid for rid, (p, _) in repairs.items() if p is None)
+        with store.connection() as s:
+            similarities(store, s, MODEL, query, None, 5)
+        with store.session(write=True) as s:
+            s.execute(
+                update(DecisionRepairModel)
+                .where(DecisionRepairModel.id == older)
+                .values(embedding=pack(query))
+            )
+        monkeypatch.setattr(vectors, "_FULL_RELOAD_S", 0.0)
+        with store.connection() as s:
+            got = similarities(store, s, MODEL, query, None, 5)
+        assert got.top[0] == (older, pytest.approx(1.0, abs=1e-5))
+        reset_cache(store.url)

@@ -6,16 +6,25 @@ one for global repairs — read once and then extended incrementally with
 repairs whose id is newer than the last one read (ids sort by creation
 time). A full re-read happens every ``_FULL_RELOAD_S`` seconds, which also
 picks up embeddings another process backfilled into older rows
-(``indexing.backfill`` drops its own process's matrix when it is done). Rejections and age limits are not
-trusted from the cache: candidates are re-checked in SQL
-(``search.eligible``).
+(``indexing.backfill`` drops its own process's matrix when it is done).
+Rejections and age limits are not trusted from the cache: candidates are
+re-checked in SQL (``search.eligible``).
+
+Only the first read of a database runs on the caller's thread. The full
+re-read and the projection's fit (below) run on a background thread while
+queries go on against the matrices already held, and are swapped in when
+done: at 100k repairs a re-read costs about a second, and no agent step
+should wait for it. An in-memory SQLite database (one shared connection)
+is re-read in line. ``settle`` waits for the background work (tests,
+benchmarks).
 
 A query multiplies only the matrices it may be answered from (global and
 its project's): the scan is memory-bound, and another project's repairs are
 never eligible. A matrix of ``APPROXIMATE_FROM`` rows or more is first
 scanned through a 96-dimensional projection (principal components of a
 sample of the rows, fitted when a matrix first gets that large and again
-at each full re-read): a quarter of the bytes. The best ``8·k`` (at least
+at each full re-read; scanned exactly until the fit is done): a quarter of
+the bytes. The best ``8·k`` (at least
 200) of that scan are then scored exactly, and the exact ``k`` best kept.
 On mixtures of real embeddings this finds the exact 25 nearest of 50k
 rows (recall 1.000, worst query 0.96) in a third of the time
@@ -27,8 +36,10 @@ embedding blobs from the database.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
@@ -36,7 +47,7 @@ from sqlalchemy import Connection, Integer, String, bindparam, select
 from sqlalchemy.orm import Session
 
 from ..store import Store
-from ..store.engine import Prepared
+from ..store.engine import Prepared, sqlite_file_path
 from ..store.models import DecisionRepairModel
 from .embeddings import unpack
 
@@ -44,7 +55,9 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["Similarities", "reset_cache", "similarities"]
+__all__ = ["Similarities", "reset_cache", "settle", "similarities"]
+
+logger = logging.getLogger("memos_feedback.recall")
 
 M = DecisionRepairModel
 # A matrix this large is scanned through the projection first (module docstring).
@@ -104,11 +117,18 @@ class _Part:
         if projection is not None and self.reduced is None:
             self.project(projection)  # a project first seen after the projection was fitted
 
-    def project(self, projection: npt.NDArray[np.float32]) -> None:
+    def project(
+        self, projection: npt.NDArray[np.float32], done: npt.NDArray[np.float32] | None = None
+    ) -> None:
+        """Set ``reduced``: ``done`` holds the first rows already projected (off the lock)."""
         import numpy as np
 
         reduced = np.zeros((self.buffer.shape[0], projection.shape[1]), dtype=np.float32)
-        reduced[: len(self.ids)] = self.matrix @ projection
+        start = 0
+        if done is not None:
+            start = done.shape[0]
+            reduced[:start] = done
+        reduced[start : len(self.ids)] = self.matrix[start:] @ projection
         self.reduced = reduced
 
 
@@ -138,6 +158,10 @@ class _Index:
     # dimension x _REDUCED, once a matrix reached APPROXIMATE_FROM rows.
     projection: npt.NDArray[np.float32] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # A background fit or full re-read of this index is running.
+    busy: bool = False
+    # Bumped by ``clear``: a fit of the rows before it is not installed after it.
+    generation: int = 0
 
     def clear(self) -> None:
         # New containers, never emptied in place: a snapshot taken by a
@@ -145,32 +169,53 @@ class _Index:
         self.parts, self.where = {}, {}
         self.last_id = ""
         self.projection = None
+        self.generation += 1
+
+    def needs_projection(self) -> bool:
+        if self.projection is not None or self.dimension <= 2 * _REDUCED:
+            return False
+        return max((len(part.ids) for part in self.parts.values()), default=0) >= APPROXIMATE_FROM
 
     def fit_projection(self) -> None:
-        """Principal directions of a sample of every row, when a matrix has grown large enough."""
-        import numpy as np
+        """Fit and install the projection now (the caller holds the lock, or owns the index)."""
+        if self.needs_projection():
+            snapshot = {p: part.matrix for p, part in self.parts.items()}
+            projection, done = _fit(snapshot)
+            self.install(projection, done)
 
-        if self.projection is not None or self.dimension <= 2 * _REDUCED:
-            return
-        if max((len(part.ids) for part in self.parts.values()), default=0) < APPROXIMATE_FROM:
-            return
-        # A share of each matrix's rows, seeded: the same rows give the same
-        # projection in every process.
-        rng = np.random.default_rng(0)
-        total = sum(len(part.ids) for part in self.parts.values())
-        picks = []
-        for part in self.parts.values():
-            take = min(len(part.ids), -(-_FIT_SAMPLE * len(part.ids) // total))
-            picks.append(part.matrix[np.sort(rng.choice(len(part.ids), take, replace=False))])
-        sample = np.vstack(picks)
-        _, _, vt = np.linalg.svd(sample - sample.mean(axis=0), full_matrices=False)
-        self.projection = np.ascontiguousarray(vt[:_REDUCED].T, dtype=np.float32)
-        for part in self.parts.values():
-            part.project(self.projection)
+    def install(
+        self, projection: npt.NDArray[np.float32], done: dict[str | None, npt.NDArray[np.float32]]
+    ) -> None:
+        """Use ``projection``; ``done``: each part's first rows already projected (under the lock)."""
+        self.projection = projection
+        for p, part in self.parts.items():
+            part.project(projection, done.get(p))
+
+
+def _fit(
+    matrices: dict[str | None, npt.NDArray[np.float32]],
+) -> tuple[npt.NDArray[np.float32], dict[str | None, npt.NDArray[np.float32]]]:
+    """Principal directions of a sample of every row, and every row projected onto them."""
+    import numpy as np
+
+    # A share of each matrix's rows, seeded: the same rows give the same
+    # projection in every process.
+    rng = np.random.default_rng(0)
+    total = sum(m.shape[0] for m in matrices.values())
+    picks = []
+    for m in matrices.values():
+        take = min(m.shape[0], -(-_FIT_SAMPLE * m.shape[0] // total))
+        picks.append(m[np.sort(rng.choice(m.shape[0], take, replace=False))])
+    sample = np.vstack(picks)
+    _, _, vt = np.linalg.svd(sample - sample.mean(axis=0), full_matrices=False)
+    projection = np.ascontiguousarray(vt[:_REDUCED].T, dtype=np.float32)
+    return projection, {p: m @ projection for p, m in matrices.items()}
 
 
 _indexes: dict[tuple[str, str], _Index] = {}
 _registry_lock = threading.Lock()
+# Background fits and re-reads still running (``settle`` waits for them).
+_running: set[threading.Thread] = set()
 
 
 def reset_cache(url: str | None = None) -> None:
@@ -180,13 +225,47 @@ def reset_cache(url: str | None = None) -> None:
             del _indexes[key]
 
 
-def _refresh(index: _Index, session: Session | Connection, model: str) -> None:
+def settle(timeout: float | None = None) -> bool:
+    """Wait for the background fits and re-reads started so far; False if one still runs at ``timeout``."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        with _registry_lock:
+            threads = list(_running)
+        if not threads:
+            return True
+        for thread in threads:
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                return False
+
+
+def _start(what: str, work: Callable[[], None]) -> None:
+    """Run ``work`` on a daemon thread; a failure is logged and the matrices held stay in use."""
+
+    def run() -> None:
+        try:
+            work()
+        except Exception:
+            logger.warning("%s failed; recall goes on with the embeddings it holds", what, exc_info=True)
+        finally:
+            with _registry_lock:
+                _running.discard(threading.current_thread())
+
+    thread = threading.Thread(target=run, name=f"memos-feedback: {what}", daemon=True)
+    with _registry_lock:
+        _running.add(thread)
+    thread.start()
+
+
+def _in_background(store: Store) -> bool:
+    # An in-memory SQLite database is one connection, shared: not from two threads at once.
+    return store.engine.dialect.name != "sqlite" or sqlite_file_path(store.engine) is not None
+
+
+def _read_newer(index: _Index, session: Session | Connection, model: str) -> None:
+    """Append the embeddings written since ``index.last_id`` (all of them the first time)."""
     import numpy as np
 
-    now = time.monotonic()
-    if now - index.loaded_at > _FULL_RELOAD_S:
-        index.clear()
-        index.loaded_at = now
     while True:
         params = {"last_id": index.last_id, "model": model, "batch": _READ_BATCH}
         rows = _NEWER_PREPARED.all(session, params)
@@ -209,7 +288,55 @@ def _refresh(index: _Index, session: Session | Connection, model: str) -> None:
             part.extend(ids, np.vstack(vecs), index.projection)
         if len(rows) < _READ_BATCH:
             break
-    index.fit_projection()
+
+
+def _refresh(
+    index: _Index, session: Session | Connection, model: str, store: Store, key: tuple[str, str]
+) -> None:
+    """Bring ``index`` up to date for a query (the caller holds ``index.lock``)."""
+    now = time.monotonic()
+    if index.loaded_at == 0.0:
+        index.loaded_at = now  # the first read, below: in line, there is nothing to answer from yet
+    elif now - index.loaded_at > _FULL_RELOAD_S:
+        index.loaded_at = now  # the next one an interval from now, whether this one works or not
+        if not _in_background(store):
+            index.clear()
+        elif not index.busy:
+            index.busy = True
+            _start("re-reading repair embeddings", lambda: _reload(store, key, model, index))
+    _read_newer(index, session, model)
+    if index.needs_projection() and not index.busy:
+        index.busy = True
+        snapshot = {p: part.matrix for p, part in index.parts.items()}
+        generation = index.generation
+        _start("fitting the embedding projection", lambda: _fit_into(index, generation, snapshot))
+
+
+def _reload(store: Store, key: tuple[str, str], model: str, old: _Index) -> None:
+    """Read every embedding into a new index, fit it, and put it in ``old``'s place."""
+    try:
+        fresh = _Index(dimension=old.dimension, loaded_at=time.monotonic())
+        with store.connection(action="re-reading repair embeddings") as conn:
+            _read_newer(fresh, conn, model)
+        fresh.fit_projection()  # nobody else sees ``fresh`` yet: no lock needed
+        with _registry_lock:
+            if _indexes.get(key) is old:  # not reset meanwhile
+                _indexes[key] = fresh
+    finally:
+        with old.lock:
+            old.busy = False
+
+
+def _fit_into(index: _Index, generation: int, snapshot: dict[str | None, npt.NDArray[np.float32]]) -> None:
+    """Fit a projection of ``snapshot`` off the lock; install it unless the index was cleared."""
+    try:
+        projection, done = _fit(snapshot)
+        with index.lock:
+            if index.generation == generation and index.projection is None:
+                index.install(projection, done)
+    finally:
+        with index.lock:
+            index.busy = False
 
 
 class Similarities:
@@ -279,7 +406,7 @@ def similarities(
         if index is None or index.dimension != query.shape[0]:
             index = _indexes[key] = _Index(dimension=int(query.shape[0]))
     with index.lock:
-        _refresh(index, session, model)
+        _refresh(index, session, model, store, key)
         parts = {p: index.parts[p] for p in dict.fromkeys((None, project)) if p in index.parts}
         matrices = {p: part.matrix for p, part in parts.items()}
         ids = {p: part.ids for p, part in parts.items()}  # appended to only: rows past a matrix are unseen
