@@ -197,3 +197,22 @@ def test_an_in_memory_database_is_re_read_in_line(monkeypatch: pytest.MonkeyPatc
             got = similarities(store, s, MODEL, query, None, 5)
         assert got.top[0] == (older, pytest.approx(1.0, abs=1e-5))
         reset_cache(store.url)
+
+
+def test_a_blob_of_another_length_is_skipped_and_the_rest_are_read(store: Store) -> None:
+    repairs = _add(store, 12, seed=15)
+    damaged, shorter = list(repairs)[:2]
+    with store.session(write=True) as s:
+        s.execute(
+            update(DecisionRepairModel).where(DecisionRepairModel.id == damaged).values(embedding=b"\x00" * 7)
+        )
+        short = pack(np.ones(DIM // 2, dtype=np.float32))
+        s.execute(
+            update(DecisionRepairModel).where(DecisionRepairModel.id == shorter).values(embedding=short)
+        )
+    query = _unit(np.random.default_rng(16))
+    with store.connection() as s:
+        got = similarities(store, s, MODEL, query, "a", 50)
+    kept = {rid: v for rid, v in repairs.items() if rid not in (damaged, shorter)}
+    assert got.cosine(damaged) is None and got.cosine(shorter) is None
+    assert [rid for rid, _ in got.top] == [rid for rid, _ in _exact(kept, query, "a")]
