@@ -151,26 +151,32 @@ def test_a_large_matrix_is_scanned_through_the_projection_with_exact_cosines(sto
     assert got.top[0] == (new_id, pytest.approx(1.0, abs=1e-5))
 
 
-def test_the_full_re_read_runs_off_the_caller_s_thread_and_is_swapped_in(
-    store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Another process re-embeds an older repair (``repairs embed --redo``):
-    # only a full re-read sees it. With the interval at 0 every query starts
-    # one (when none runs); the query that starts it is answered from the
-    # matrices already held, and a later one from the re-read.
-    repairs = _add(store, 30, seed=11)
-    query = _unit(np.random.default_rng(12))
+def _re_embedded_after_a_read(store: Store, seed: int) -> tuple[np.ndarray[Any, Any], str, float]:
+    """Read 30 repairs into the matrices, then re-embed an older one as the query
+    (what another process's ``repairs embed --redo`` does): only a full re-read
+    sees that. Returns the query, the re-embedded id and its old cosine."""
+    repairs = _add(store, 30, seed=seed)
+    query = _unit(np.random.default_rng(seed + 1))
     older = next(rid for rid, (p, _) in repairs.items() if p is None)
     with store.connection() as s:
         similarities(store, s, MODEL, query, None, 5)
     with store.session(write=True) as s:
-        s.execute(
-            update(DecisionRepairModel).where(DecisionRepairModel.id == older).values(embedding=pack(query))
-        )
+        row = DecisionRepairModel.id == older
+        s.execute(update(DecisionRepairModel).where(row).values(embedding=pack(query)))
+    return query, older, float(repairs[older][1] @ query)
+
+
+def test_the_full_re_read_runs_off_the_caller_s_thread_and_is_swapped_in(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With the interval at 0 every query starts a re-read (when none runs);
+    # the query that starts it is answered from the matrices already held,
+    # and a later one from the re-read.
+    query, older, before = _re_embedded_after_a_read(store, seed=11)
     monkeypatch.setattr(vectors, "_FULL_RELOAD_S", 0.0)
     with store.connection() as s:
         during = similarities(store, s, MODEL, query, None, 5)
-    assert during.cosine(older) == pytest.approx(float(repairs[older][1] @ query), abs=1e-5)
+    assert during.cosine(older) == pytest.approx(before, abs=1e-5)
     assert settle(60)
     with store.connection() as s:
         after = similarities(store, s, MODEL, query, None, 5)
@@ -181,17 +187,7 @@ def test_the_full_re_read_runs_off_the_caller_s_thread_and_is_swapped_in(
 def test_an_in_memory_database_is_re_read_in_line(monkeypatch: pytest.MonkeyPatch) -> None:
     # One shared connection: never used from a second thread.
     with open_store("sqlite://") as store:
-        repairs = _add(store, 30, seed=13)
-        query = _unit(np.random.default_rng(14))
-        older = next(rid for rid, (p, _) in repairs.items() if p is None)
-        with store.connection() as s:
-            similarities(store, s, MODEL, query, None, 5)
-        with store.session(write=True) as s:
-            s.execute(
-                update(DecisionRepairModel)
-                .where(DecisionRepairModel.id == older)
-                .values(embedding=pack(query))
-            )
+        query, older, _ = _re_embedded_after_a_read(store, seed=13)
         monkeypatch.setattr(vectors, "_FULL_RELOAD_S", 0.0)
         with store.connection() as s:
             got = similarities(store, s, MODEL, query, None, 5)
