@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import insert, update
 
 from memos_feedback.recall import vectors
-from memos_feedback.recall.embeddings import pack
+from memos_feedback.recall.embeddings import pack, unpack_many
 from memos_feedback.recall.vectors import APPROXIMATE_FROM, reset_cache, settle, similarities
 from memos_feedback.store import Store, open_store
 from memos_feedback.store.models import DecisionRepairModel
@@ -212,3 +212,15 @@ def test_a_blob_of_another_length_is_skipped_and_the_rest_are_read(store: Store)
     kept = {rid: v for rid, v in repairs.items() if rid not in (damaged, shorter)}
     assert got.cosine(damaged) is None and got.cosine(shorter) is None
     assert [rid for rid, _ in got.top] == [rid for rid, _ in _exact(kept, query, "a")]
+
+
+def test_unpack_many_reads_the_blobs_of_the_dimension_as_one_matrix() -> None:
+    rng = np.random.default_rng(17)
+    vecs = [_unit(rng) for _ in range(3)]
+    blobs = [pack(vecs[0]), b"\x00" * 7, pack(vecs[1]), pack(vecs[2][: DIM // 2]), pack(vecs[2])]
+    kept, matrix = unpack_many(blobs, DIM)
+    assert kept == [0, 2, 4]
+    assert matrix.dtype == np.float32 and matrix.shape == (3, DIM)
+    assert np.array_equal(matrix, np.vstack(vecs))
+    kept, matrix = unpack_many([b"\x00" * 7], DIM)
+    assert kept == [] and matrix.shape == (0, DIM)

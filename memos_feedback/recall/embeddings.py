@@ -7,7 +7,7 @@ built, so ``import memos_feedback`` never pulls in torch. Models are loaded
 from a local directory only, with the Hugging Face hub switched off: a
 missing model is a clear ``ConfigError``, never a download.
 
-Vectors are stored as little-endian float32 blobs (``pack``/``unpack``),
+Vectors are stored as little-endian float32 blobs (``pack``/``unpack_many``),
 L2-normalised, so a dot product is the cosine similarity.
 """
 
@@ -34,7 +34,7 @@ __all__ = [
     "check_embedder",
     "default_model_path",
     "pack",
-    "unpack",
+    "unpack_many",
 ]
 
 logger = logging.getLogger("memos_feedback.recall.embeddings")
@@ -87,16 +87,20 @@ def pack(vector: npt.NDArray[np.float32]) -> bytes:
     return np.asarray(vector, dtype="<f4").tobytes()
 
 
-def unpack(blob: bytes, dimension: int | None = None) -> npt.NDArray[np.float32] | None:
-    """The vector in ``blob``, or None when it is not ``dimension`` floats long."""
+def unpack_many(blobs: Sequence[bytes], dimension: int) -> tuple[list[int], npt.NDArray[np.float32]]:
+    """The blobs ``dimension`` floats long as the rows of one matrix, and their indexes in ``blobs``.
+
+    A blob of another length (another model's, a damaged one) is left out.
+    The kept blobs are joined and read as one array: unpacking them one by
+    one cost more than reading the rows from the database (100k rows: 1.6 s
+    against 0.7 s for the whole read, profiled).
+    """
     import numpy as np
 
-    if not blob or len(blob) % 4:
-        return None
-    vec = np.frombuffer(blob, dtype="<f4")
-    if dimension is not None and vec.shape[0] != dimension:
-        return None
-    return vec.astype(np.float32, copy=False)
+    width = 4 * dimension
+    kept = [i for i, blob in enumerate(blobs) if len(blob) == width]
+    matrix = np.frombuffer(b"".join(blobs[i] for i in kept), dtype="<f4").reshape(len(kept), dimension)
+    return kept, matrix.astype(np.float32, copy=False)
 
 
 class SentenceTransformerEmbedder:

@@ -49,6 +49,7 @@ from sqlalchemy.orm import Session
 from ..store import Store
 from ..store.engine import Prepared, sqlite_file_path
 from ..store.models import DecisionRepairModel
+from .embeddings import unpack_many
 
 if TYPE_CHECKING:
     import numpy as np
@@ -263,34 +264,28 @@ def _in_background(store: Store) -> bool:
 
 def _read_newer(index: _Index, session: Session | Connection, model: str) -> None:
     """Append the embeddings written since ``index.last_id`` (all of them the first time)."""
-    import numpy as np
-
     while True:
         params = {"last_id": index.last_id, "model": model, "batch": _READ_BATCH}
         rows = _NEWER_PREPARED.all(session, params)
         if not rows:
             break
         index.last_id = rows[-1][0]
-        # A batch's blobs are joined and read as one array: unpacking and
-        # stacking them row by row cost more than reading the rows (100k rows:
-        # 1.6 s -> 0.7 s, profiled). A blob of another length (another
-        # model's dimension, a damaged row) is skipped; none is NULL (WHERE).
-        width = 4 * index.dimension
         new: dict[str | None, tuple[list[str], list[bytes]]] = {}
-        for repair_id, project, blob in rows:
-            if len(blob) == width:
-                ids, blobs = new.setdefault(project, ([], []))
-                ids.append(repair_id)
-                blobs.append(blob)
+        for repair_id, project, blob in rows:  # never NULL: the WHERE says so
+            ids, blobs = new.setdefault(project, ([], []))
+            ids.append(repair_id)
+            blobs.append(blob)
         for project, (ids, blobs) in new.items():
+            kept, vectors = unpack_many(blobs, index.dimension)
+            if not kept:
+                continue
             part = index.parts.get(project)
             if part is None:
                 part = index.parts[project] = _Part(index.dimension)
-            index.where.update(
-                (repair_id, (project, i)) for i, repair_id in enumerate(ids, start=len(part.ids))
-            )
-            vectors = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), index.dimension)
-            part.extend(ids, vectors.astype(np.float32, copy=False), index.projection)
+            kept_ids = [ids[i] for i in kept]
+            first = len(part.ids)
+            index.where.update((repair_id, (project, first + n)) for n, repair_id in enumerate(kept_ids))
+            part.extend(kept_ids, vectors, index.projection)
         if len(rows) < _READ_BATCH:
             break
 
@@ -334,14 +329,14 @@ def _reload(store: Store, key: tuple[str, str], model: str, old: _Index) -> None
 
 def _fit_into(index: _Index, generation: int, snapshot: dict[str | None, npt.NDArray[np.float32]]) -> None:
     """Fit a projection of ``snapshot`` off the lock; install it unless the index was cleared."""
+    fitted = None
     try:
-        projection, done = _fit(snapshot)
-        with index.lock:
-            if index.generation == generation and index.projection is None:
-                index.install(projection, done)
+        fitted = _fit(snapshot)
     finally:
         with index.lock:
             index.busy = False
+            if fitted is not None and index.generation == generation and index.projection is None:
+                index.install(*fitted)
 
 
 class Similarities:
