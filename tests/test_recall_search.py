@@ -9,6 +9,7 @@ from memos_feedback.recall.search import (
     eligible,
     idf,
     lexical_candidate_ids,
+    plan_once,
     term_expression,
 )
 from memos_feedback.store import Store
@@ -77,3 +78,18 @@ def test_a_long_term_found_by_its_rarest_trigrams_is_found_exactly_as_by_its_phr
         # Matched by AND-ed trigrams (rarest first), not as a phrase.
         assert expression.startswith('("') and " AND " in expression and "bun" not in expression
     assert sorted(found) == sorted(ids[:2])
+
+
+def test_generic_plans_last_only_as_long_as_the_read(store: Store) -> None:
+    # PostgreSQL: the read's statements are planned once (plan_once), and the
+    # setting ends with its transaction — no other work on that pooled
+    # connection is planned so. SQLite: nothing to set, and nothing fails.
+    with store.engine.connect() as conn:
+        with conn.begin():
+            plan_once(conn)
+            if store.engine.dialect.name == "postgresql":
+                assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "force_generic_plan"
+            assert lexical_candidate_ids(conn, ["zebracode"], eligible(None, now_ms(), DAY), 5) == []
+        if store.engine.dialect.name == "postgresql":
+            with conn.begin():
+                assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "auto"

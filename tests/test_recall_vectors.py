@@ -141,9 +141,13 @@ def test_a_large_matrix_is_scanned_through_the_projection_with_exact_cosines(sto
     assert [c for _, c in got.top] == sorted((c for _, c in got.top), reverse=True)
     for rid, cosine in got.top:
         assert cosine == pytest.approx(float(repairs[rid] @ query), abs=1e-5)
-    # Shortlisted or not, every cosine asked for is exact.
-    for i in rng.integers(0, len(ids), 50):
+    # Shortlisted or not, every cosine asked for is exact, one by one or batched.
+    picked = rng.integers(0, len(ids), 50)
+    for i in picked:
         assert got.cosine(ids[i]) == pytest.approx(float(exact[i]), abs=1e-5)
+    batched = got.cosines([*(ids[i] for i in picked), "dr_not_a_repair"])
+    assert batched[-1] is None
+    assert batched[:-1] == pytest.approx([float(exact[i]) for i in picked], abs=1e-5)
     # A repair written after the projection was fitted is projected too, and found.
     ((new_id, new_vec),) = _clustered(store, 1, seed=10, start=len(ids)).items()
     with store.connection() as s:

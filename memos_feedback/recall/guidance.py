@@ -56,7 +56,7 @@ from ..store.rows import now_ms
 from .config import RecallConfig
 from .embeddings import Embedder, check_embedder
 from .indexing import embedding_text
-from .search import Candidate, DocumentFrequencies, candidates, eligible, idf
+from .search import Candidate, DocumentFrequencies, candidates, eligible, idf, plan_once
 from .terms import comparable, contains_term, error_identifiers, glossed, is_tool_report, query_terms
 from .vectors import Similarities, similarities
 
@@ -213,6 +213,7 @@ def guidance_for(
     report = is_tool_report(evidence_text[:_REPORT_SCAN])
     exact_hash = context_hash_of(tool, ctx) if tool is not None and ctx is not None else None
     with store.connection(action="recalling guidance") as s:
+        plan_once(s)
         total = _df.total(store, s)
         lookup = tuple(dict.fromkeys(terms.indexed + situation.indexed))
         dfs = _df.of(store, s, lookup)
@@ -234,7 +235,8 @@ def guidance_for(
         weights = _Weights(_weights(terms.words, terms.short, dfs, total))
         situation_weights = _Weights(_weights(situation.words, situation.short, dfs, total))
         passed: list[_Passed] = []
-        for c in found:
+        cosines = sims.cosines([c.id for c in found])
+        for c, cosine in zip(found, cosines, strict=True):
             hit = _score(
                 c,
                 tool,
@@ -245,7 +247,7 @@ def guidance_for(
                 situation_weights,
                 identifiers,
                 report,
-                sims.cosine(c.id),
+                cosine,
                 cfg,
             )
             if hit is not None:

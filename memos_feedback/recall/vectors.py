@@ -39,7 +39,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -61,7 +61,7 @@ logger = logging.getLogger("memos_feedback.recall")
 
 M = DecisionRepairModel
 # A matrix this large is scanned through the projection first (module docstring).
-APPROXIMATE_FROM = 10_000
+APPROXIMATE_FROM = 1_500
 _REDUCED = 96
 _SHORTLIST_MIN = 200
 _SHORTLIST_PER_RESULT = 8
@@ -380,6 +380,30 @@ class Similarities:
             return float(values[hit[1]])
         assert self._query is not None  # a matrix scanned through the projection
         return float(self._matrices[hit[0]][hit[1]] @ self._query)
+
+    def cosines(self, repair_ids: Sequence[str]) -> list[float | None]:
+        """``cosine`` of each of ``repair_ids``, rows of a projected matrix gathered in one product."""
+        import numpy as np
+
+        out: list[float | None] = [None] * len(repair_ids)
+        gather: dict[str | None, tuple[list[int], list[int]]] = {}
+        for n, repair_id in enumerate(repair_ids):
+            hit = self._row(repair_id)
+            if hit is None:
+                continue
+            values = self._sims.get(hit[0])
+            if values is not None:
+                out[n] = float(values[hit[1]])
+            else:
+                positions, rows = gather.setdefault(hit[0], ([], []))
+                positions.append(n)
+                rows.append(hit[1])
+        for p, (positions, rows) in gather.items():
+            assert self._query is not None  # a matrix scanned through the projection
+            found = np.einsum("ij,j->i", self._matrices[p][rows], self._query).tolist()
+            for n, value in zip(positions, found, strict=True):
+                out[n] = value
+        return out
 
     def between(self, a: str, b: str) -> float | None:
         """The cosine of two repairs' embeddings (None unless both are in this snapshot)."""

@@ -317,8 +317,11 @@ class _Compiled:
         self._names = names
         # (position, converter) of the parameters SQLAlchemy would convert.
         self._process = [(i, processors[n]) for i, n in enumerate(names) if processors.get(n) is not None]
-        results = [r[3]._cached_result_processor(dialect, None) for r in compiled._result_columns or ()]
-        self.results: list[Any] | None = results if any(results) else None
+        # (position, converter) of the result columns that have one: usually
+        # one or two of a row's columns, so the others are never visited.
+        processors_of = [r[3]._cached_result_processor(dialect, None) for r in compiled._result_columns or ()]
+        results = [(i, f) for i, f in enumerate(processors_of) if f is not None]
+        self.results: list[tuple[int, Any]] | None = results or None
 
     def parameters(self, params: Mapping[str, Any]) -> tuple[Any, ...]:
         merged = {**self._fixed, **params} if self._fixed else params
@@ -425,10 +428,14 @@ class Prepared:
         convert = compiled.results
         if convert is None:
             return rows
-        return [
-            tuple(v if f is None or v is None else f(v) for f, v in zip(convert, row, strict=True))
-            for row in rows
-        ]
+        converted: list[Sequence[Any]] = []
+        for row in rows:
+            values = list(row)
+            for i, f in convert:
+                if values[i] is not None:
+                    values[i] = f(values[i])
+            converted.append(tuple(values))
+        return converted
 
     def first(self, conn: Connection, params: Mapping[str, Any]) -> Sequence[Any] | None:
         """The first row, or None (the statement is expected to return at most a few)."""
