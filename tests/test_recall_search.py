@@ -5,7 +5,9 @@ from __future__ import annotations
 from sqlalchemy import insert
 
 from memos_feedback.recall.search import (
+    RARE_DF,
     DocumentFrequencies,
+    candidates,
     eligible,
     idf,
     lexical_candidate_ids,
@@ -93,3 +95,40 @@ def test_generic_plans_last_only_as_long_as_the_read(store: Store) -> None:
         if store.engine.dialect.name == "postgresql":
             with conn.begin():
                 assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "auto"
+
+
+def test_terms_counted_just_now_are_searched_by_the_ids_their_count_found(store: Store) -> None:
+    # PostgreSQL: a term's count also returns its ids when they are fewer than
+    # RARE_DF, and the search then tests the ids instead of scanning for the
+    # term again — the same candidates, in the same order. A common term
+    # brings no ids; a term nothing contains brings none to look for.
+    # SQLite counts only.
+    texts = (
+        ["avoid: orders_api_417 timeout", "avoid: ORDERS_API_417 again, otterglyph"]
+        + ["avoid: otterglyph alone"]
+        + [f"avoid: common word {i}" for i in range(RARE_DF + 5)]
+    )
+    ids = _insert(store, texts)
+    terms = ("orders_api_417", "otterglyph", "word", "nowherefound")
+    with store.connection() as s:
+        frequencies = DocumentFrequencies()
+        total = frequencies.total(store, s)
+        found: dict[str, list[str]] = {}
+        dfs = frequencies.of(store, s, terms, found)
+        where = eligible(None, now_ms(), 7 * DAY)
+        by_ids = candidates(s, where, 10, terms=terms, frequencies=dfs, total=total, matched=found)
+        by_text = candidates(s, where, 10, terms=terms, frequencies=dfs, total=total)
+        # Counted already: nothing more to find.
+        again: dict[str, list[str]] = {}
+        assert frequencies.of(store, s, terms, again) == dfs and again == {}
+    assert (dfs["orders_api_417"], dfs["otterglyph"], dfs["nowherefound"]) == (2, 2, 0)
+    assert dfs["word"] > RARE_DF
+    if store.engine.dialect.name == "postgresql":
+        assert sorted(found) == ["nowherefound", "orders_api_417", "otterglyph"]
+        assert sorted(found["orders_api_417"]) == sorted(ids[:2])
+        assert sorted(found["otterglyph"]) == sorted(ids[1:3])
+        assert found["nowherefound"] == []
+    else:
+        assert found == {}
+    assert by_ids == by_text
+    assert sorted(c.id for c in by_ids) == sorted(ids[:3])

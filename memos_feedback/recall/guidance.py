@@ -216,7 +216,8 @@ def guidance_for(
         plan_once(s)
         total = _df.total(store, s)
         lookup = tuple(dict.fromkeys(terms.indexed + situation.indexed))
-        dfs = _df.of(store, s, lookup)
+        matched: dict[str, list[str]] = {}  # PostgreSQL: the ids of terms counted just now
+        dfs = _df.of(store, s, lookup, matched)
         sims = _NO_VECTORS
         if emb is not None and qvec is not None:
             sims = similarities(store, s, emb.model_name, qvec, proj, cfg.neighbour_limit)
@@ -231,6 +232,7 @@ def guidance_for(
             context_hash=exact_hash,
             tool_id=tool,
             vector_ids=[i for i, _ in sims.top],
+            matched=matched,
         )
         weights = _Weights(_weights(terms.words, terms.short, dfs, total))
         situation_weights = _Weights(_weights(situation.words, situation.short, dfs, total))

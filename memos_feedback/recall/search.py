@@ -19,7 +19,12 @@ the same rows, from postings that are short (``term_expression``).
 
 Document frequencies of terms (for IDF) come from the same index, counted up
 to a cap and cached for ``_DF_TTL_S`` seconds per store: statistics that
-are a minute old rank as well as fresh ones.
+are a minute old rank as well as fresh ones. On PostgreSQL the count of a
+term not counted yet also returns the ids it found when they are few
+(fewer than ``RARE_DF``), and the search of that call tests ``id = ANY``
+of them instead of running the same trigram scan again: an identifier
+like ``orders_api_4170`` shares trigrams with thousands of repairs, and
+its scan took 2–4 ms at 100k repairs (docs/PERFORMANCE.md).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from sqlalchemy import (
     Select,
     String,
     and_,
+    any_,
     bindparam,
     case,
     column,
@@ -311,21 +317,28 @@ def lexical_candidate_ids(
 
 
 @functools.cache
-def _lexical(postgresql_dialect: bool, n_terms: int) -> Select[Any]:
-    """The text search over ``n_terms`` terms, built once per (dialect, count).
+def _lexical(postgresql_dialect: bool, n_terms: int, by_ids: tuple[bool, ...] = ()) -> Select[Any]:
+    """The text search over ``n_terms`` terms, built once per (dialect, count, ``by_ids``).
 
     Matches are ranked by the summed IDF weight (``:w0``…) of the terms they
     contain — the measure ``guidance_for`` scores by — then newest first.
     On SQLite the FTS5 index finds the matches and ``instr`` on the
     matched text (ASCII-case-folded by ``lower``; the terms are case-folded
-    already) tells which terms each contains.
+    already) tells which terms each contains. On PostgreSQL, term ``i``
+    with ``by_ids[i]`` is given as the ids its count found (module docstring).
     """
-    terms = [bindparam(f"t{i}", type_=String) for i in range(n_terms)]
     tests: list[ColumnElement[bool]]
     if postgresql_dialect:
-        tests = [M.source_text.ilike(t, escape="\\") for t in terms]
+        ids = by_ids or (False,) * n_terms
+        tests = [
+            M.id == any_(bindparam(f"t{i}", type_=postgresql.ARRAY(String)))
+            if ids[i]
+            else M.source_text.ilike(bindparam(f"t{i}", type_=String), escape="\\")
+            for i in range(n_terms)
+        ]
         stmt = select(M.id).where(or_(*tests), _ELIGIBLE[True])
     else:
+        terms = [bindparam(f"t{i}", type_=String) for i in range(n_terms)]
         tests = [func.instr(func.lower(_FTS_HITS.c.doc), t) > 0 for t in terms]
         stmt = select(M.id).join(_FTS_HITS, _FTS_HITS.c.repair_id == M.id).where(_ELIGIBLE[False])
     weight: ColumnElement[float] = literal(0.0)
@@ -343,13 +356,15 @@ def _lexical_params(
     limit: int,
     frequencies: Mapping[str, int] | None,
     total: int | None,
+    matched: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any]:
     n = max(total or 0, 1)
     params: dict[str, Any] = {
         f"w{i}": idf(frequencies.get(t, 0), n) if frequencies is not None else 1.0 for i, t in enumerate(rare)
     }
     if postgresql_dialect:
-        params.update({f"t{i}": _like(t) for i, t in enumerate(rare)})
+        ids = matched or {}
+        params.update({f"t{i}": list(ids[t]) if t in ids else _like(t) for i, t in enumerate(rare)})
         return params
     # Every match of the rare terms when their frequencies are known (each
     # is below the rare cap), else four per candidate wanted.
@@ -362,7 +377,9 @@ def _lexical_params(
 
 
 @functools.cache
-def _candidates_statement(postgresql_dialect: bool, n_terms: int) -> Select[Any]:
+def _candidates_statement(
+    postgresql_dialect: bool, n_terms: int, by_ids: tuple[bool, ...] = ()
+) -> Select[Any]:
     """Every candidate source and the rows they select, as one statement.
 
     The ids of the text search (when there are terms), of the exact
@@ -374,7 +391,7 @@ def _candidates_statement(postgresql_dialect: bool, n_terms: int) -> Select[Any]
     """
     parts: list[Select[Any]] = []
     pg = postgresql_dialect
-    for source in ((_lexical(pg, n_terms),) if n_terms else ()) + (_SAME_CONTEXT[pg], _SAME_TOOL[pg]):
+    for source in ((_lexical(pg, n_terms, by_ids),) if n_terms else ()) + (_SAME_CONTEXT[pg], _SAME_TOOL[pg]):
         # Wrapped: SQLite allows no ORDER BY or LIMIT in a compound's members.
         sub = source.subquery()
         parts.append(select(sub.c.id))
@@ -388,10 +405,10 @@ def _candidates_statement(postgresql_dialect: bool, n_terms: int) -> Select[Any]
 
 
 @functools.cache
-def _candidates_prepared(postgresql_dialect: bool, n_terms: int) -> Prepared:
+def _candidates_prepared(postgresql_dialect: bool, n_terms: int, by_ids: tuple[bool, ...] = ()) -> Prepared:
     # On SQLite, a hundred rows through SQLAlchemy's result machinery cost a
     # third as much again as the statement itself; the driver's cursor does not.
-    return Prepared(_candidates_statement(postgresql_dialect, n_terms))
+    return Prepared(_candidates_statement(postgresql_dialect, n_terms, by_ids))
 
 
 def candidates(
@@ -405,6 +422,7 @@ def candidates(
     context_hash: str | None = None,
     tool_id: str | None = None,
     vector_ids: Sequence[str] = (),
+    matched: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Candidate]:
     """The eligible repairs of every source in one statement, ordered by id.
 
@@ -412,18 +430,23 @@ def candidates(
     ``lexical_candidate_ids``, ``same_context_candidate_ids``,
     ``same_tool_candidate_ids`` (each only when its key is given) and
     ``vector_ids``: on PostgreSQL each separate read is a round trip.
+    ``matched`` (PostgreSQL): every repair containing a term, for terms
+    ``DocumentFrequencies.of`` just counted (its ``found``); those terms
+    are searched by id.
     """
     pg = _is_postgresql(reader)
     rare = search_terms(terms, frequencies, total)
+    known = matched if pg and matched else {}
+    by_ids = tuple(t in known for t in rare) if known else ()
     params: dict[str, Any] = {
         **where.params(),
-        **(_lexical_params(rare, pg, limit, frequencies, total) if rare else {}),
+        **(_lexical_params(rare, pg, limit, frequencies, total, known) if rare else {}),
         "lim": limit,
         "context_hash": context_hash,
         "tool_id": tool_id,
         "vector_ids": list_param(sorted(set(vector_ids)), pg),
     }
-    return [Candidate._make(r) for r in _candidates_prepared(pg, len(rare)).all(reader, params)]
+    return [Candidate._make(r) for r in _candidates_prepared(pg, len(rare), by_ids).all(reader, params)]
 
 
 def plan_once(reader: Connection) -> None:
@@ -475,7 +498,14 @@ class DocumentFrequencies:
             self._totals[store.url] = (now, n)
         return n
 
-    def of(self, store: Store, session: Reader, terms: Sequence[str]) -> dict[str, int]:
+    def of(
+        self,
+        store: Store,
+        session: Reader,
+        terms: Sequence[str],
+        found: dict[str, list[str]] | None = None,
+    ) -> dict[str, int]:
+        """Each term's count; ``found`` (PostgreSQL) gets the ids of terms counted now, when few."""
         now = time.monotonic()
         missing = self._cached(self._cache, store.url, terms, now, _DF_TTL_S)
         out = {t: n for t, n in missing.items() if n is not None}
@@ -485,7 +515,7 @@ class DocumentFrequencies:
             waiting = [t for t in terms if t not in _expressions and _matched_by_grams(t)]
             self._choose_grams(store, session, waiting, now)
         patterns = {t: (_df_pattern(t, pg), _verify(t)) for t in uncounted}
-        out.update(_count(session, patterns, pg, _DF_CAP))
+        out.update(_count(session, patterns, pg, _DF_CAP, found))
         self._remember(self._cache, store.url, uncounted, out, now)
         return out
 
@@ -533,9 +563,16 @@ class DocumentFrequencies:
 
 
 def _count(
-    session: Reader, patterns: Mapping[str, tuple[str, str]], postgresql_dialect: bool, cap: int
+    session: Reader,
+    patterns: Mapping[str, tuple[str, str]],
+    postgresql_dialect: bool,
+    cap: int,
+    found: dict[str, list[str]] | None = None,
 ) -> dict[str, int]:
-    """Key -> how many repairs its (pattern, text a match must contain or "") finds, up to ``cap``."""
+    """Key -> how many repairs its (pattern, text a match must contain or "") finds, up to ``cap``.
+
+    On PostgreSQL ``found`` gets the ids of each key found in fewer than ``RARE_DF``.
+    """
     keys = list(patterns)
     out: dict[str, int] = {}
     for start in range(0, len(keys), _DF_BATCH):
@@ -543,8 +580,14 @@ def _count(
         params: dict[str, Any] = {f"m{i}": patterns[k][0] for i, k in enumerate(batch)}
         checks = tuple(bool(patterns[k][1]) for k in batch)
         params.update({f"v{i}": patterns[k][1] for i, k in enumerate(batch) if checks[i]})
-        statement = _df_statement(postgresql_dialect, checks)
-        counts = session.execute(statement, {**params, "cap": cap}).one()
+        if postgresql_dialect:
+            row = session.execute(_df_ids_statement(len(batch)), {**params, "cap": cap, "few": RARE_DF}).one()
+            for i, k in enumerate(batch):
+                out[k] = int(row[2 * i])
+                if found is not None and row[2 * i + 1] is not None:
+                    found[k] = list(row[2 * i + 1])
+            continue
+        counts = session.execute(_df_statement(checks), {**params, "cap": cap}).one()
         out.update((k, int(n)) for k, n in zip(batch, counts, strict=True))
     return out
 
@@ -608,20 +651,37 @@ def _df_pattern(term: str, postgresql_dialect: bool) -> str:
 
 
 @functools.cache
-def _df_statement(postgresql_dialect: bool, checks: tuple[bool, ...]) -> Any:
-    """One row: each of ``:m0``… counted (up to ``:cap``), as the index finds them.
+def _df_statement(checks: tuple[bool, ...]) -> Any:
+    """SQLite: one row, each of ``:m0``… counted (up to ``:cap``) as FTS5 finds them.
 
-    On SQLite, ``checks[i]``: a match of ``:m{i}`` must also contain ``:v{i}``.
+    ``checks[i]``: a match of ``:m{i}`` must also contain ``:v{i}``.
     """
     parts = []
     for i, check in enumerate(checks):
-        if postgresql_dialect:
-            one = f"SELECT 1 FROM {M.__tablename__} WHERE source_text ILIKE :m{i} ESCAPE '\\' LIMIT :cap"
-        else:
-            also = f" AND instr(lower(doc), :v{i}) > 0" if check else ""
-            one = f"SELECT 1 FROM {SQLITE_FTS_TABLE} WHERE {SQLITE_FTS_TABLE} MATCH :m{i}{also} LIMIT :cap"
+        also = f" AND instr(lower(doc), :v{i}) > 0" if check else ""
+        one = f"SELECT 1 FROM {SQLITE_FTS_TABLE} WHERE {SQLITE_FTS_TABLE} MATCH :m{i}{also} LIMIT :cap"
         parts.append(f"(SELECT count(*) FROM ({one}) AS d{i})")
     return text(f"SELECT {', '.join(parts)}")
+
+
+@functools.cache
+def _df_ids_statement(n: int) -> Any:
+    """PostgreSQL: one row, for each of ``:m0``… its count (up to ``:cap``) and, under ``:few``, its ids.
+
+    Each pattern's matches are a CTE read twice (count, ids): PostgreSQL
+    materialises a CTE referenced more than once, so the trigram scan runs once.
+    """
+    table = M.__tablename__
+    ctes = ", ".join(
+        f"d{i} AS (SELECT id FROM {table} WHERE source_text ILIKE :m{i} ESCAPE '\\' LIMIT :cap)"
+        for i in range(n)
+    )
+    columns = ", ".join(
+        f"(SELECT count(*) FROM d{i}), "
+        f"(SELECT CASE WHEN count(*) < :few THEN coalesce(array_agg(id), '{{}}') END FROM d{i})"
+        for i in range(n)
+    )
+    return text(f"WITH {ctes} SELECT {columns}")
 
 
 def idf(df: int, total: int) -> float:
