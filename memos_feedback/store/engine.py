@@ -33,7 +33,7 @@ from typing import Any, cast
 import platformdirs
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Dialect, Engine, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import StaticPool
@@ -103,18 +103,56 @@ def create_store_engine(
         if read_only and parsed.get_backend_name() == "postgresql":
             # Every transaction of every pooled connection is READ ONLY.
             connect_args["options"] = "-c default_transaction_read_only=on"
-        return create_engine(
+        engine = create_engine(
             parsed,
-            pool_pre_ping=True,
             pool_size=5,
             max_overflow=5,
             pool_timeout=busy_timeout_ms / 1000,
             connect_args=connect_args,
         )
+        _ping_when_idle(engine)
+        return engine
     except NoSuchModuleError as exc:
         raise StoreError(f"no driver for {parsed.drivername!r}; is the right extra installed?") from exc
     except ImportError as exc:
         raise StoreError(f"database driver missing for {parsed.drivername!r}: {exc}") from exc
+
+
+# A pooled server connection idle this long is pinged before it is handed out.
+PING_AFTER_IDLE_S = 1.0
+_IDLE_SINCE = "memos_feedback_idle_since"
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Check a pooled connection before use only when it sat idle (``PING_AFTER_IDLE_S``).
+
+    SQLAlchemy's ``pool_pre_ping`` pings at every checkout: a round trip
+    before every transaction, when most checkouts take a connection put
+    back a moment ago (an agent's steps, the worker's jobs). A connection
+    that sat idle — where a server restart or an idle timeout would have
+    dropped it — is pinged as before, and a dead one replaced before
+    anyone sees it. One dropped within the last second fails its next
+    statement once (``StoreError``); SQLAlchemy then discards the pool's
+    connections and the call after it reconnects.
+    """
+
+    @event.listens_for(engine, "checkin")
+    def _checkin(dbapi_conn: Any, record: Any) -> None:
+        record.info[_IDLE_SINCE] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _checkout(dbapi_conn: Any, record: Any, proxy: Any) -> None:
+        since = record.info.get(_IDLE_SINCE)
+        if since is None or time.monotonic() - since < PING_AFTER_IDLE_S:
+            return  # just connected, or back in the pool a moment ago
+        dialect = engine.dialect
+        try:
+            dialect.do_ping(dbapi_conn)
+        except dialect.loaded_dbapi.Error as exc:
+            if not dialect.is_disconnect(exc, dbapi_conn, None):
+                raise
+            # The pool discards this connection and checks out another (or a new one).
+            raise DisconnectionError("the connection was dropped while it sat in the pool") from exc
 
 
 def _sqlite_engine(url: str, busy_timeout_ms: int, read_only: bool) -> Engine:
