@@ -107,6 +107,7 @@ def test_terms_counted_just_now_are_searched_by_the_ids_their_count_found(store:
         ["avoid: orders_api_417 timeout", "avoid: ORDERS_API_417 again, otterglyph"]
         + ["avoid: otterglyph alone"]
         + [f"avoid: common word {i}" for i in range(RARE_DF + 5)]
+        + ["avoid: walrusflag once"]
     )
     ids = _insert(store, texts)
     terms = ("orders_api_417", "otterglyph", "word", "nowherefound")
@@ -118,9 +119,14 @@ def test_terms_counted_just_now_are_searched_by_the_ids_their_count_found(store:
         where = eligible(None, now_ms(), 7 * DAY)
         by_ids = candidates(s, where, 10, terms=terms, frequencies=dfs, total=total, matched=found)
         by_text = candidates(s, where, 10, terms=terms, frequencies=dfs, total=total)
-        # Counted already: nothing more to find.
+        # Counted already: nothing more to find. With one new term among
+        # them, only that one is searched by id, the others by text.
         again: dict[str, list[str]] = {}
         assert frequencies.of(store, s, terms, again) == dfs and again == {}
+        more = (*terms, "walrusflag")  # searched by id, so moved first
+        dfs_more = frequencies.of(store, s, more, again)
+        mixed = candidates(s, where, 10, terms=more, frequencies=dfs_more, total=total, matched=again)
+        mixed_by_text = candidates(s, where, 10, terms=more, frequencies=dfs_more, total=total)
     assert (dfs["orders_api_417"], dfs["otterglyph"], dfs["nowherefound"]) == (2, 2, 0)
     assert dfs["word"] > RARE_DF
     if store.engine.dialect.name == "postgresql":
@@ -132,3 +138,6 @@ def test_terms_counted_just_now_are_searched_by_the_ids_their_count_found(store:
         assert found == {}
     assert by_ids == by_text
     assert sorted(c.id for c in by_ids) == sorted(ids[:3])
+    assert list(again) == (["walrusflag"] if store.engine.dialect.name == "postgresql" else [])
+    assert mixed == mixed_by_text
+    assert sorted(c.id for c in mixed) == sorted([*ids[:3], ids[-1]])

@@ -437,6 +437,11 @@ def candidates(
     pg = _is_postgresql(reader)
     rare = search_terms(terms, frequencies, total)
     known = matched if pg and matched else {}
+    if known:
+        # Terms searched by id first: the statement's shape is then (terms, how
+        # many by id), a few dozen at most (compiled and prepared statements
+        # are cached per shape); the order of terms changes no match or weight.
+        rare = [t for t in rare if t in known] + [t for t in rare if t not in known]
     by_ids = tuple(t in known for t in rare) if known else ()
     params: dict[str, Any] = {
         **where.params(),
