@@ -46,6 +46,7 @@ from ..errors import StoreBusyError, StoreError
 __all__ = [
     "DB_URL_ENV",
     "MAX_BUSY_TIMEOUT_MS",
+    "PING_AFTER_IDLE_S",
     "SQLITE_BUSY_TIMEOUT_MS",
     "Prepared",
     "create_store_engine",
