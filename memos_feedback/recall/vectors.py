@@ -372,17 +372,14 @@ class Similarities:
 
     def cosine(self, repair_id: str) -> float | None:
         """The query's cosine with ``repair_id``'s embedding (None: not in this snapshot)."""
-        hit = self._row(repair_id)
-        if hit is None:
-            return None
-        values = self._sims.get(hit[0])
-        if values is not None:
-            return float(values[hit[1]])
-        assert self._query is not None  # a matrix scanned through the projection
-        return float(self._matrices[hit[0]][hit[1]] @ self._query)
+        return self.cosines((repair_id,))[0]
 
     def cosines(self, repair_ids: Sequence[str]) -> list[float | None]:
-        """``cosine`` of each of ``repair_ids``, rows of a projected matrix gathered in one product."""
+        """The query's cosine with each of ``repair_ids`` (None: not in this snapshot).
+
+        A matrix scanned whole has every row's cosine already; the rows asked
+        of a matrix scanned through the projection are gathered into one product.
+        """
         import numpy as np
 
         out: list[float | None] = [None] * len(repair_ids)
