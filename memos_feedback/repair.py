@@ -51,13 +51,13 @@ from .store.engine import Prepared
 from .store.models import DecisionRepairModel
 from .store.repositories import (
     Executor,
-    defer_search_index,
     policy_boundaries_with_episodes,
     repair_values,
     session_traces,
     write_repair_row,
 )
 from .store.rows import TraceRow, now_ms
+from .store.search_index import defer_search_index
 from .synthesize import DecisionRepairDraft, SynthesisOutcome, synthesize_draft
 
 __all__ = [
@@ -661,9 +661,10 @@ def _write_repair(
         embedding_model=recall.embedding_model,
     )
     repair_id: str = values["id"]
-    # Before the insert: its trigger then leaves the index row to the caller.
+    # Before the insert: its trigger then leaves the index row to the group's
+    # caller or the store's background thread (store/search_index.py).
     # SQLite only (PostgreSQL's trigram index is the table's own GIN index).
-    if defer_index and conn.dialect.name == "sqlite":
+    if (defer_index or deps.store.defers_search_index) and conn.dialect.name == "sqlite":
         defer_search_index(conn, repair_id)
     write_repair_row(conn, values)
     # Outcomes (issue 11): older repairs this one contradicts are retired with it.

@@ -100,8 +100,8 @@ from .repair import (
 )
 from .signals import FailureBurst, FailureRecord, FailureSignals, context_hash_of
 from .store import Store
-from .store.repositories import index_deferred
 from .store.rows import now_ms
+from .store.search_index import index_deferred
 from .synthesize import DecisionRepairDraft
 
 __all__ = ["CloseReport", "FeedbackSubscriber", "attach_feedback_subscriber"]

@@ -69,9 +69,11 @@ def drain_and_check(db_url: str) -> None:
         assert len(repairs) == len(persisted)
         assert sorted(r.id for r in repairs) == sorted(j.repair_id for j in persisted if j.repair_id)
         assert len({r.context_hash for r in repairs}) == len(repairs)
-        # Each repair is in recall's search index once (SQLite: FTS5).
+        # Each repair is in recall's search index once (SQLite: FTS5), or
+        # named once in its tail (a store's background thread indexes those).
         with store.engine.connect() as conn:
-            indexed = conn.exec_driver_sql("SELECT repair_id FROM decision_repairs_fts").scalars()
+            indexed = list(conn.exec_driver_sql("SELECT repair_id FROM decision_repairs_fts").scalars())
+            indexed += conn.exec_driver_sql("SELECT repair_id FROM decision_repairs_fts_pending").scalars()
             assert sorted(indexed) == sorted(r.id for r in repairs)
     finally:
         store.close()

@@ -578,7 +578,7 @@ def _search(conn: Any, phrase: str) -> list[str]:
 
 
 def test_deferred_search_index_on_sqlite_only(db_url: str) -> None:
-    from memos_feedback.store.repositories import defer_search_index, index_deferred
+    from memos_feedback.store.search_index import defer_search_index, index_deferred
 
     with open_store(db_url) as s:
         tables = set(inspect(s.engine).get_table_names())
@@ -612,3 +612,61 @@ def test_deferred_search_index_on_sqlite_only(db_url: str) -> None:
             assert "WHEN" not in trigger
         migrate.upgrade(s.engine)
         assert s.revision() == migrate.head_revision()
+
+
+# -- 0011: a repair may wait in the pending table past its transaction (SQLite) --------
+
+
+def _trigger_sql(conn: Any, name: str) -> str:
+    return str(conn.exec_driver_sql(f"SELECT sql FROM sqlite_master WHERE name = '{name}'").scalar())
+
+
+def _tail(conn: Any) -> list[str]:
+    return sorted(conn.exec_driver_sql("SELECT repair_id FROM decision_repairs_fts_pending").scalars())
+
+
+def test_triggers_leave_a_waiting_repair_to_whoever_indexes_it(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memos_feedback.store import checkpoint
+    from memos_feedback.store.search_index import defer_search_index, index_deferred
+
+    monkeypatch.setattr(checkpoint, "INTERVAL_S", 3600.0)  # the store's thread indexes nothing meanwhile
+    with open_store(db_url) as s:
+        if s.dialect != "sqlite":
+            return  # PostgreSQL: the table's own trigram index; nothing waits
+        with s.engine.begin() as conn:
+            for repair_id in ("dr_edited", "dr_deleted"):
+                defer_search_index(conn, repair_id)
+                conn.exec_driver_sql(_repair_sql(repair_id, f"Prefer: uv {repair_id[3:]}"))
+        with s.engine.begin() as conn:
+            # Its text changes while it waits: no index row yet (one would be a duplicate later).
+            conn.exec_driver_sql(
+                "UPDATE decision_repairs SET source_text = 'Prefer: uv rewritten' WHERE id = 'dr_edited'"
+            )
+            assert _search(conn, "uv rewritten") == [] and _search(conn, "uv edited") == []
+            # Deleted while it waits: its name goes too.
+            conn.exec_driver_sql("DELETE FROM decision_repairs WHERE id = 'dr_deleted'")
+            assert _tail(conn) == ["dr_edited"]
+            assert index_deferred(conn) == 1
+            assert _search(conn, "uv rewritten") == ["dr_edited"]
+        with s.engine.begin() as conn:  # indexed: an edit re-indexes it, once
+            conn.exec_driver_sql(
+                "UPDATE decision_repairs SET source_text = 'Prefer: uv again' WHERE id = 'dr_edited'"
+            )
+            assert _search(conn, "uv again") == ["dr_edited"] and _search(conn, "uv rewritten") == []
+            count = "SELECT count(*) FROM decision_repairs_fts WHERE repair_id = 'dr_edited'"
+            assert conn.exec_driver_sql(count).scalar() == 1
+        # Down to 0010 (whose pending table is empty between transactions): the waiting are indexed.
+        with s.engine.begin() as conn:
+            defer_search_index(conn, "dr_waiting")
+            conn.exec_driver_sql(_repair_sql("dr_waiting", "Prefer: uv waiting"))
+        migrate.downgrade(s.engine, "0010")
+        with s.engine.begin() as conn:
+            assert _tail(conn) == [] and _search(conn, "uv waiting") == ["dr_waiting"]
+            assert "WHEN" not in _trigger_sql(conn, "decision_repairs_fts_au")
+            assert "pending" not in _trigger_sql(conn, "decision_repairs_fts_ad")
+        migrate.upgrade(s.engine)
+        assert s.revision() == migrate.head_revision()
+        with s.engine.begin() as conn:
+            assert "WHEN NOT EXISTS" in _trigger_sql(conn, "decision_repairs_fts_au")

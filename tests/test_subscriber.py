@@ -317,7 +317,7 @@ def test_a_job_rolled_back_to_its_savepoint_leaves_nothing_to_index(store: Store
     if store.dialect != "sqlite":
         pytest.skip("group commit (savepoints, the deferred index) is SQLite's")
     from memos_feedback.repair import RepairDeps, stage_repair
-    from memos_feedback.store.repositories import index_deferred
+    from memos_feedback.store.search_index import index_deferred
     from memos_feedback.subscriber import _savepoint
 
     add_history(store)

@@ -3,7 +3,9 @@
 Everything here reads; nothing writes. The text search is the database's:
 
 * SQLite — ``decision_repairs_fts`` (FTS5, trigram tokenizer), ``MATCH`` on
-  the query's terms OR-ed together;
+  the query's terms OR-ed together, plus the repairs written in the last
+  second or so that wait to be indexed (the tail, ``store/search_index.py``),
+  read and tested with ``instr`` directly;
 * PostgreSQL — ``source_text ILIKE '%term%'`` OR-ed (the ``pg_trgm`` GIN
   index serves it);
 
@@ -64,6 +66,7 @@ from ..store import Store
 from ..store.engine import Prepared
 from ..store.models import SQLITE_FTS_TABLE, DecisionRepairModel
 from ..store.repositories import in_list, list_param
+from ..store.search_index import TAIL_SQL
 
 __all__ = [
     "MAX_SEARCH_TERMS",
@@ -231,11 +234,13 @@ _FETCH = {True: _fetch_statement(True), False: _fetch_statement(False)}
 # Unranked: FTS5's bm25 costs as much again as the trigram match itself
 # (it counts every trigram's postings). The hits are few by construction —
 # only rare terms search, and the limit covers their document frequencies —
-# so ranking them after the join is cheap (``_lexical``).
+# so ranking them after the join is cheap (``_lexical``). The tail (repairs
+# not indexed yet, a few rows) joins them unfiltered: ``_lexical`` keeps
+# the rows that contain a term, indexed or not.
 _FTS_HITS = (
     text(
-        f"SELECT repair_id, doc FROM {SQLITE_FTS_TABLE} "
-        f"WHERE {SQLITE_FTS_TABLE} MATCH :match LIMIT :fts_limit"
+        f"SELECT repair_id, doc FROM (SELECT repair_id, doc FROM {SQLITE_FTS_TABLE} "
+        f"WHERE {SQLITE_FTS_TABLE} MATCH :match LIMIT :fts_limit) UNION ALL {TAIL_SQL}"
     )
     .columns(column("repair_id", String), column("doc", String))
     .subquery("hits")
@@ -592,6 +597,7 @@ def _count(
                 if found is not None and row[2 * i + 1] is not None:
                     found[k] = list(row[2 * i + 1])
             continue
+        params.update({f"k{i}": k for i, k in enumerate(batch)})
         counts = session.execute(_df_statement(checks), {**params, "cap": cap}).one()
         out.update((k, int(n)) for k, n in zip(batch, counts, strict=True))
     return out
@@ -659,13 +665,15 @@ def _df_pattern(term: str, postgresql_dialect: bool) -> str:
 def _df_statement(checks: tuple[bool, ...]) -> Any:
     """SQLite: one row, each of ``:m0``… counted (up to ``:cap``) as FTS5 finds them.
 
-    ``checks[i]``: a match of ``:m{i}`` must also contain ``:v{i}``.
+    ``checks[i]``: a match of ``:m{i}`` must also contain ``:v{i}``. The
+    tail's repairs that contain ``:k{i}`` (the key itself) count too.
     """
     parts = []
     for i, check in enumerate(checks):
         also = f" AND instr(lower(doc), :v{i}) > 0" if check else ""
         one = f"SELECT 1 FROM {SQLITE_FTS_TABLE} WHERE {SQLITE_FTS_TABLE} MATCH :m{i}{also} LIMIT :cap"
-        parts.append(f"(SELECT count(*) FROM ({one}) AS d{i})")
+        tail = f"SELECT count(*) FROM ({TAIL_SQL}) AS t{i} WHERE instr(lower(t{i}.doc), :k{i}) > 0"
+        parts.append(f"min(:cap, (SELECT count(*) FROM ({one}) AS d{i}) + ({tail}))")
     return text(f"SELECT {', '.join(parts)}")
 
 

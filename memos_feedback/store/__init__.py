@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session
 
 from ..errors import InvalidInputError, SchemaError, StoreBusyError, StoreError
-from . import migrate
+from . import checkpoint, migrate
 from .checkpoint import WalCheckpointer
 from .engine import (
     MAX_BUSY_TIMEOUT_MS,
@@ -33,6 +33,7 @@ from .engine import (
 )
 from .repositories import PolicyRepository, RepairRepository, TraceRepository, check_text
 from .rows import DecisionRepairRow, PolicyRow, ToolCall, TraceRow
+from .search_index import has_deferred, index_deferred
 
 __all__ = [
     "DecisionRepairRow",
@@ -69,6 +70,12 @@ class Store:
     ``busy_timeout_ms`` bounds every write in total: waiting for this
     process's other writers, for a pooled connection and for another
     process's lock together; past it the write raises ``StoreBusyError``.
+
+    ``defer_search_index`` (a writable SQLite file whose schema is at head,
+    as ``open_store`` makes it): repairs written through the store enter
+    recall's search index from its background thread, about a second
+    later, and are searched as the index's tail until then
+    (``store/search_index.py``). ``defers_search_index`` says whether it is on.
     """
 
     def __init__(
@@ -78,6 +85,7 @@ class Store:
         *,
         busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS,
         read_only: bool = False,
+        defer_search_index: bool = False,
     ) -> None:
         if not isinstance(engine, Engine):
             raise InvalidInputError(f"engine must be a SQLAlchemy Engine, got {type(engine).__name__}")
@@ -95,8 +103,9 @@ class Store:
         sqlite = engine.dialect.name == "sqlite"
         self._write_lock: threading.RLock | None = threading.RLock() if sqlite else None
         path = sqlite_file_path(engine)
-        # A reader must not write the file, and a checkpoint does.
-        self._checkpointer = WalCheckpointer(path) if path is not None and not read_only else None
+        writable_file = path is not None and not read_only
+        # Only where a background thread indexes what is deferred.
+        self.defers_search_index = writable_file and _flag("defer_search_index", defer_search_index)
         # SQLite file: writes are one at a time (the lock above), so one
         # connection is kept checked out for them (``_writer``) instead of a
         # pool checkout, a new ``Connection`` and a pool return (a reset)
@@ -107,6 +116,15 @@ class Store:
         self._keep_writer = path is not None and not read_only
         self._writer: Connection | None = None
         self._writer_in_use = False
+        # Last: the thread calls back into the store. A reader must not
+        # write the file, and a checkpoint does.
+        self._checkpointer = (
+            WalCheckpointer(
+                path, checkpoint.INTERVAL_S, before=self._index_deferred if self.defers_search_index else None
+            )
+            if path is not None and writable_file
+            else None
+        )
 
     @property
     def dialect(self) -> str:
@@ -225,6 +243,21 @@ class Store:
             except Exception as exc:  # closing a broken connection: nothing to keep
                 logger.debug("closing the kept write connection failed: %s", exc)
 
+    def _index_deferred(self) -> None:
+        """The background thread's turn: index the repairs whose index rows were deferred.
+
+        A read first, so an empty tail (the usual case) takes no write lock.
+        Fails soft: the tail stays searchable, and the next turn tries again.
+        """
+        try:
+            with self.connection(action="reading the search index's tail") as conn:
+                if not has_deferred(conn):
+                    return
+            with self.connection(write=True, action="indexing deferred repairs") as conn:
+                index_deferred(conn)
+        except StoreError as exc:
+            logger.debug("indexing deferred repairs of %s skipped: %s", self, exc)
+
     def revision(self) -> str | None:
         """The database's Alembic revision."""
         return migrate.current_revision(self.engine)
@@ -300,7 +333,11 @@ def open_store(
         engine.dispose()
         raise
     logger.debug("opened store %s", engine.url.render_as_string(hide_password=True))
-    return Store(engine, resolved, busy_timeout_ms=busy_timeout_ms, read_only=read_only)
+    # Just migrated to head: the schema has migration 0011's triggers.
+    at_head = migrate_to_head and not read_only
+    return Store(
+        engine, resolved, busy_timeout_ms=busy_timeout_ms, read_only=read_only, defer_search_index=at_head
+    )
 
 
 def _require_head(engine: Engine) -> None:

@@ -16,8 +16,13 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+from collections.abc import Callable
 
-__all__ = ["WalCheckpointer"]
+__all__ = ["INTERVAL_S", "WalCheckpointer"]
+
+# Seconds between a store's background turns (checkpoint, and indexing the
+# repairs whose search-index rows were deferred).
+INTERVAL_S = 1.0
 
 # A WAL longer than this many frames (~16 MB of 4 KB pages) is started over
 # once a checkpoint has copied all of it; waiting for that costs at most
@@ -29,11 +34,18 @@ logger = logging.getLogger("memos_feedback.store")
 
 
 class WalCheckpointer:
-    """Runs ``PRAGMA wal_checkpoint(PASSIVE)`` on ``path`` every ``interval`` seconds."""
+    """Runs ``PRAGMA wal_checkpoint(PASSIVE)`` on ``path`` every ``interval`` seconds.
 
-    def __init__(self, path: str, interval: float = 1.0) -> None:
+    ``before``, when given, runs first each time and at ``close``: the
+    store's other background work (it must not raise).
+    """
+
+    def __init__(
+        self, path: str, interval: float = INTERVAL_S, before: Callable[[], None] | None = None
+    ) -> None:
         self.path = path
         self.interval = interval
+        self._before = before
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="memos-feedback-wal-checkpoint", daemon=True)
         self._thread.start()
@@ -58,6 +70,8 @@ class WalCheckpointer:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
+            if self._before is not None:
+                self._before()
             try:
                 self.checkpoint()
             except sqlite3.Error as exc:  # busy, or the file went away: try again later
@@ -67,6 +81,8 @@ class WalCheckpointer:
         """Stop the thread and leave the WAL checkpointed as far as possible."""
         self._stop.set()
         self._thread.join(timeout=5)
+        if self._before is not None:
+            self._before()
         try:
             self.checkpoint()
         except sqlite3.Error as exc:

@@ -27,7 +27,6 @@ from sqlalchemy import (
     insert,
     or_,
     select,
-    text,
     update,
 )
 from sqlalchemy.dialects import postgresql
@@ -37,7 +36,7 @@ from sqlalchemy.orm import Session
 
 from ..errors import InvalidInputError, NotFoundError
 from .engine import Prepared
-from .models import SQLITE_FTS_TABLE, DecisionRepairModel, PolicyEpisodeModel, PolicyModel, TraceModel
+from .models import DecisionRepairModel, PolicyEpisodeModel, PolicyModel, TraceModel
 from .rows import DecisionRepairRow, PolicyRow, ToolCall, TraceRow, new_id, now_ms
 
 if TYPE_CHECKING:
@@ -50,9 +49,7 @@ __all__ = [
     "RepairRepository",
     "TraceRepository",
     "check_text",
-    "defer_search_index",
     "in_list",
-    "index_deferred",
     "list_param",
     "merge_boundaries",
     "repair_values",
@@ -699,38 +696,6 @@ def write_repair_row(ex: Executor, values: dict[str, Any]) -> None:
         _RUN_INSERT_REPAIR.rowcount(ex, values)
     else:
         ex.execute(_INSERT_REPAIR, values)
-
-
-# Recall's search index of a group of repairs in one statement (migration
-# 0010, SQLite only): a writer names a repair in the pending table before
-# inserting it (the insert trigger then skips it) and, before it commits,
-# indexes every repair named there in insertion order and empties the
-# table. FTS5 writes an index segment per statement that runs in a
-# statement journal (any insert into decision_repairs: its trigger) and per
-# savepoint; one statement for the group makes one segment instead of one
-# per repair. Through Prepared: traced, and errors raised as SQLAlchemy's.
-_PENDING = f"{SQLITE_FTS_TABLE}_pending"
-_DEFER_INDEX = Prepared(text(f"INSERT INTO {_PENDING} (repair_id) VALUES (:repair_id)"))
-_INDEX_PENDING = Prepared(
-    text(
-        f"INSERT INTO {SQLITE_FTS_TABLE} (repair_id, doc) "
-        "SELECT r.id, coalesce(r.source_text, r.preference || ' ' || r.anti_pattern) "
-        f"FROM {_PENDING} p JOIN decision_repairs r ON r.id = p.repair_id ORDER BY r.rowid"
-    )
-)
-_CLEAR_PENDING = Prepared(text(f"DELETE FROM {_PENDING}"))
-
-
-def defer_search_index(conn: Connection, repair_id: str) -> None:
-    """Before inserting repair ``repair_id`` (SQLite): leave its index row to ``index_deferred``."""
-    _DEFER_INDEX.rowcount(conn, {"repair_id": repair_id})
-
-
-def index_deferred(conn: Connection) -> int:
-    """Index the repairs ``defer_search_index`` named in this transaction; how many (SQLite)."""
-    indexed = _INDEX_PENDING.rowcount(conn, {})
-    _CLEAR_PENDING.rowcount(conn, {})
-    return indexed
 
 
 def repair_row_from_values(v: Mapping[str, Any]) -> DecisionRepairRow:
