@@ -169,3 +169,30 @@ def test_index_deferred_indexes_every_waiting_repair_once_and_drops_deleted_ones
             assert index_deferred(conn) == 1
             assert not has_deferred(conn)
         assert _indexed(store) == [first] and _tail(store) == []
+
+
+def _plan(store: Store, sql: str) -> list[str]:
+    with store.connection() as conn:
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        return [row[3] for row in raw.execute(f"EXPLAIN QUERY PLAN {sql}", [None] * sql.count("?"))]
+
+
+def test_waiting_repairs_are_read_by_key_never_by_a_scan_of_every_repair(sqlite_url: str) -> None:
+    from sqlalchemy.dialects import sqlite
+
+    from memos_feedback.recall.search import _candidates_statement, _df_statement
+    from memos_feedback.store.search_index import _INDEX, TAIL_SQL
+
+    def sql(statement: object) -> str:
+        return str(statement.compile(dialect=sqlite.dialect()))  # type: ignore[attr-defined]
+
+    with open_store(sqlite_url) as store:
+        for statement in (TAIL_SQL, sql(_INDEX.statement), sql(_df_statement((True, False)))):
+            plan = _plan(store, statement)
+            assert "SEARCH r USING INDEX sqlite_autoindex_decision_repairs_1 (id=?)" in plan, plan
+            assert "SCAN r" not in plan, plan
+        plan = _plan(store, sql(_candidates_statement(False, 2)))
+        assert not [step for step in plan if step.startswith("SCAN decision_repairs ") or step == "SCAN r"], (
+            plan
+        )

@@ -42,19 +42,19 @@ __all__ = [
 PENDING_TABLE = f"{SQLITE_FTS_TABLE}_pending"
 # A repair's document in the FTS table (the triggers of migration 0005).
 _DOC = "coalesce(r.source_text, r.preference || ' ' || r.anti_pattern)"
+# The waiting repairs, read by primary key. CROSS JOIN: SQLite then loops
+# over the few names, never over every repair probing the names (the plan
+# it picks for a plain JOIN, having no statistics on either table).
+_WAITING = f"{PENDING_TABLE} AS p CROSS JOIN decision_repairs AS r ON r.id = p.repair_id"
 # The repairs written but not yet indexed, as the FTS table's (repair_id, doc).
-TAIL_SQL = (
-    f"SELECT r.id AS repair_id, {_DOC} AS doc "
-    f"FROM {PENDING_TABLE} AS p JOIN decision_repairs AS r ON r.id = p.repair_id"
-)
+TAIL_SQL = f"SELECT r.id AS repair_id, {_DOC} AS doc FROM {_WAITING}"
 
 # Through Prepared: traced, and errors raised as SQLAlchemy's.
 _DEFER = Prepared(text(f"INSERT INTO {PENDING_TABLE} (repair_id) VALUES (:repair_id)"))
 _INDEX = Prepared(
     text(
         f"INSERT INTO {SQLITE_FTS_TABLE} (repair_id, doc) "
-        f"SELECT r.id, {_DOC} "
-        f"FROM {PENDING_TABLE} AS p JOIN decision_repairs AS r ON r.id = p.repair_id ORDER BY r.rowid"
+        f"SELECT r.id, {_DOC} FROM {_WAITING} ORDER BY r.rowid"
     )
 )
 _CLEAR = Prepared(text(f"DELETE FROM {PENDING_TABLE}"))

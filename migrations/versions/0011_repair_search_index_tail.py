@@ -67,7 +67,7 @@ def downgrade() -> None:
     op.execute(
         f"INSERT INTO {FTS} (repair_id, doc) "
         f"SELECT r.id, coalesce(r.source_text, r.preference || ' ' || r.anti_pattern) "
-        f"FROM {PENDING} p JOIN {TABLE} r ON r.id = p.repair_id ORDER BY r.rowid"
+        f"FROM {PENDING} p CROSS JOIN {TABLE} r ON r.id = p.repair_id ORDER BY r.rowid"
     )
     op.execute(f"DELETE FROM {PENDING}")
     op.execute(f"DROP TRIGGER {FTS}_au")
