@@ -11,7 +11,6 @@ from memos_feedback.recall.search import (
     eligible,
     idf,
     lexical_candidate_ids,
-    plan_once,
     term_expression,
 )
 from memos_feedback.store import Store
@@ -82,19 +81,37 @@ def test_a_long_term_found_by_its_rarest_trigrams_is_found_exactly_as_by_its_phr
     assert sorted(found) == sorted(ids[:2])
 
 
-def test_generic_plans_last_only_as_long_as_the_read(store: Store) -> None:
-    # PostgreSQL: the read's statements are planned once (plan_once), and the
-    # setting ends with its transaction — no other work on that pooled
-    # connection is planned so. SQLite: nothing to set, and nothing fails.
-    with store.engine.connect() as conn:
-        with conn.begin():
-            plan_once(conn)
-            if store.engine.dialect.name == "postgresql":
-                assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "force_generic_plan"
-            assert lexical_candidate_ids(conn, ["zebracode"], eligible(None, now_ms(), DAY), 5) == []
-        if store.engine.dialect.name == "postgresql":
-            with conn.begin():
-                assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "auto"
+def test_recall_reads_plan_once_and_nothing_else_does(store: Store) -> None:
+    # PostgreSQL: recall's read (Store.reading) runs on a pool of its own,
+    # autocommit (no BEGIN/COMMIT round trips) with generic plans; the
+    # store's other connections keep PostgreSQL's default, and a store made
+    # without that pool sets it for the read's transaction only. SQLite:
+    # one transaction, nothing to set.
+    pg = store.dialect == "postgresql"
+    where = eligible(None, now_ms(), DAY)
+    with store.reading() as conn:
+        assert lexical_candidate_ids(conn, ["zebracode"], where, 5) == []
+        if pg:
+            assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "force_generic_plan"
+            from psycopg.pq import TransactionStatus
+
+            raw = conn.connection.driver_connection
+            assert raw is not None and raw.info.transaction_status == TransactionStatus.IDLE
+        else:
+            assert conn.in_transaction()
+    with store.connection() as conn:
+        if pg:
+            assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "auto"
+    bare = Store(store.engine, store.url)  # no recall pool: the setting lasts as long as the read
+    with bare.reading() as conn:
+        assert conn.in_transaction()
+        if pg:
+            assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "force_generic_plan"
+        assert lexical_candidate_ids(conn, ["zebracode"], where, 5) == []
+    with bare.connection() as conn:
+        if pg:
+            assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "auto"
+    bare.close()  # its thread (SQLite); the engine it shares is disposed, and reconnects when used
 
 
 def test_terms_counted_just_now_are_searched_by_the_ids_their_count_found(store: Store) -> None:

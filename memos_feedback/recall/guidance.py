@@ -56,7 +56,7 @@ from ..store.rows import now_ms
 from .config import RecallConfig
 from .embeddings import Embedder, check_embedder
 from .indexing import embedding_text
-from .search import Candidate, DocumentFrequencies, candidates, eligible, idf, plan_once
+from .search import Candidate, DocumentFrequencies, candidates, eligible, idf
 from .terms import comparable, contains_term, error_identifiers, glossed, is_tool_report, query_terms
 from .vectors import Similarities, similarities
 
@@ -212,8 +212,7 @@ def guidance_for(
     # in the light of the situation they share (ALGORITHMS.md, "Recall").
     report = is_tool_report(evidence_text[:_REPORT_SCAN])
     exact_hash = context_hash_of(tool, ctx) if tool is not None and ctx is not None else None
-    with store.connection(action="recalling guidance") as s:
-        plan_once(s)
+    with store.reading(action="recalling guidance") as s:
         total = _df.total(store, s)
         lookup = tuple(dict.fromkeys(terms.indexed + situation.indexed))
         matched: dict[str, list[str]] = {}  # PostgreSQL: the ids of terms counted just now

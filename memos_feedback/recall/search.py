@@ -80,7 +80,6 @@ __all__ = [
     "fetch_candidates",
     "idf",
     "lexical_candidate_ids",
-    "plan_once",
     "same_context_candidate_ids",
     "same_tool_candidate_ids",
     "search_terms",
@@ -457,23 +456,6 @@ def candidates(
         "vector_ids": list_param(sorted(set(vector_ids)), pg),
     }
     return [Candidate._make(r) for r in _candidates_prepared(pg, len(rare), by_ids).all(reader, params)]
-
-
-def plan_once(reader: Connection) -> None:
-    """On PostgreSQL, plan this transaction's statements once per connection (generic plans).
-
-    psycopg prepares a statement it has run five times; PostgreSQL then
-    still plans it afresh for every set of values while it guesses a
-    custom plan is cheaper, and for these statements it always guesses
-    so: a trigram ``ILIKE`` count took ~1-2 ms to plan and 0.5 ms to run,
-    the candidate statement as long to plan as to run. Every statement
-    of the read already has one good plan whatever the values — the
-    patterns searched are rare by construction (``search_terms``), the
-    other sources walk an index newest first — so the plan made once is
-    kept. ``SET LOCAL``: it ends with the transaction (docs/PERFORMANCE.md).
-    """
-    if reader.dialect.name == "postgresql":
-        reader.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
 
 
 def _like(term: str) -> str:

@@ -26,6 +26,7 @@ from .engine import (
     MAX_BUSY_TIMEOUT_MS,
     SQLITE_BUSY_TIMEOUT_MS,
     WRITE_OPTION,
+    create_recall_engine,
     create_store_engine,
     default_url,
     sqlite_file_path,
@@ -76,6 +77,9 @@ class Store:
     recall's search index from its background thread, about a second
     later, and are searched as the index's tail until then
     (``store/search_index.py``). ``defers_search_index`` says whether it is on.
+
+    ``recall_engine`` (PostgreSQL, made by ``open_store``): the pool of
+    ``reading``; the store disposes of it at ``close``.
     """
 
     def __init__(
@@ -86,10 +90,16 @@ class Store:
         busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS,
         read_only: bool = False,
         defer_search_index: bool = False,
+        recall_engine: Engine | None = None,
     ) -> None:
         if not isinstance(engine, Engine):
             raise InvalidInputError(f"engine must be a SQLAlchemy Engine, got {type(engine).__name__}")
+        if recall_engine is not None and not isinstance(recall_engine, Engine):
+            raise InvalidInputError(
+                f"recall_engine must be a SQLAlchemy Engine or None, got {type(recall_engine).__name__}"
+            )
         self.engine = engine
+        self._recall_engine = recall_engine
         self.url = check_text("url", url, empty=False)
         self.busy_timeout_ms = _busy_timeout(busy_timeout_ms)
         self.read_only = _flag("read_only", read_only)
@@ -176,6 +186,26 @@ class Store:
                 return
             with self._transaction(write, action, begin=True) as conn:
                 yield conn
+
+    @contextmanager
+    def reading(self, *, action: str = "database access") -> Iterator[Connection]:
+        """A connection for recall's read: a few statements, each with one plan for all values.
+
+        On PostgreSQL, a connection of the recall pool (``create_recall_engine``):
+        autocommit, so each statement reads its own snapshot, as it would
+        in a READ COMMITTED transaction, without the transaction's two
+        round trips; its statements get generic plans. A store made
+        without that pool reads in a transaction with the plan setting
+        ``SET LOCAL`` (ending with it). SQLite: ``connection()``, one snapshot.
+        """
+        if self._recall_engine is None:
+            with self.connection(action=action) as conn:
+                if conn.dialect.name == "postgresql":
+                    conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
+                yield conn
+            return
+        with translate_errors(action), self._recall_engine.connect() as conn:
+            yield conn
 
     @contextmanager
     def _transaction(self, write: bool, action: str, *, begin: bool) -> Iterator[Connection]:
@@ -275,6 +305,8 @@ class Store:
         if self._checkpointer is not None:
             self._checkpointer.close()
             self._checkpointer = None
+        if self._recall_engine is not None:
+            self._recall_engine.dispose()
         self.engine.dispose()
 
     def __enter__(self) -> Store:
@@ -329,6 +361,7 @@ def open_store(
             _require_head(engine)
         elif migrate_to_head:
             migrate.upgrade(engine)
+        recall = create_recall_engine(resolved, busy_timeout_ms=busy_timeout_ms, read_only=read_only)
     except BaseException:
         engine.dispose()
         raise
@@ -336,7 +369,12 @@ def open_store(
     # Just migrated to head: the schema has migration 0011's triggers.
     at_head = migrate_to_head and not read_only
     return Store(
-        engine, resolved, busy_timeout_ms=busy_timeout_ms, read_only=read_only, defer_search_index=at_head
+        engine,
+        resolved,
+        busy_timeout_ms=busy_timeout_ms,
+        read_only=read_only,
+        defer_search_index=at_head,
+        recall_engine=recall,
     )
 
 

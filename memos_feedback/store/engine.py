@@ -15,6 +15,11 @@ A read-only engine (``read_only=True``) never creates, migrates or
 changes a database: no folder is made, a missing SQLite file is an error,
 the file is opened with ``mode=ro`` and left in whatever journal mode it
 has; PostgreSQL sessions default to read-only transactions.
+
+On PostgreSQL a store also keeps a small second pool for recall's reads
+(``create_recall_engine``): autocommit, and every statement planned once
+per connection (``plan_cache_mode = force_generic_plan``), settings that
+suit those statements and no others (``Store.reading``).
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ __all__ = [
     "PING_AFTER_IDLE_S",
     "SQLITE_BUSY_TIMEOUT_MS",
     "Prepared",
+    "create_recall_engine",
     "create_store_engine",
     "default_url",
     "translate_errors",
@@ -100,23 +106,68 @@ def create_store_engine(
     try:
         if parsed.get_backend_name() == "sqlite":
             return _sqlite_engine(url, busy_timeout_ms, read_only)
-        connect_args: dict[str, Any] = {}
-        if read_only and parsed.get_backend_name() == "postgresql":
-            # Every transaction of every pooled connection is READ ONLY.
-            connect_args["options"] = "-c default_transaction_read_only=on"
-        engine = create_engine(
-            parsed,
-            pool_size=5,
-            max_overflow=5,
-            pool_timeout=busy_timeout_ms / 1000,
-            connect_args=connect_args,
-        )
-        _ping_when_idle(engine)
-        return engine
+        return _server_engine(parsed, busy_timeout_ms, read_only, pool_size=5, max_overflow=5)
     except NoSuchModuleError as exc:
         raise StoreError(f"no driver for {parsed.drivername!r}; is the right extra installed?") from exc
     except ImportError as exc:
         raise StoreError(f"database driver missing for {parsed.drivername!r}: {exc}") from exc
+
+
+def create_recall_engine(
+    url: str, *, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS, read_only: bool = False
+) -> Engine | None:
+    """PostgreSQL: the pool of recall's reads (``Store.reading``); None for any other database.
+
+    Autocommit: recall's read is a few statements that need no snapshot in
+    common (under READ COMMITTED each statement reads its own anyway), and
+    a transaction's ``BEGIN`` and ``COMMIT`` are two round trips of about
+    six. Generic plans: psycopg prepares a statement it has run five
+    times, and PostgreSQL then kept planning recall's trigram counts and
+    candidate statement afresh for every set of values (~1-2 ms each),
+    guessing a custom plan cheaper; each of them has one good plan
+    whatever the values (``recall/search.py``). Set for the pool's
+    connections, it reaches no other statement of the store — the queue's
+    claim, for one, needs the custom plan a skewed ``status`` gets.
+    At most five connections, made when first needed.
+    """
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "postgresql":
+        return None
+    return _server_engine(
+        parsed,
+        busy_timeout_ms,
+        read_only,
+        pool_size=1,
+        max_overflow=4,
+        isolation_level="AUTOCOMMIT",
+        options=("-c plan_cache_mode=force_generic_plan",),
+    )
+
+
+def _server_engine(
+    parsed: Any,
+    busy_timeout_ms: int,
+    read_only: bool,
+    *,
+    pool_size: int,
+    max_overflow: int,
+    options: Sequence[str] = (),
+    **kwargs: Any,
+) -> Engine:
+    settings = list(options)
+    if read_only and parsed.get_backend_name() == "postgresql":
+        # Every transaction of every pooled connection is READ ONLY.
+        settings.append("-c default_transaction_read_only=on")
+    engine = create_engine(
+        parsed,
+        pool_size=pool_size,
+        max_overflow=max_overflow,
+        pool_timeout=busy_timeout_ms / 1000,
+        connect_args={"options": " ".join(settings)} if settings else {},
+        **kwargs,
+    )
+    _ping_when_idle(engine)
+    return engine
 
 
 # A pooled server connection idle this long is pinged before it is handed out.
