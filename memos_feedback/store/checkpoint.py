@@ -9,6 +9,10 @@ from this thread instead, about once a second, so foreground commits never
 pay for it. A passive checkpoint never blocks readers or writers; it copies
 what it can. If the process stops, the WAL stays on disk and the next
 connection to the file checkpoints it, so nothing is lost either way.
+
+The same thread does the store's other periodic work first (``before``):
+indexing the repairs whose search-index rows were deferred
+(``search_index.py``).
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ class WalCheckpointer:
     """Runs ``PRAGMA wal_checkpoint(PASSIVE)`` on ``path`` every ``interval`` seconds.
 
     ``before``, when given, runs first each time and at ``close``: the
-    store's other background work (it must not raise).
+    store's other background work (it should not raise; if it does, the
+    error is logged and the checkpoints go on).
     """
 
     def __init__(
@@ -68,10 +73,17 @@ class WalCheckpointer:
         finally:
             conn.close()
 
+    def _run_before(self) -> None:
+        if self._before is None:
+            return
+        try:
+            self._before()
+        except Exception:  # a bug there must not stop the checkpoints
+            logger.exception("background work on %s failed", self.path)
+
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            if self._before is not None:
-                self._before()
+            self._run_before()
             try:
                 self.checkpoint()
             except sqlite3.Error as exc:  # busy, or the file went away: try again later
@@ -81,8 +93,7 @@ class WalCheckpointer:
         """Stop the thread and leave the WAL checkpointed as far as possible."""
         self._stop.set()
         self._thread.join(timeout=5)
-        if self._before is not None:
-            self._before()
+        self._run_before()
         try:
             self.checkpoint()
         except sqlite3.Error as exc:
