@@ -137,6 +137,14 @@ class Store:
         )
 
     @property
+    def recall_engine(self) -> Engine | None:
+        """The pool of ``reading`` (PostgreSQL stores from ``open_store``), else None.
+
+        For instrumentation: recall's statements run here, not on ``engine``.
+        """
+        return self._recall_engine
+
+    @property
     def dialect(self) -> str:
         """``sqlite`` or ``postgresql``."""
         return self.engine.dialect.name

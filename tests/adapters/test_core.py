@@ -20,9 +20,10 @@ from memos_feedback.subscriber import FeedbackSubscriber
 
 @contextmanager
 def statements(sub: FeedbackSubscriber) -> Iterator[list[str]]:
-    """The SQL statements this thread runs on the subscriber's engine inside the block.
+    """The SQL statements this thread runs on the subscriber's engines inside the block.
 
     Only this thread's: the subscriber's worker polls the queue meanwhile.
+    Recall's reads on PostgreSQL run on the store's recall pool: watched too.
     """
     seen: list[str] = []
     me = threading.get_ident()
@@ -31,11 +32,14 @@ def statements(sub: FeedbackSubscriber) -> Iterator[list[str]]:
         if threading.get_ident() == me:
             seen.append(statement)
 
-    sa.event.listen(sub.store.engine, "before_cursor_execute", note)
+    engines = [e for e in (sub.store.engine, sub.store.recall_engine) if e is not None]
+    for engine in engines:
+        sa.event.listen(engine, "before_cursor_execute", note)
     try:
         yield seen
     finally:
-        sa.event.remove(sub.store.engine, "before_cursor_execute", note)
+        for engine in engines:
+            sa.event.remove(engine, "before_cursor_execute", note)
 
 
 def test_default_context_keeps_the_stable_part_of_the_arguments() -> None:
