@@ -24,6 +24,7 @@ from . import checkpoint, migrate
 from .checkpoint import WalCheckpointer
 from .engine import (
     MAX_BUSY_TIMEOUT_MS,
+    RECALL_PLAN_CACHE_MODE,
     SQLITE_BUSY_TIMEOUT_MS,
     WRITE_OPTION,
     create_recall_engine,
@@ -123,17 +124,14 @@ class Store:
         # only by the thread holding the write lock, and only when no write
         # of that thread is already using it (the lock is reentrant); else
         # the write takes a pooled connection as before.
-        self._keep_writer = path is not None and not read_only
+        self._keep_writer = writable_file
         self._writer: Connection | None = None
         self._writer_in_use = False
         # Last: the thread calls back into the store. A reader must not
         # write the file, and a checkpoint does.
+        before = self._index_deferred if self.defers_search_index else None
         self._checkpointer = (
-            WalCheckpointer(
-                path, checkpoint.INTERVAL_S, before=self._index_deferred if self.defers_search_index else None
-            )
-            if path is not None and writable_file
-            else None
+            None if path is None or read_only else WalCheckpointer(path, checkpoint.INTERVAL_S, before=before)
         )
 
     @property
@@ -209,7 +207,7 @@ class Store:
         if self._recall_engine is None:
             with self.connection(action=action) as conn:
                 if conn.dialect.name == "postgresql":
-                    conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
+                    conn.exec_driver_sql(f"SET LOCAL plan_cache_mode = {RECALL_PLAN_CACHE_MODE}")
                 yield conn
             return
         with translate_errors(action), self._recall_engine.connect() as conn:

@@ -52,6 +52,7 @@ __all__ = [
     "DB_URL_ENV",
     "MAX_BUSY_TIMEOUT_MS",
     "PING_AFTER_IDLE_S",
+    "RECALL_PLAN_CACHE_MODE",
     "SQLITE_BUSY_TIMEOUT_MS",
     "Prepared",
     "create_recall_engine",
@@ -113,6 +114,10 @@ def create_store_engine(
         raise StoreError(f"database driver missing for {parsed.drivername!r}: {exc}") from exc
 
 
+# PostgreSQL's plan_cache_mode for recall's reads (``create_recall_engine``).
+RECALL_PLAN_CACHE_MODE = "force_generic_plan"
+
+
 def create_recall_engine(
     url: str, *, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS, read_only: bool = False
 ) -> Engine | None:
@@ -140,7 +145,7 @@ def create_recall_engine(
         pool_size=1,
         max_overflow=4,
         isolation_level="AUTOCOMMIT",
-        options=("-c plan_cache_mode=force_generic_plan",),
+        options=(f"-c plan_cache_mode={RECALL_PLAN_CACHE_MODE}",),
     )
 
 
