@@ -122,6 +122,40 @@ def test_backfill_makes_this_process_read_older_rows_again(
     assert found == [older.id, newer.id]
 
 
+def test_a_process_that_read_the_matrix_earlier_ranks_a_newly_embedded_repair_as_a_fresh_one_would(
+    store: Store, embedder: SentenceTransformerEmbedder
+) -> None:
+    # The in-process matrix was read before the repair was embedded. On
+    # PostgreSQL guidance learns of the newer row from the candidates'
+    # statement and reads it before scoring; on SQLite it reads newer rows
+    # first. Either way the repair's cosine counts, as in a fresh process.
+    store.repairs.insert(
+        context_hash="h1", trigger="manual", preference="Prefer: uv add", anti_pattern="Avoid: pip install"
+    )
+    backfill(store, embedder)
+    query = "npm install keeps failing on the web app"
+    assert guidance_for(store, query=query, embedder=embedder).items == ()
+    newer = store.repairs.insert(
+        context_hash="h2", trigger="manual", preference="Prefer: pnpm", anti_pattern="Avoid: npm install"
+    )
+    # Embedded as a worker of another process would (a backfill here would
+    # also make this process read its matrix again).
+    with store.session(write=True) as s:
+        s.execute(
+            update(DecisionRepairModel)
+            .where(DecisionRepairModel.id == newer.id)
+            .values(
+                embedding=pack(embedder.embed(["use pnpm, not npm install"])[0]),
+                embedding_model=embedder.model_name,
+            )
+        )
+    seen_late = guidance_for(store, query=query, embedder=embedder)
+    reset_cache(store.url)
+    fresh = guidance_for(store, query=query, embedder=embedder)
+    assert [i.repair_id for i in fresh.items] == [newer.id]
+    assert seen_late.items == fresh.items
+
+
 def test_evidence_by_meaning_keeps_a_paraphrased_failure_and_leaves_unrelated_ones(
     store: Store, embedder: SentenceTransformerEmbedder
 ) -> None:

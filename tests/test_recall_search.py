@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from sqlalchemy import insert
+from sqlalchemy import event, insert
 
+from memos_feedback.outcomes import counts_for
+from memos_feedback.outcomes.states import CONTRADICTED, HELD, RECURRED
 from memos_feedback.recall.search import (
     RARE_DF,
     DocumentFrequencies,
@@ -11,11 +13,12 @@ from memos_feedback.recall.search import (
     eligible,
     idf,
     lexical_candidate_ids,
+    read_candidates,
     term_expression,
 )
 from memos_feedback.store import Store
-from memos_feedback.store.models import DecisionRepairModel
-from memos_feedback.store.rows import now_ms
+from memos_feedback.store.models import DecisionRepairModel, RepairOutcomeModel
+from memos_feedback.store.rows import new_id, now_ms
 from tests.support.rows import repair_row
 
 DAY = 24 * 3_600_000
@@ -158,3 +161,89 @@ def test_terms_counted_just_now_are_searched_by_the_ids_their_count_found(store:
     assert list(again) == (["walrusflag"] if store.engine.dialect.name == "postgresql" else [])
     assert mixed == mixed_by_text
     assert sorted(c.id for c in mixed) == sorted([*ids[:3], ids[-1]])
+
+
+def test_postgresql_reads_outcomes_and_newer_embeddings_with_the_candidates(store: Store) -> None:
+    # One round trip on PostgreSQL: each row's outcome counts (what
+    # counts_for would read) and whether a repair was embedded past an id
+    # come with the rows. SQLite leaves both to the caller (None).
+    first, second, third = _insert(
+        store, ["avoid: yakbarn one", "avoid: yakbarn two", "avoid: yakbarn three"]
+    )
+    now = now_ms()
+    kinds = [
+        (first, HELD, now - 5),
+        (first, HELD, now - 1),
+        (first, RECURRED, now),
+        (second, CONTRADICTED, now),
+    ]
+    outcomes = [
+        dict(id=new_id("ro_"), served_id=new_id("sv_"), repair_id=r, session_id="s", kind=k, ts=ts)
+        for r, k, ts in kinds
+    ]
+    with store.session(write=True) as s:
+        s.execute(insert(RepairOutcomeModel), outcomes)
+    where = eligible(None, now_ms(), DAY)
+    with store.reading() as conn:
+        frequencies = DocumentFrequencies()
+        total = frequencies.total(store, conn)
+        dfs = frequencies.of(store, conn, ["yakbarn"])
+        asked = read_candidates(conn, where, 10, terms=["yakbarn"], frequencies=dfs, total=total)
+        want = counts_for(conn, [first, second, third])
+        model = "test-model"
+        unasked = asked.newer_embedded
+        no_newer = read_candidates(
+            conn, where, 10, terms=["yakbarn"], frequencies=dfs, total=total, newer_than=(model, third)
+        )
+    assert sorted(c.id for c in asked.rows) == sorted([first, second, third])
+    assert unasked is None
+    if store.dialect != "postgresql":
+        assert asked.outcomes is None and no_newer.newer_embedded is None
+        return
+    assert asked.outcomes == want
+    assert want[first].held == 2 and want[first].last_held == now - 1 and want[second].contradicted == 1
+    # Nothing embedded by that model at all: nothing newer.
+    assert no_newer.newer_embedded is False
+    with store.session(write=True) as s:
+        s.execute(
+            DecisionRepairModel.__table__.update()
+            .where(DecisionRepairModel.id == second)
+            .values(embedding=b"\0" * 8, embedding_model=model)
+        )
+    with store.reading() as conn:
+
+        def ask(after: str, of: str = model) -> bool | None:
+            got = read_candidates(
+                conn, where, 10, terms=["yakbarn"], frequencies=dfs, total=total, newer_than=(of, after)
+            )
+            return got.newer_embedded
+
+        assert (ask(""), ask(first), ask(second), ask(first, "another-model")) == (True, True, False, False)
+        # No row, no answer: the caller must look for itself.
+        empty = read_candidates(
+            conn, where, 10, terms=["nothingmatches"], frequencies={}, total=total, newer_than=(model, "")
+        )
+        assert empty.rows == [] and empty.newer_embedded is None
+
+
+def test_postgresql_guidance_reads_in_one_statement_once_terms_are_counted(store: Store) -> None:
+    # The candidates, their outcomes and (with embeddings) the check for
+    # newer ones are one statement; on SQLite each is a read of its own.
+    from memos_feedback.recall import guidance_for
+
+    [wanted] = _insert(store, ["avoid: quokkaflag in deploy"])
+    guidance_for(store, query="quokkaflag in deploy")  # counts the terms (cached for a minute)
+    engine = store.recall_engine or store.engine
+    seen: list[str] = []
+
+    def note(*args: object) -> None:
+        seen.append(str(args[2]))
+
+    event.listen(engine, "before_cursor_execute", note)
+    try:
+        found = guidance_for(store, query="quokkaflag in deploy")
+    finally:
+        event.remove(engine, "before_cursor_execute", note)
+    assert [i.repair_id for i in found.items] == [wanted]
+    if store.dialect == "postgresql":
+        assert len(seen) == 1 and "repair_outcomes" in seen[0]

@@ -101,6 +101,26 @@ def test_repairs_written_later_are_found_and_an_earlier_answer_stays_whole(store
     assert [(rid, before.cosine(rid)) for rid in first] == snapshot
 
 
+def test_without_refresh_the_matrix_stays_as_read_and_says_how_far(store: Store) -> None:
+    # refresh=False (PostgreSQL's guidance asks the database itself whether
+    # anything newer exists): the first call still reads everything; later
+    # ones answer from what was read, and ``last_id`` says up to where.
+    first = _add(store, 12, seed=10)
+    query = _unit(np.random.default_rng(11))
+    with store.connection() as s:
+        loaded = similarities(store, s, MODEL, query, None, 50, refresh=False)
+    assert {rid for rid, _ in loaded.top} == {rid for rid, (p, _) in first.items() if p is None}
+    assert loaded.last_id == max(first)
+    later = _add(store, 12, seed=12)
+    with store.connection() as s:
+        stale = similarities(store, s, MODEL, query, None, 50, refresh=False)
+        fresh = similarities(store, s, MODEL, query, None, 50)
+    assert stale.top == loaded.top and stale.last_id == loaded.last_id
+    both = {**first, **later}
+    assert [rid for rid, _ in fresh.top] == [rid for rid, _ in _exact(both, query, None)]
+    assert fresh.last_id == max(both)
+
+
 def test_another_model_s_embeddings_are_not_used(store: Store) -> None:
     _add(store, 10, seed=7)
     query = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)

@@ -56,7 +56,7 @@ from ..store.rows import now_ms
 from .config import RecallConfig
 from .embeddings import Embedder, check_embedder
 from .indexing import embedding_text
-from .search import Candidate, DocumentFrequencies, candidates, eligible, idf
+from .search import Candidate, CandidateRead, DocumentFrequencies, eligible, idf, read_candidates
 from .terms import comparable, contains_term, error_identifiers, glossed, is_tool_report, query_terms
 from .vectors import Similarities, similarities
 
@@ -212,27 +212,44 @@ def guidance_for(
     # in the light of the situation they share (ALGORITHMS.md, "Recall").
     report = is_tool_report(evidence_text[:_REPORT_SCAN])
     exact_hash = context_hash_of(tool, ctx) if tool is not None and ctx is not None else None
+    pg = store.dialect == "postgresql"
     with store.reading(action="recalling guidance") as s:
         total = _df.total(store, s)
         lookup = tuple(dict.fromkeys(terms.indexed + situation.indexed))
         matched: dict[str, list[str]] = {}  # PostgreSQL: the ids of terms counted just now
         dfs = _df.of(store, s, lookup, matched)
         sims = _NO_VECTORS
+        # PostgreSQL: whether repairs were embedded since the matrix was last
+        # read is asked in the candidates' statement, not in a round trip of its own.
+        ask = pg and emb is not None
         if emb is not None and qvec is not None:
-            sims = similarities(store, s, emb.model_name, qvec, proj, cfg.neighbour_limit)
-        # Every source and the rows in one statement (a round trip each on PostgreSQL).
-        found = candidates(
-            s,
-            where,
-            cfg.candidate_limit,
-            terms=terms.indexed,
-            frequencies=dfs,
-            total=total,
-            context_hash=exact_hash,
-            tool_id=tool,
-            vector_ids=[i for i, _ in sims.top],
-            matched=matched,
-        )
+            sims = similarities(store, s, emb.model_name, qvec, proj, cfg.neighbour_limit, refresh=not ask)
+
+        def read(vectors: Similarities) -> CandidateRead:
+            # Every source and the rows in one statement (a round trip each on PostgreSQL).
+            return read_candidates(
+                s,
+                where,
+                cfg.candidate_limit,
+                terms=terms.indexed,
+                frequencies=dfs,
+                total=total,
+                context_hash=exact_hash,
+                tool_id=tool,
+                vector_ids=[i for i, _ in vectors.top],
+                matched=matched,
+                newer_than=(emb.model_name, vectors.last_id) if ask and emb is not None else None,
+            )
+
+        got = read(sims)
+        if ask and emb is not None and qvec is not None and got.newer_embedded is not False:
+            # Newer embeddings (or no row to say): read them, and the rows
+            # again if they change the nearest repairs.
+            fresh = similarities(store, s, emb.model_name, qvec, proj, cfg.neighbour_limit)
+            if {i for i, _ in fresh.top} != {i for i, _ in sims.top}:
+                got = read(fresh)
+            sims = fresh
+        found = got.rows
         weights = _Weights(_weights(terms.words, terms.short, dfs, total))
         situation_weights = _Weights(_weights(situation.words, situation.short, dfs, total))
         passed: list[_Passed] = []
@@ -253,9 +270,12 @@ def guidance_for(
             )
             if hit is not None:
                 passed.append(hit)
-        # Outcomes only for what passed the gate (one grouped query): they
-        # reorder related repairs, never make an unrelated one related.
-        outcome_counts = counts_for(s, (p.candidate.id for p in passed))
+        # Outcomes: they reorder related repairs, never make an unrelated one
+        # related. Read with the rows on PostgreSQL; on SQLite only for what
+        # passed the gate (one grouped query).
+        outcome_counts = got.outcomes
+        if outcome_counts is None:
+            outcome_counts = counts_for(s, (p.candidate.id for p in passed))
 
     scored: list[tuple[tuple[int, int, float], _Passed, float]] = []
     for p in passed:

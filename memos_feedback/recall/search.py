@@ -57,14 +57,17 @@ from sqlalchemy import (
     or_,
     select,
     text,
+    true,
     union_all,
 )
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
+from ..outcomes.estimate import OutcomeCounts
+from ..outcomes.states import CONTRADICTED, HELD, RECURRED
 from ..store import Store
 from ..store.engine import Prepared
-from ..store.models import SQLITE_FTS_TABLE, DecisionRepairModel
+from ..store.models import SQLITE_FTS_TABLE, DecisionRepairModel, RepairOutcomeModel
 from ..store.repositories import in_list, list_param
 from ..store.search_index import TAIL_SQL
 
@@ -72,6 +75,7 @@ __all__ = [
     "MAX_SEARCH_TERMS",
     "RARE_DF",
     "Candidate",
+    "CandidateRead",
     "DocumentFrequencies",
     "Eligibility",
     "Reader",
@@ -80,6 +84,7 @@ __all__ = [
     "fetch_candidates",
     "idf",
     "lexical_candidate_ids",
+    "read_candidates",
     "same_context_candidate_ids",
     "same_tool_candidate_ids",
     "search_terms",
@@ -380,9 +385,42 @@ def _lexical_params(
     return params
 
 
+# PostgreSQL: each candidate's outcome counts, read in the candidates'
+# statement (a LATERAL aggregate over its outcome rows, one index probe a
+# candidate) instead of a statement of their own: a round trip costs more
+# there than the probes (docs/PERFORMANCE.md, "Recall"). SQLite reads
+# them separately (``counts_for``), for the candidates that pass the gate.
+_O = RepairOutcomeModel
+_OUTCOMES_OF_ROW = (
+    select(
+        func.count().filter(_O.kind == HELD).label("held"),
+        func.count().filter(_O.kind == RECURRED).label("recurred"),
+        func.count().filter(_O.kind == CONTRADICTED).label("contradicted"),
+        func.max(_O.ts).filter(_O.kind == HELD).label("last_held"),
+    )
+    .where(_O.repair_id == M.id)
+    .lateral("outcomes")
+)
+# PostgreSQL, with embeddings: whether a repair was embedded after the
+# in-process matrix was last read (``vectors``' refresh condition), asked in
+# the same round trip; ``guidance_for`` reads them and asks again when so.
+_EMBEDDED = M.__table__.alias("embedded")
+_NEWER_EMBEDDED = (
+    select(literal(1))
+    .where(
+        _EMBEDDED.c.id > bindparam("newer_than", type_=String),
+        _EMBEDDED.c.embedding_model == bindparam("embedding_model", type_=String),
+        _EMBEDDED.c.embedding.is_not(None),
+    )
+    .exists()
+    .label("newer_embedded")
+)
+_N_COLUMNS = len(_COLUMNS)
+
+
 @functools.cache
 def _candidates_statement(
-    postgresql_dialect: bool, n_terms: int, by_ids: tuple[bool, ...] = ()
+    postgresql_dialect: bool, n_terms: int, by_ids: tuple[bool, ...] = (), newer: bool = False
 ) -> Select[Any]:
     """Every candidate source and the rows they select, as one statement.
 
@@ -405,14 +443,36 @@ def _candidates_statement(
         given = func.json_each(bindparam("vector_ids", type_=String)).table_valued("value")
         parts.append(select(given.c.value))
     ids = union_all(*parts).scalar_subquery()
-    return cast(Select[Any], select(*_COLUMNS).where(M.id.in_(ids), _ELIGIBLE[pg]).order_by(M.id))
+    if not pg:
+        return cast(Select[Any], select(*_COLUMNS).where(M.id.in_(ids), _ELIGIBLE[pg]).order_by(M.id))
+    o = _OUTCOMES_OF_ROW.c
+    extra: list[Any] = [o.held, o.recurred, o.contradicted, o.last_held]
+    if newer:
+        extra.append(_NEWER_EMBEDDED)
+    stmt = select(*_COLUMNS, *extra).select_from(M.__table__.outerjoin(_OUTCOMES_OF_ROW, true()))
+    return cast(Select[Any], stmt.where(M.id.in_(ids), _ELIGIBLE[pg]).order_by(M.id))
 
 
 @functools.cache
-def _candidates_prepared(postgresql_dialect: bool, n_terms: int, by_ids: tuple[bool, ...] = ()) -> Prepared:
+def _candidates_prepared(
+    postgresql_dialect: bool, n_terms: int, by_ids: tuple[bool, ...] = (), newer: bool = False
+) -> Prepared:
     # On SQLite, a hundred rows through SQLAlchemy's result machinery cost a
     # third as much again as the statement itself; the driver's cursor does not.
-    return Prepared(_candidates_statement(postgresql_dialect, n_terms, by_ids))
+    return Prepared(_candidates_statement(postgresql_dialect, n_terms, by_ids, newer))
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateRead:
+    """What ``read_candidates`` found: the rows, and what PostgreSQL read with them."""
+
+    rows: list[Candidate]
+    # PostgreSQL: every row's outcome counts (read in the same statement);
+    # None on SQLite, where the caller reads them (``counts_for``).
+    outcomes: dict[str, OutcomeCounts] | None = None
+    # PostgreSQL, when asked (``newer_than``): whether a repair was embedded
+    # past that id. None: not asked, or no row came back to carry the answer.
+    newer_embedded: bool | None = None
 
 
 def candidates(
@@ -428,6 +488,35 @@ def candidates(
     vector_ids: Sequence[str] = (),
     matched: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Candidate]:
+    """The eligible repairs of every source in one statement, ordered by id (``read_candidates``' rows)."""
+    return read_candidates(
+        reader,
+        where,
+        limit,
+        terms=terms,
+        frequencies=frequencies,
+        total=total,
+        context_hash=context_hash,
+        tool_id=tool_id,
+        vector_ids=vector_ids,
+        matched=matched,
+    ).rows
+
+
+def read_candidates(
+    reader: Reader,
+    where: Eligibility,
+    limit: int,
+    *,
+    terms: Sequence[str] = (),
+    frequencies: Mapping[str, int] | None = None,
+    total: int | None = None,
+    context_hash: str | None = None,
+    tool_id: str | None = None,
+    vector_ids: Sequence[str] = (),
+    matched: Mapping[str, Sequence[str]] | None = None,
+    newer_than: tuple[str, str] | None = None,
+) -> CandidateRead:
     """The eligible repairs of every source in one statement, ordered by id.
 
     The same rows as ``fetch_candidates`` over the ids of
@@ -437,6 +526,10 @@ def candidates(
     ``matched`` (PostgreSQL): every repair containing a term, for terms
     ``DocumentFrequencies.of`` just counted (its ``found``); those terms
     are searched by id.
+
+    On PostgreSQL the same statement also reads each row's outcome counts
+    and, given ``newer_than`` (embedding model, id), whether a repair of
+    that model was embedded with a greater id (``CandidateRead``).
     """
     pg = _is_postgresql(reader)
     rare = search_terms(terms, frequencies, total)
@@ -455,7 +548,19 @@ def candidates(
         "tool_id": tool_id,
         "vector_ids": list_param(sorted(set(vector_ids)), pg),
     }
-    return [Candidate._make(r) for r in _candidates_prepared(pg, len(rare), by_ids).all(reader, params)]
+    newer = pg and newer_than is not None
+    if newer_than is not None and newer:
+        params["embedding_model"], params["newer_than"] = newer_than
+    rows = _candidates_prepared(pg, len(rare), by_ids, newer).all(reader, params)
+    if not pg:
+        return CandidateRead([Candidate._make(r) for r in rows])
+    n = _N_COLUMNS
+    outcomes = {
+        r[0]: OutcomeCounts(held=r[n], recurred=r[n + 1], contradicted=r[n + 2], last_held=r[n + 3])
+        for r in rows
+    }
+    flag = bool(rows[0][n + 4]) if newer and rows else None
+    return CandidateRead([Candidate._make(r[:n]) for r in rows], outcomes, flag)
 
 
 def _like(term: str) -> str:

@@ -291,12 +291,23 @@ def _read_newer(index: _Index, session: Session | Connection, model: str) -> Non
 
 
 def _refresh(
-    index: _Index, session: Session | Connection, model: str, store: Store, key: tuple[str, str]
+    index: _Index,
+    session: Session | Connection,
+    model: str,
+    store: Store,
+    key: tuple[str, str],
+    read: bool = True,
 ) -> None:
-    """Bring ``index`` up to date for a query (the caller holds ``index.lock``)."""
+    """Bring ``index`` up to date for a query (the caller holds ``index.lock``).
+
+    ``read=False``: the caller asks the database itself whether there is
+    anything newer (in a statement it runs anyway) and comes back with
+    ``read=True`` if so; only the first read of the index happens here then.
+    """
     now = time.monotonic()
     if index.loaded_at == 0.0:
         index.loaded_at = now  # the first read, below: in line, there is nothing to answer from yet
+        read = True
     elif now - index.loaded_at > _FULL_RELOAD_S:
         index.loaded_at = now  # the next one an interval from now, whether this one works or not
         if not _in_background(store):
@@ -304,7 +315,8 @@ def _refresh(
         elif not index.busy:
             index.busy = True
             _start("re-reading repair embeddings", lambda: _reload(store, key, model, index))
-    _read_newer(index, session, model)
+    if read:
+        _read_newer(index, session, model)
     if index.needs_projection() and not index.busy:
         index.busy = True
         snapshot = {p: part.matrix for p, part in index.parts.items()}
@@ -346,7 +358,7 @@ class Similarities:
     gains later are not seen (their row lies past this snapshot).
     """
 
-    __slots__ = ("_matrices", "_query", "_sims", "_where", "top")
+    __slots__ = ("_matrices", "_query", "_sims", "_where", "last_id", "top")
 
     def __init__(
         self,
@@ -355,8 +367,11 @@ class Similarities:
         sims: dict[str | None, npt.NDArray[np.float32]],
         where: dict[str, tuple[str | None, int]],
         query: npt.NDArray[np.float32] | None = None,
+        last_id: str = "",
     ) -> None:
         self.top = top
+        # The greatest repair id the snapshot was read up to (``refresh=False``'s question).
+        self.last_id = last_id
         self._matrices = matrices
         # Every row's cosine, for matrices scanned whole; the others' are computed when asked.
         self._sims = sims
@@ -417,8 +432,15 @@ def similarities(
     query: npt.NDArray[np.float32],
     project: str | None,
     k: int,
+    *,
+    refresh: bool = True,
 ) -> Similarities:
-    """The query against the repairs embedded by ``model``, global or of ``project``."""
+    """The query against the repairs embedded by ``model``, global or of ``project``.
+
+    ``refresh=False``: the repairs embedded since the last read are not
+    looked for (save the index's first read); the caller asks whether there
+    are any, with the result's ``last_id``, and calls again if so.
+    """
     import numpy as np
 
     key = (store.url, model)
@@ -427,7 +449,8 @@ def similarities(
         if index is None or index.dimension != query.shape[0]:
             index = _indexes[key] = _Index(dimension=int(query.shape[0]))
     with index.lock:
-        _refresh(index, session, model, store, key)
+        _refresh(index, session, model, store, key, refresh)
+        last_id = index.last_id
         parts = {p: index.parts[p] for p in dict.fromkeys((None, project)) if p in index.parts}
         matrices = {p: part.matrix for p, part in parts.items()}
         ids = {p: part.ids for p, part in parts.items()}  # appended to only: rows past a matrix are unseen
@@ -464,4 +487,4 @@ def similarities(
         best += [(ids[p][i], float(v)) for i, v in zip(chosen.tolist(), values[top].tolist(), strict=True)]
     # Ties by id, so the order does not depend on which matrix a repair is in.
     best.sort(key=lambda pair: (-pair[1], pair[0]))
-    return Similarities(best[:k], matrices, sims, where, q)
+    return Similarities(best[:k], matrices, sims, where, q, last_id)
