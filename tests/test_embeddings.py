@@ -83,6 +83,18 @@ def test_tool_fails_three_times_then_a_new_session_gets_the_repair(
     assert "ERESOLVE" in found.render()
 
 
+def _embed_as_a_worker(
+    store: Store, embedder: SentenceTransformerEmbedder, repair_id: str, text: str
+) -> None:
+    """Store ``text``'s embedding for a repair, as a worker with an embedder writes it."""
+    with store.session(write=True) as s:
+        s.execute(
+            update(DecisionRepairModel)
+            .where(DecisionRepairModel.id == repair_id)
+            .values(embedding=pack(embedder.embed([text])[0]), embedding_model=embedder.model_name)
+        )
+
+
 def test_backfill_embeds_repairs_written_without_an_embedder(
     store: Store, embedder: SentenceTransformerEmbedder
 ) -> None:
@@ -106,12 +118,7 @@ def test_backfill_makes_this_process_read_older_rows_again(
         context_hash="h2", trigger="manual", preference="Prefer: pnpm", anti_pattern="Avoid: npm install"
     )
     # The newer one is embedded first (as a worker with an embedder would have).
-    with store.session(write=True) as s:
-        s.execute(
-            update(DecisionRepairModel)
-            .where(DecisionRepairModel.id == newer.id)
-            .values(embedding=pack(embedder.embed(["use pnpm"])[0]), embedding_model=embedder.model_name)
-        )
+    _embed_as_a_worker(store, embedder, newer.id, "use pnpm")
     qvec = embedder.embed(["use uv add rather than pip install"])[0]
     with store.connection() as s:
         # This process's matrix now ends at the newer row: an older one is not read again by itself.
@@ -140,15 +147,7 @@ def test_a_process_that_read_the_matrix_earlier_ranks_a_newly_embedded_repair_as
     )
     # Embedded as a worker of another process would (a backfill here would
     # also make this process read its matrix again).
-    with store.session(write=True) as s:
-        s.execute(
-            update(DecisionRepairModel)
-            .where(DecisionRepairModel.id == newer.id)
-            .values(
-                embedding=pack(embedder.embed(["use pnpm, not npm install"])[0]),
-                embedding_model=embedder.model_name,
-            )
-        )
+    _embed_as_a_worker(store, embedder, newer.id, "use pnpm, not npm install")
     seen_late = guidance_for(store, query=query, embedder=embedder)
     reset_cache(store.url)
     fresh = guidance_for(store, query=query, embedder=embedder)

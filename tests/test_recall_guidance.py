@@ -463,10 +463,10 @@ def test_the_one_statement_candidate_read_returns_what_the_separate_reads_did(
 ) -> None:
     from memos_feedback.recall.search import (
         DocumentFrequencies,
-        candidates,
         eligible,
         fetch_candidates,
         lexical_candidate_ids,
+        read_candidates,
         same_context_candidate_ids,
         same_tool_candidate_ids,
     )
@@ -494,7 +494,7 @@ def test_the_one_statement_candidate_read_returns_what_the_separate_reads_did(
                 separate.update(same_tool_candidate_ids(s, tool, where, limit))
             separate.update(vector_ids)
             expected = sorted(fetch_candidates(s, separate, where), key=lambda c: c.id)
-            got = candidates(
+            got = read_candidates(
                 s,
                 where,
                 limit,
@@ -504,7 +504,7 @@ def test_the_one_statement_candidate_read_returns_what_the_separate_reads_did(
                 context_hash=context_hash,
                 tool_id=tool,
                 vector_ids=vector_ids,
-            )
+            ).rows
             assert got == expected, (terms, context_hash, tool, project)
             assert [c.id for c in got] == sorted(c.id for c in got)
             sizes.append(len(got))

@@ -9,7 +9,6 @@ from memos_feedback.outcomes.states import CONTRADICTED, HELD, RECURRED
 from memos_feedback.recall.search import (
     RARE_DF,
     DocumentFrequencies,
-    candidates,
     eligible,
     idf,
     lexical_candidate_ids,
@@ -137,16 +136,18 @@ def test_terms_counted_just_now_are_searched_by_the_ids_their_count_found(store:
         found: dict[str, list[str]] = {}
         dfs = frequencies.of(store, s, terms, found)
         where = eligible(None, now_ms(), 7 * DAY)
-        by_ids = candidates(s, where, 10, terms=terms, frequencies=dfs, total=total, matched=found)
-        by_text = candidates(s, where, 10, terms=terms, frequencies=dfs, total=total)
+        by_ids = read_candidates(s, where, 10, terms=terms, frequencies=dfs, total=total, matched=found).rows
+        by_text = read_candidates(s, where, 10, terms=terms, frequencies=dfs, total=total).rows
         # Counted already: nothing more to find. With one new term among
         # them, only that one is searched by id, the others by text.
         again: dict[str, list[str]] = {}
         assert frequencies.of(store, s, terms, again) == dfs and again == {}
         more = (*terms, "walrusflag")  # searched by id, so moved first
         dfs_more = frequencies.of(store, s, more, again)
-        mixed = candidates(s, where, 10, terms=more, frequencies=dfs_more, total=total, matched=again)
-        mixed_by_text = candidates(s, where, 10, terms=more, frequencies=dfs_more, total=total)
+        mixed = read_candidates(
+            s, where, 10, terms=more, frequencies=dfs_more, total=total, matched=again
+        ).rows
+        mixed_by_text = read_candidates(s, where, 10, terms=more, frequencies=dfs_more, total=total).rows
     assert (dfs["orders_api_417"], dfs["otterglyph"], dfs["nowherefound"]) == (2, 2, 0)
     assert dfs["word"] > RARE_DF
     if store.engine.dialect.name == "postgresql":

@@ -79,7 +79,6 @@ __all__ = [
     "DocumentFrequencies",
     "Eligibility",
     "Reader",
-    "candidates",
     "eligible",
     "fetch_candidates",
     "idf",
@@ -473,34 +472,6 @@ class CandidateRead:
     # PostgreSQL, when asked (``newer_than``): whether a repair was embedded
     # past that id. None: not asked, or no row came back to carry the answer.
     newer_embedded: bool | None = None
-
-
-def candidates(
-    reader: Reader,
-    where: Eligibility,
-    limit: int,
-    *,
-    terms: Sequence[str] = (),
-    frequencies: Mapping[str, int] | None = None,
-    total: int | None = None,
-    context_hash: str | None = None,
-    tool_id: str | None = None,
-    vector_ids: Sequence[str] = (),
-    matched: Mapping[str, Sequence[str]] | None = None,
-) -> list[Candidate]:
-    """The eligible repairs of every source in one statement, ordered by id (``read_candidates``' rows)."""
-    return read_candidates(
-        reader,
-        where,
-        limit,
-        terms=terms,
-        frequencies=frequencies,
-        total=total,
-        context_hash=context_hash,
-        tool_id=tool_id,
-        vector_ids=vector_ids,
-        matched=matched,
-    ).rows
 
 
 def read_candidates(
