@@ -11,10 +11,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import IO
 
 import pytest
 from sqlalchemy import text
 
+from memos_feedback.events import RepairSkipped
 from memos_feedback.feed import FeedStore
 from memos_feedback.queue import RepairQueue
 from memos_feedback.repair import RepairInput
@@ -26,8 +28,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SESSION = "feed-session"
 
 
-def cli(*args: str, failpoints: str = "") -> subprocess.Popen[str]:
+def cli(*args: str, failpoints: str = "", faulthandler: bool = False) -> subprocess.Popen[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), MEMOS_FEEDBACK_FAILPOINTS=failpoints)
+    if faulthandler:
+        env["PYTHONFAULTHANDLER"] = "1"
     return subprocess.Popen(
         [sys.executable, "-m", "memos_feedback.cli", *args],
         cwd=ROOT,
@@ -53,17 +57,36 @@ def enqueue(store: Store, n: int) -> None:
 
 
 class Lines:
-    """Collects a child's stdout lines on a thread (reading never blocks the test)."""
+    """Collects a child's stdout lines and its stderr on threads.
+
+    Reading never blocks the test, and the child never blocks on a full
+    pipe (stderr is read too, for the failure message).
+    """
 
     def __init__(self, proc: subprocess.Popen[str]) -> None:
         self.lines: list[str] = []
-        self._thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
-        self._thread.start()
+        self._errors: list[str] = []
+        self._threads = [
+            threading.Thread(target=self._read, args=(proc.stdout, self.lines), daemon=True),
+            threading.Thread(target=self._read, args=(proc.stderr, self._errors), daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
 
-    def _read(self, proc: subprocess.Popen[str]) -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            self.lines.append(line.rstrip("\n"))
+    @staticmethod
+    def _read(stream: IO[str] | None, into: list[str]) -> None:
+        assert stream is not None
+        for line in stream:
+            into.append(line.rstrip("\n"))
+
+    @property
+    def stderr(self) -> str:
+        return "\n".join(self._errors)
+
+    def join(self, timeout: float = 10) -> None:
+        """Wait until the child's pipes are read to their end (call after it exited)."""
+        for thread in self._threads:
+            thread.join(timeout)
 
     def wait_for(self, cond: object, timeout: float = 60) -> None:
         assert callable(cond)
@@ -75,12 +98,19 @@ class Lines:
         raise AssertionError(f"not seen in time; lines so far: {self.lines}")
 
 
+# What one repair of a user's correction logs, in order.
+ONE_REPAIR = ["feedback.classified", "repair.triggered", "repair.persisted"]
+
+
 def test_tail_shows_another_process_repairs_in_order_exactly_once(db_url: str) -> None:
     store = open_store(db_url)
     try:
         seed(store)
         start = FeedStore(store).last_seq()
-        tail = cli("--db", db_url, "tail", "--json", "--since", str(start))
+        # It stops by itself after the events two repairs log: an event
+        # shown twice, or out of order, displaces one of them below.
+        count = str(len(ONE_REPAIR) * 2)
+        tail = cli("--db", db_url, "tail", "--json", "--since", str(start), "--count", count)
         out = Lines(tail)
         try:
             for ctx in ("aa00000000000001", "aa00000000000002"):
@@ -89,20 +119,47 @@ def test_tail_shows_another_process_repairs_in_order_exactly_once(db_url: str) -
                 stdout, stderr = run.communicate(timeout=120)
                 assert run.returncode == 0, stderr
                 assert "persisted" in stdout
-            out.wait_for(lambda ls: sum('"repair.persisted"' in line for line in ls) == 2)
-            time.sleep(0.5)  # anything repeated would show up now
+            assert tail.wait(timeout=60) == 0, out.stderr
         finally:
-            tail.send_signal(signal.SIGINT)
-            tail.wait(timeout=30)
+            if tail.poll() is None:
+                tail.kill()
+                tail.wait()
+        out.join()
         shown = [json.loads(line) for line in out.lines]
         table = FeedStore(store).read(start)
         assert [e["seq"] for e in shown] == [r.seq for r in table], "in commit order, each exactly once"
-        one_repair = ["feedback.classified", "repair.triggered", "repair.persisted"]
-        assert [e["kind"] for e in shown] == one_repair * 2
+        assert [e["kind"] for e in shown] == ONE_REPAIR * 2
         repair_ids = sorted(r.id for r in store.repairs.list())
         assert sorted(e["repair_id"] for e in shown if e["kind"] == "repair.persisted") == repair_ids
     finally:
         store.close()
+
+
+def test_ctrl_c_stops_tail(db_url: str) -> None:
+    # What a person at a terminal does: SIGINT ends ``tail`` with 130. If
+    # it does not, the child's threads are dumped (faulthandler) into the
+    # failure message.
+    with open_store(db_url) as store:
+        FeedStore(store).log(
+            [RepairSkipped(context_hash="aa00000000000003", trigger="manual", reason="cooldown")]
+        )
+    tail = cli("--db", db_url, "tail", "--json", "--since", "0", faulthandler=True)
+    out = Lines(tail)
+    try:
+        out.wait_for(lambda lines: len(lines) == 1)  # started, and following the log
+        tail.send_signal(signal.SIGINT)
+        try:
+            code = tail.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            tail.send_signal(signal.SIGABRT)  # faulthandler writes every thread's stack
+            tail.wait(timeout=30)
+            out.join()
+            raise AssertionError(f"tail ignored SIGINT for 60 s; its threads:\n{out.stderr}") from None
+    finally:
+        if tail.poll() is None:
+            tail.kill()
+            tail.wait()
+    assert code == 130, out.stderr
 
 
 def persisted_events(store: Store) -> list[str]:
