@@ -28,12 +28,22 @@ ROOT = Path(__file__).resolve().parents[1]
 SESSION = "feed-session"
 
 
+# Runs the CLI as a terminal would: a shell without job control starts a
+# background command (a CI script's ``... &``) with SIGINT ignored, the
+# child inherits that, and Python then installs no KeyboardInterrupt.
+_AS_AT_A_TERMINAL = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv[0] = 'memos_feedback.cli'; runpy.run_module('memos_feedback.cli', run_name='__main__')"
+)
+
+
 def cli(*args: str, failpoints: str = "", faulthandler: bool = False) -> subprocess.Popen[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), MEMOS_FEEDBACK_FAILPOINTS=failpoints)
     if faulthandler:
         env["PYTHONFAULTHANDLER"] = "1"
+    command = ["-c", _AS_AT_A_TERMINAL] if faulthandler else ["-m", "memos_feedback.cli"]
     return subprocess.Popen(
-        [sys.executable, "-m", "memos_feedback.cli", *args],
+        [sys.executable, *command, *args],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -138,7 +148,8 @@ def test_tail_shows_another_process_repairs_in_order_exactly_once(db_url: str) -
 def test_ctrl_c_stops_tail(db_url: str) -> None:
     # What a person at a terminal does: SIGINT ends ``tail`` with 130. If
     # it does not, the child's threads are dumped (faulthandler) into the
-    # failure message.
+    # failure message. (That dump showed why this once failed: the suite
+    # ran in the background of a shell, SIGINT ignored, and so was the child.)
     with open_store(db_url) as store:
         FeedStore(store).log(
             [RepairSkipped(context_hash="aa00000000000003", trigger="manual", reason="cooldown")]
