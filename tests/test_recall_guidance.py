@@ -554,13 +554,13 @@ def test_document_frequencies_counted_together_match_each_term_counted_alone(sto
 
 def test_guidance_is_the_same_for_the_same_store_whatever_is_cached(store: Store) -> None:
     """The normalised-text cache changes no result: a second call returns the first's items."""
-    from memos_feedback.recall import guidance as guidance_module
+    from memos_feedback.recall import scoring
 
     _insert_repairs(store, 60)
     query = "EResolve in file_3.py while running lesson 12"
     first = guidance_for(store, tool_id="npm.install", query=query, project="p1", record=False)
     second = guidance_for(store, tool_id="npm.install", query=query, project="p1", record=False)
-    guidance_module._texts.clear()
-    guidance_module._situations.clear()
+    scoring._texts.clear()
+    scoring._situations.clear()
     third = guidance_for(store, tool_id="npm.install", query=query, project="p1", record=False)
     assert first.items and first == second == third

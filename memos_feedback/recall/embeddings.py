@@ -18,7 +18,7 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from ..errors import ConfigError, InvalidInputError
 
@@ -58,15 +58,28 @@ class Embedder(Protocol):
         ...
 
 
+# Types whose instances passed ``isinstance(x, Embedder)``. That check against a
+# runtime-checkable Protocol costs ~20 us, and ``guidance_for`` makes it on
+# every call, for the same one or two embedder types.
+_EMBEDDER_TYPES: set[type] = set()
+
+
 def check_embedder(embedder: object) -> Embedder | None:
-    """``embedder`` typed as an ``Embedder`` (None stays None); InvalidInputError otherwise."""
+    """``embedder`` typed as an ``Embedder`` (None stays None); InvalidInputError otherwise.
+
+    Checked once per type: a later instance of a type that passed is taken
+    as an ``Embedder`` too.
+    """
     if embedder is None:
         return None
-    if not isinstance(embedder, Embedder):
-        raise InvalidInputError(
-            f"embedder must provide model_name, dimension and embed(), got {type(embedder).__name__}"
-        )
-    return embedder
+    kind = type(embedder)
+    if kind not in _EMBEDDER_TYPES:
+        if not isinstance(embedder, Embedder):
+            raise InvalidInputError(
+                f"embedder must provide model_name, dimension and embed(), got {kind.__name__}"
+            )
+        _EMBEDDER_TYPES.add(kind)
+    return cast(Embedder, embedder)
 
 
 def default_model_path() -> Path:

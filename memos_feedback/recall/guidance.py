@@ -42,9 +42,8 @@ at most a few hundred candidate rows. The ranking (ALGORITHMS.md, "Recall"):
 from __future__ import annotations
 
 import functools
-import threading
 from dataclasses import dataclass
-from typing import Literal, NamedTuple, TypeVar
+from typing import Literal, TypeVar
 
 from ..errors import InvalidInputError
 from ..outcomes.estimate import OutcomeCounts, counts_for, rank_factor
@@ -55,9 +54,9 @@ from ..store import Store
 from ..store.rows import now_ms
 from .config import RecallConfig
 from .embeddings import Embedder, check_embedder
-from .indexing import embedding_text
-from .search import Candidate, CandidateRead, DocumentFrequencies, eligible, idf, read_candidates
-from .terms import comparable, contains_term, error_identifiers, glossed, is_tool_report, query_terms
+from .scoring import Passed, Scorer, Weights
+from .search import Candidate, CandidateRead, DocumentFrequencies, eligible, read_candidates
+from .terms import error_identifiers, glossed, is_tool_report, query_terms
 from .vectors import Similarities, similarities
 
 __all__ = ["CLOSE_TAG", "OPEN_TAG", "Guidance", "GuidanceItem", "guidance_for"]
@@ -65,8 +64,6 @@ __all__ = ["CLOSE_TAG", "OPEN_TAG", "Guidance", "GuidanceItem", "guidance_for"]
 OPEN_TAG = "<memory-context>"
 CLOSE_TAG = "</memory-context>"
 _HEADER = "Lessons from earlier repairs in this workspace (most relevant first):"
-# A CJK character pair cannot be counted by a trigram index (no IDF); it weighs this much.
-_PAIR_WEIGHT = 0.5
 # A tool's report shows in its first lines; a pasted megabyte is not scanned whole.
 _REPORT_SCAN = 8_000
 
@@ -75,15 +72,11 @@ _T = TypeVar("_T")
 Why = Literal["exact context", "same tool", "same session", "same error", "similar text"]
 
 _df = DocumentFrequencies()
+# Frozen, so one instance serves every call without a config (building one validates it: ~30 us).
+_DEFAULT_CONFIG = RecallConfig()
 _NO_OUTCOMES = OutcomeCounts()
 # Lexical mode: no cosine for anyone.
 _NO_VECTORS = Similarities([], {}, {}, {})
-# Normalised texts per candidate text: the same repairs come back query after
-# query (the tool's newest, the exact context's), and splitting, NFKC and
-# case-folding each one's text again is per-candidate work that repeats.
-# Bounded (cleared when full): a source text is at most 2,000 characters,
-# so a full cache holds a few tens of MB at worst, a few MB typically.
-_TEXTS_MAX = 4_096
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +176,7 @@ def guidance_for(
     (outcomes; skipped on a read-only store). ``FeedbackSubscriber.guidance_for``
     passes ``record=False`` and hands them to its background writer instead.
     """
-    cfg = config if config is not None else RecallConfig()
+    cfg = config if config is not None else _DEFAULT_CONFIG
     if not isinstance(cfg, RecallConfig):
         raise InvalidInputError(f"config must be a RecallConfig, got {type(cfg).__name__}")
     if not isinstance(store, Store):
@@ -250,26 +243,18 @@ def guidance_for(
                 got = read(fresh)
             sims = fresh
         found = got.rows
-        weights = _Weights(_weights(terms.words, terms.short, dfs, total))
-        situation_weights = _Weights(_weights(situation.words, situation.short, dfs, total))
-        passed: list[_Passed] = []
-        cosines = sims.cosines([c.id for c in found])
-        for c, cosine in zip(found, cosines, strict=True):
-            hit = _score(
-                c,
-                tool,
-                exact_hash,
-                text is None,
-                session,
-                weights,
-                situation_weights,
-                identifiers,
-                report,
-                cosine,
-                cfg,
-            )
-            if hit is not None:
-                passed.append(hit)
+        scorer = Scorer(
+            tool=tool,
+            exact_hash=exact_hash,
+            no_query=text is None,
+            session=session,
+            weights=Weights(terms.words, terms.short, dfs, total),
+            situation_weights=Weights(situation.words, situation.short, dfs, total),
+            identifiers=identifiers,
+            report=report,
+            cfg=cfg,
+        )
+        passed = scorer.passed(found, sims.cosines([c.id for c in found]))
         # Outcomes: they reorder related repairs, never make an unrelated one
         # related. Read with the rows on PostgreSQL; on SQLite only for what
         # passed the gate (one grouped query).
@@ -277,7 +262,7 @@ def guidance_for(
         if outcome_counts is None:
             outcome_counts = counts_for(s, (p.candidate.id for p in passed))
 
-    scored: list[tuple[tuple[int, int, float], _Passed, float]] = []
+    scored: list[tuple[tuple[int, int, float], Passed, float]] = []
     for p in passed:
         c = p.candidate
         factor = rank_factor(c.ts, outcome_counts.get(c.id, _NO_OUTCOMES), c.validated, at, cfg)
@@ -291,125 +276,7 @@ def guidance_for(
     return Guidance(tuple(items), mode, cfg.render_char_budget, cfg.render_line_cap)
 
 
-def _weights(
-    words: tuple[str, ...], pairs: tuple[str, ...], dfs: dict[str, int], total: int
-) -> dict[str, float]:
-    # Words by IDF; CJK text by its character pairs (terms.py says why), not
-    # by the 3-character windows the search uses.
-    out = {t: idf(dfs.get(t, 0), total) for t in words}
-    out.update({t: _PAIR_WEIGHT for t in pairs})
-    return out
-
-
-class _Weights:
-    """Term weights with their total mass, summed once per call instead of per candidate."""
-
-    __slots__ = ("items", "mass")
-
-    def __init__(self, weights: dict[str, float]) -> None:
-        self.items = tuple(weights.items())
-        self.mass = sum(weights.values())
-
-
-def _share(weights: _Weights, text: str) -> float:
-    """The share of ``weights``' mass whose terms occur in ``text`` (0 when there are none)."""
-    mass = weights.mass
-    # ``in`` first: most terms are absent, and it is cheaper than the word-start check.
-    found = sum(w for t, w in weights.items if t in text and contains_term(text, t))
-    return found / mass if mass > 0 else 0.0
-
-
-class _Texts(NamedTuple):
-    problem: str
-    problem_normalised: str
-
-
-_texts: dict[str, _Texts] = {}
-_situations: dict[tuple[str | None, str | None], str] = {}
-_texts_lock = threading.Lock()
-
-
-def _problem(source_text: str) -> _Texts:
-    """The candidate's problem (``embedding_text``) as written and comparable, cached by text."""
-    hit = _texts.get(source_text)
-    if hit is None:
-        problem = embedding_text(source_text)
-        hit = _Texts(problem, comparable(problem))
-        with _texts_lock:
-            if len(_texts) >= _TEXTS_MAX:
-                _texts.clear()
-            _texts[source_text] = hit
-    return hit
-
-
-def _situation(tool_id: str | None, context: str | None) -> str:
-    """The candidate's tool and context, comparable (``terms.comparable``), cached."""
-    key = (tool_id, context)
-    hit = _situations.get(key)
-    if hit is None:
-        hit = comparable(f"{tool_id or ''} {context or ''}")
-        with _texts_lock:
-            if len(_situations) >= _TEXTS_MAX:
-                _situations.clear()
-            _situations[key] = hit
-    return hit
-
-
-class _Passed(NamedTuple):
-    """A candidate that passed the gate; its ``GuidanceItem`` is made only if it is kept."""
-
-    candidate: Candidate
-    tier: int
-    score: float
-    why: tuple[str, ...]
-
-
-def _score(
-    c: Candidate,
-    tool: str | None,
-    exact_hash: str | None,
-    no_query: bool,
-    session: str | None,
-    weights: _Weights,
-    situation_weights: _Weights,
-    identifiers: tuple[str, ...],
-    report: bool,
-    cosine: float | None,
-    cfg: RecallConfig,
-) -> _Passed | None:
-    """Gate and score one candidate (``cosine``: with the query, when both are embedded by one model)."""
-    texts = _problem(c.source_text)
-    lexical = _share(weights, texts.problem_normalised)
-    same_error = any(ident in texts.problem for ident in identifiers)
-    overlap = _share(situation_weights, _situation(c.tool_id, c.context))
-    if cosine is not None:
-        evidence = cfg.semantic_weight * cosine + (1.0 - cfg.semantic_weight) * lexical
-        threshold, gate_weight = cfg.min_score_semantic, cfg.described_situation_weight_semantic
-    else:
-        evidence, threshold = lexical, cfg.min_score_lexical
-        gate_weight = cfg.described_situation_weight_lexical
-    if report:
-        gate_weight = cfg.situation_weight
-    exact = exact_hash is not None and c.context_hash == exact_hash
-    same_tool = tool is not None and c.tool_id == tool
-    related = evidence >= threshold and (same_error or evidence >= gate_weight * overlap)
-    if not related and not (exact and no_query):
-        return None
-    why: list[str] = []
-    if exact:
-        why.append("exact context")
-    elif same_tool:
-        why.append("same tool")
-    if session is not None and c.session_id == session:
-        why.append("same session")
-    if related:
-        why.append("same error" if same_error else "similar text")
-    score = evidence + cfg.exact_context_bonus * exact + cfg.same_tool_bonus * same_tool
-    tier = 2 if exact else 1 if same_tool else 0
-    return _Passed(c, tier, score, tuple(why))
-
-
-def _item(p: _Passed, factor: float) -> GuidanceItem:
+def _item(p: Passed, factor: float) -> GuidanceItem:
     c = p.candidate
     return GuidanceItem(
         repair_id=c.id,

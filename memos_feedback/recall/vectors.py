@@ -399,11 +399,15 @@ class Similarities:
 
         out: list[float | None] = [None] * len(repair_ids)
         gather: dict[str | None, tuple[list[int], list[int]]] = {}
+        # ``_row`` inlined, with the matrices' row counts read once: this runs
+        # for every candidate of every call.
+        where, sims = self._where, self._sims
+        sizes = {p: m.shape[0] for p, m in self._matrices.items()}
         for n, repair_id in enumerate(repair_ids):
-            hit = self._row(repair_id)
-            if hit is None:
+            hit = where.get(repair_id)
+            if hit is None or hit[1] >= sizes.get(hit[0], 0):
                 continue
-            values = self._sims.get(hit[0])
+            values = sims.get(hit[0])
             if values is not None:
                 out[n] = float(values[hit[1]])
             else:
