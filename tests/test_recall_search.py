@@ -10,9 +10,12 @@ from memos_feedback.recall.search import (
     RARE_DF,
     DocumentFrequencies,
     eligible,
+    fetch_candidates,
     idf,
     lexical_candidate_ids,
     read_candidates,
+    same_context_candidate_ids,
+    same_tool_candidate_ids,
     term_expression,
 )
 from memos_feedback.store import Store
@@ -114,6 +117,56 @@ def test_recall_reads_plan_once_and_nothing_else_does(store: Store) -> None:
         if pg:
             assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "auto"
     bare.close()  # its thread (SQLite); the engine it shares is disposed, and reconnects when used
+
+
+def test_every_source_in_one_statement_reads_each_repair_once_as_the_separate_reads_do(store: Store) -> None:
+    # Each source reads its rows whole, so a repair that several sources find
+    # (here: by text, by its context, by its tool and by id) comes back from
+    # each; read_candidates keeps one, in id order, and the result is what
+    # the separate reads select, rejected repairs never among them.
+    now = now_ms()
+    rows = [
+        repair_row(
+            i,
+            ts=now - i * 1_000,
+            tool_id="npm.install" if i % 2 else "pip.install",
+            context_hash="ctx-shared" if i < 4 else f"ctx-{i}",
+            source_text=f"avoid: {'quokkaflag ' if i % 3 == 0 else ''}error number {i}",
+            rejected=i == 6,
+        )
+        for i in range(30)
+    ]
+    with store.session(write=True) as s:
+        s.execute(insert(DecisionRepairModel), rows)
+    ids = [str(r["id"]) for r in rows]
+    vector_ids = [ids[0], ids[3], ids[6], ids[9], ids[20]]
+    with store.connection() as s:
+        frequencies = DocumentFrequencies()
+        total = frequencies.total(store, s)
+        dfs = frequencies.of(store, s, ("quokkaflag",))
+        where = eligible(None, now, 7 * DAY)
+        read = read_candidates(
+            s,
+            where,
+            8,
+            terms=("quokkaflag",),
+            frequencies=dfs,
+            total=total,
+            context_hash="ctx-shared",
+            tool_id="npm.install",
+            vector_ids=vector_ids,
+        ).rows
+        separate = (
+            lexical_candidate_ids(s, ("quokkaflag",), where, 8, dfs, total)
+            + same_context_candidate_ids(s, "ctx-shared", where, 8)
+            + same_tool_candidate_ids(s, "npm.install", where, 8)
+            + vector_ids
+        )
+        expected = sorted(fetch_candidates(s, separate, where), key=lambda c: c.id)
+    assert len(separate) > len(set(separate))  # the sources overlap
+    assert read == expected
+    assert [c.id for c in read] == sorted(set(c.id for c in read))
+    assert ids[6] not in {c.id for c in read} and ids[0] in {c.id for c in read}
 
 
 def test_terms_counted_just_now_are_searched_by_the_ids_their_count_found(store: Store) -> None:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -42,6 +43,7 @@ from typing import Any, NamedTuple, cast
 from sqlalchemy import (
     BigInteger,
     ColumnElement,
+    CompoundSelect,
     Connection,
     Float,
     Integer,
@@ -390,16 +392,21 @@ def _lexical_params(
 # there than the probes (docs/PERFORMANCE.md, "Recall"). SQLite reads
 # them separately (``counts_for``), for the candidates that pass the gate.
 _O = RepairOutcomeModel
-_OUTCOMES_OF_ROW = (
-    select(
-        func.count().filter(_O.kind == HELD).label("held"),
-        func.count().filter(_O.kind == RECURRED).label("recurred"),
-        func.count().filter(_O.kind == CONTRADICTED).label("contradicted"),
-        func.max(_O.ts).filter(_O.kind == HELD).label("last_held"),
+
+
+def _outcomes_of(repair_id: ColumnElement[Any]) -> Any:
+    return (
+        select(
+            func.count().filter(_O.kind == HELD).label("held"),
+            func.count().filter(_O.kind == RECURRED).label("recurred"),
+            func.count().filter(_O.kind == CONTRADICTED).label("contradicted"),
+            func.max(_O.ts).filter(_O.kind == HELD).label("last_held"),
+        )
+        .where(_O.repair_id == repair_id)
+        .lateral("outcomes")
     )
-    .where(_O.repair_id == M.id)
-    .lateral("outcomes")
-)
+
+
 # PostgreSQL, with embeddings: whether a repair was embedded after the
 # in-process matrix was last read (``vectors``' refresh condition), asked in
 # the same round trip; ``guidance_for`` reads them and asks again when so.
@@ -420,36 +427,39 @@ _N_COLUMNS = len(_COLUMNS)
 @functools.cache
 def _candidates_statement(
     postgresql_dialect: bool, n_terms: int, by_ids: tuple[bool, ...] = (), newer: bool = False
-) -> Select[Any]:
+) -> CompoundSelect[Any] | Select[Any]:
     """Every candidate source and the rows they select, as one statement.
 
-    The ids of the text search (when there are terms), of the exact
-    (tool, context) and of the tool — each its own subquery with the order
-    and limit of its separate read — and the ids given (nearest embeddings)
-    are united, and the eligible rows among them read in the same round
-    trip. A NULL ``context_hash`` or ``tool_id`` and an empty ``vector_ids``
-    select nothing.
+    The text search (when there are terms), the exact (tool, context) and
+    the tool — each its own subquery with the order and limit of its
+    separate read — and the ids given (nearest embeddings) each select
+    their eligible rows whole, united with ``UNION ALL``: a repair found
+    by two sources comes back twice (``read_candidates`` keeps one). Each
+    row is read where its source finds it, not looked up again by id
+    (that second visit of every row was a third of the statement). A NULL
+    ``context_hash`` or ``tool_id`` and an empty ``vector_ids`` select nothing.
     """
-    parts: list[Select[Any]] = []
     pg = postgresql_dialect
-    for source in ((_lexical(pg, n_terms, by_ids),) if n_terms else ()) + (_SAME_CONTEXT[pg], _SAME_TOOL[pg]):
-        # Wrapped: SQLite allows no ORDER BY or LIMIT in a compound's members.
-        sub = source.subquery()
-        parts.append(select(sub.c.id))
-    if postgresql_dialect:
-        parts.append(select(func.unnest(bindparam("vector_ids", type_=postgresql.ARRAY(String)))))
+    sources = ((_lexical(pg, n_terms, by_ids),) if n_terms else ()) + (_SAME_CONTEXT[pg], _SAME_TOOL[pg])
+    # Wrapped: SQLite allows no ORDER BY or LIMIT in a compound's members.
+    parts: list[Select[Any]] = [
+        select(*source.with_only_columns(*_COLUMNS).subquery().c) for source in sources
+    ]
+    if pg:
+        given: ColumnElement[bool] = M.id == any_(bindparam("vector_ids", type_=postgresql.ARRAY(String)))
     else:
-        given = func.json_each(bindparam("vector_ids", type_=String)).table_valued("value")
-        parts.append(select(given.c.value))
-    ids = union_all(*parts).scalar_subquery()
+        values = func.json_each(bindparam("vector_ids", type_=String)).table_valued("value")
+        given = M.id.in_(select(values.c.value))
+    parts.append(select(*_COLUMNS).where(given, _ELIGIBLE[pg]))
+    rows = union_all(*parts)
     if not pg:
-        return cast(Select[Any], select(*_COLUMNS).where(M.id.in_(ids), _ELIGIBLE[pg]).order_by(M.id))
-    o = _OUTCOMES_OF_ROW.c
-    extra: list[Any] = [o.held, o.recurred, o.contradicted, o.last_held]
+        return rows
+    found = rows.subquery("found")
+    outcomes = _outcomes_of(found.c.id)
+    extra: list[Any] = [outcomes.c.held, outcomes.c.recurred, outcomes.c.contradicted, outcomes.c.last_held]
     if newer:
         extra.append(_NEWER_EMBEDDED)
-    stmt = select(*_COLUMNS, *extra).select_from(M.__table__.outerjoin(_OUTCOMES_OF_ROW, true()))
-    return cast(Select[Any], stmt.where(M.id.in_(ids), _ELIGIBLE[pg]).order_by(M.id))
+    return select(*found.c, *extra).select_from(found.outerjoin(outcomes, true()))
 
 
 @functools.cache
@@ -522,7 +532,10 @@ def read_candidates(
     newer = pg and newer_than is not None
     if newer_than is not None and newer:
         params["embedding_model"], params["newer_than"] = newer_than
-    rows = _candidates_prepared(pg, len(rare), by_ids, newer).all(reader, params)
+    got = _candidates_prepared(pg, len(rare), by_ids, newer).all(reader, params)
+    # One row per repair (sources overlap), ordered by id: ranking's ties
+    # then fall the same way whichever source found a repair first.
+    rows = sorted({r[0]: r for r in got}.values(), key=_by_id)
     if not pg:
         return CandidateRead([Candidate._make(r) for r in rows])
     n = _N_COLUMNS
@@ -532,6 +545,9 @@ def read_candidates(
     }
     flag = bool(rows[0][n + 4]) if newer and rows else None
     return CandidateRead([Candidate._make(r[:n]) for r in rows], outcomes, flag)
+
+
+_by_id = operator.itemgetter(0)
 
 
 def _like(term: str) -> str:
