@@ -450,7 +450,7 @@ def _candidates_statement(
     else:
         values = func.json_each(bindparam("vector_ids", type_=String)).table_valued("value")
         given = M.id.in_(select(values.c.value))
-    parts.append(select(*_COLUMNS).where(given, _ELIGIBLE[pg]))
+    parts.append(cast(Select[Any], select(*_COLUMNS).where(given, _ELIGIBLE[pg])))
     rows = union_all(*parts)
     if not pg:
         return rows
