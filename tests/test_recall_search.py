@@ -86,6 +86,27 @@ def test_a_long_term_found_by_its_rarest_trigrams_is_found_exactly_as_by_its_phr
     assert sorted(found) == sorted(ids[:2])
 
 
+def test_a_common_trigram_is_left_out_of_a_long_terms_match(store: Store) -> None:
+    # "orders_api_206": every trigram but "_20" and "206" is in each padding
+    # repair (past the trigram count's cap), so only those two are AND-ed,
+    # not a common third; the matches are still exactly the repairs holding
+    # the whole term.
+    texts = ["avoid: orders_api_206 failed", "avoid: Orders_API_206 again", "avoid: api_20 and 206 apart"]
+    texts += [f"avoid: orders_api_2{i} pipeline" for i in range(300, 560)]
+    ids = _insert(store, texts)
+    term = "orders_api_206"
+    with store.connection() as s:
+        frequencies = DocumentFrequencies()
+        total = frequencies.total(store, s)
+        dfs = frequencies.of(store, s, (term,))
+        expression = term_expression(term)
+        found = lexical_candidate_ids(s, (term,), eligible(None, now_ms(), 7 * DAY), 10, dfs, total)
+    assert dfs[term] == 2
+    if store.engine.dialect.name == "sqlite":
+        assert expression in ('("206" AND "_20")', '("_20" AND "206")'), expression
+    assert sorted(found) == sorted(ids[:2])
+
+
 def test_recall_reads_plan_once_and_nothing_else_does(store: Store) -> None:
     # PostgreSQL: recall's read (Store.reading) runs on a pool of its own,
     # autocommit (no BEGIN/COMMIT round trips) with generic plans; the
