@@ -94,7 +94,9 @@ def test_a_repair_is_found_by_text_before_and_after_it_is_indexed(sqlite_url: st
         assert _indexed(store) == [] and _tail(store) == [repair_id]
         assert _found(store) == [repair_id]
         with store.connection() as conn:  # counted in the tail (a fresh cache: no minute-old count)
-            assert DocumentFrequencies().of(store, conn, [RARE]) == {RARE: 1}
+            ids: dict[str, list[str]] = {}
+            assert DocumentFrequencies().of(store, conn, [RARE], ids) == {RARE: 1}
+            assert ids == {RARE: [repair_id]}  # and its id found there, to be searched by
         with store.connection(write=True) as conn:  # what the store's thread does
             assert index_deferred(conn) == 1
         assert _indexed(store) == [repair_id] and _tail(store) == []

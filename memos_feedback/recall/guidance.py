@@ -209,7 +209,7 @@ def guidance_for(
     with store.reading(action="recalling guidance") as s:
         total = _df.total(store, s)
         lookup = tuple(dict.fromkeys(terms.indexed + situation.indexed))
-        matched: dict[str, list[str]] = {}  # PostgreSQL: the ids of terms counted just now
+        matched: dict[str, list[str]] = {}  # the ids of terms counted just now (when few)
         dfs = _df.of(store, s, lookup, matched)
         sims = _NO_VECTORS
         # PostgreSQL: whether repairs were embedded since the matrix was last

@@ -22,17 +22,21 @@ that are short (``term_expression``).
 
 Document frequencies of terms (for IDF) come from the same index, counted up
 to a cap and cached for ``_DF_TTL_S`` seconds per store: statistics that
-are a minute old rank as well as fresh ones. On PostgreSQL the count of a
-term not counted yet also returns the ids it found when they are few
-(fewer than ``RARE_DF``), and the search of that call tests ``id = ANY``
-of them instead of running the same trigram scan again: an identifier
-like ``orders_api_4170`` shares trigrams with thousands of repairs, and
-its scan took 2–4 ms at 100k repairs (docs/PERFORMANCE.md).
+are a minute old rank as well as fresh ones. The count of a term not
+counted yet also returns the ids it found when they are few (fewer than
+``RARE_DF``), and the search of that call tests those ids instead of
+running the same search again: on PostgreSQL an identifier like
+``orders_api_4170`` shares trigrams with thousands of repairs, and its
+scan took 2–4 ms at 100k repairs (docs/PERFORMANCE.md). SQLite does so
+only when every term searched was counted in that call (one FTS5 query
+serves all terms otherwise), which is the usual case of a query whose one
+rare term is a new identifier.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import math
 import operator
 import threading
@@ -348,6 +352,11 @@ def _lexical(postgresql_dialect: bool, n_terms: int, by_ids: tuple[bool, ...] = 
             for i in range(n_terms)
         ]
         stmt = select(M.id).where(or_(*tests), _ELIGIBLE[True])
+    elif by_ids:
+        # SQLite, every term given as the ids its count found (never some of
+        # them: ``read_candidates``): no text search at all.
+        tests = [in_list(cast(ColumnElement[Any], M.id), f"t{i}", False) for i in range(n_terms)]
+        stmt = select(M.id).where(or_(*tests), _ELIGIBLE[False])
     else:
         terms = [bindparam(f"t{i}", type_=String) for i in range(n_terms)]
         tests = [func.instr(func.lower(_FTS_HITS.c.doc), t) > 0 for t in terms]
@@ -355,7 +364,7 @@ def _lexical(postgresql_dialect: bool, n_terms: int, by_ids: tuple[bool, ...] = 
     weight: ColumnElement[float] = literal(0.0)
     for i, test in enumerate(tests):
         weight = weight + case((test, bindparam(f"w{i}", type_=Float)), else_=0.0)
-    if not postgresql_dialect:
+    if not postgresql_dialect and not by_ids:
         # A match of a term's rarest trigrams that lacks the term itself is not a match.
         stmt = stmt.where(or_(*tests))
     return stmt.order_by(weight.desc(), M.ts.desc()).limit(_LIMIT)
@@ -376,6 +385,9 @@ def _lexical_params(
     if postgresql_dialect:
         ids = matched or {}
         params.update({f"t{i}": list(ids[t]) if t in ids else _like(t) for i, t in enumerate(rare)})
+        return params
+    if matched:  # every term by id (``read_candidates``)
+        params.update({f"t{i}": list_param(matched[t], False) for i, t in enumerate(rare)})
         return params
     # Every match of the rare terms when their frequencies are known (each
     # is below the rare cap), else four per candidate wanted.
@@ -505,9 +517,9 @@ def read_candidates(
     ``lexical_candidate_ids``, ``same_context_candidate_ids``,
     ``same_tool_candidate_ids`` (each only when its key is given) and
     ``vector_ids``: on PostgreSQL each separate read is a round trip.
-    ``matched`` (PostgreSQL): every repair containing a term, for terms
+    ``matched``: every repair containing a term, for terms
     ``DocumentFrequencies.of`` just counted (its ``found``); those terms
-    are searched by id.
+    are searched by id (on SQLite, only when all of them can be).
 
     On PostgreSQL the same statement also reads each row's outcome counts
     and, given ``newer_than`` (embedding model, id), whether a repair of
@@ -515,7 +527,9 @@ def read_candidates(
     """
     pg = _is_postgresql(reader)
     rare = search_terms(terms, frequencies, total)
-    known = matched if pg and matched else {}
+    # SQLite searches by id only when every term can be: its text search is
+    # one FTS5 query for all terms, and the ids would not spare it otherwise.
+    known = matched if matched and (pg or all(t in matched for t in rare)) else {}
     if known:
         # Terms searched by id first: the statement's shape is then (terms, how
         # many by id), a few dozen at most (compiled and prepared statements
@@ -590,7 +604,7 @@ class DocumentFrequencies:
         terms: Sequence[str],
         found: dict[str, list[str]] | None = None,
     ) -> dict[str, int]:
-        """Each term's count; ``found`` (PostgreSQL) gets the ids of terms counted now, when few."""
+        """Each term's count; ``found`` gets the ids of terms counted now, when few."""
         now = time.monotonic()
         missing = self._cached(self._cache, store.url, terms, now, _DF_TTL_S)
         out = {t: n for t, n in missing.items() if n is not None}
@@ -656,7 +670,7 @@ def _count(
 ) -> dict[str, int]:
     """Key -> how many repairs its (pattern, text a match must contain or "") finds, up to ``cap``.
 
-    On PostgreSQL ``found`` gets the ids of each key found in fewer than ``RARE_DF``.
+    ``found`` gets the ids of each key found in fewer than ``RARE_DF``.
     """
     keys = list(patterns)
     out: dict[str, int] = {}
@@ -673,8 +687,15 @@ def _count(
                     found[k] = list(row[2 * i + 1])
             continue
         params.update({f"k{i}": k for i, k in enumerate(batch)})
-        counts = session.execute(_df_statement(checks), {**params, "cap": cap}).one()
-        out.update((k, int(n)) for k, n in zip(batch, counts, strict=True))
+        if found is None:
+            counts = session.execute(_df_statement(checks), {**params, "cap": cap}).one()
+            out.update((k, int(n)) for k, n in zip(batch, counts, strict=True))
+            continue
+        row = session.execute(_df_ids_sqlite_statement(checks), {**params, "cap": cap, "few": RARE_DF}).one()
+        for i, k in enumerate(batch):
+            out[k] = int(row[2 * i])
+            if row[2 * i + 1] is not None:
+                found[k] = [str(repair_id) for repair_id in json.loads(row[2 * i + 1])]
     return out
 
 
@@ -753,6 +774,28 @@ def _df_statement(checks: tuple[bool, ...]) -> Any:
         tail = f"SELECT count(*) FROM ({TAIL_SQL}) AS t{i} WHERE instr(lower(t{i}.doc), :k{i}) > 0"
         parts.append(f"min(:cap, (SELECT count(*) FROM ({one}) AS d{i}) + ({tail}))")
     return text(f"SELECT {', '.join(parts)}")
+
+
+@functools.cache
+def _df_ids_sqlite_statement(checks: tuple[bool, ...]) -> Any:
+    """SQLite: ``_df_statement``'s counts, each followed by its ids (a JSON array) when under ``:few``.
+
+    Each term's matches (indexed, and the tail's) are a CTE read twice
+    (count, ids): SQLite materialises a CTE referenced more than once, so
+    the FTS5 query runs once.
+    """
+    fts = SQLITE_FTS_TABLE
+    ctes, columns = [], []
+    for i, check in enumerate(checks):
+        also = f" AND instr(lower(doc), :v{i}) > 0" if check else ""
+        one = f"SELECT repair_id FROM {fts} WHERE {fts} MATCH :m{i}{also} LIMIT :cap"
+        tail = f"SELECT t{i}.repair_id FROM ({TAIL_SQL}) AS t{i} WHERE instr(lower(t{i}.doc), :k{i}) > 0"
+        ctes.append(f"d{i} AS (SELECT repair_id FROM ({one}) UNION ALL {tail})")
+        columns.append(
+            f"(SELECT min(:cap, count(*)) FROM d{i}), "
+            f"(SELECT CASE WHEN count(*) < :few THEN json_group_array(repair_id) END FROM d{i})"
+        )
+    return text(f"WITH {', '.join(ctes)} SELECT {', '.join(columns)}")
 
 
 @functools.cache
