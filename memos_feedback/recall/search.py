@@ -407,18 +407,16 @@ def _lexical_params(
 _O = RepairOutcomeModel
 
 
-def _outcomes_of(repair_id: ColumnElement[Any]) -> Any:
-    return (
-        select(
-            func.count().filter(_O.kind == HELD).label("held"),
-            func.count().filter(_O.kind == RECURRED).label("recurred"),
-            func.count().filter(_O.kind == CONTRADICTED).label("contradicted"),
-            func.max(_O.ts).filter(_O.kind == HELD).label("last_held"),
-        )
-        .where(_O.repair_id == repair_id)
-        .lateral("outcomes")
+_OUTCOMES_OF_ROW = (
+    select(
+        func.count().filter(_O.kind == HELD).label("held"),
+        func.count().filter(_O.kind == RECURRED).label("recurred"),
+        func.count().filter(_O.kind == CONTRADICTED).label("contradicted"),
+        func.max(_O.ts).filter(_O.kind == HELD).label("last_held"),
     )
-
+    .where(_O.repair_id == M.id)
+    .lateral("outcomes")
+)
 
 # PostgreSQL, with embeddings: whether a repair was embedded after the
 # in-process matrix was last read (``vectors``' refresh condition), asked in
@@ -443,36 +441,43 @@ def _candidates_statement(
 ) -> CompoundSelect[Any] | Select[Any]:
     """Every candidate source and the rows they select, as one statement.
 
-    The text search (when there are terms), the exact (tool, context) and
-    the tool — each its own subquery with the order and limit of its
-    separate read — and the ids given (nearest embeddings) each select
-    their eligible rows whole, united with ``UNION ALL``: a repair found
-    by two sources comes back twice (``read_candidates`` keeps one). Each
-    row is read where its source finds it, not looked up again by id
-    (that second visit of every row was a third of the statement). A NULL
-    ``context_hash`` or ``tool_id`` and an empty ``vector_ids`` select nothing.
+    The sources: the text search (when there are terms), the exact (tool,
+    context) and the tool — each its own subquery with the order and limit
+    of its separate read — and the ids given (nearest embeddings). A NULL
+    ``context_hash`` or ``tool_id`` and an empty ``vector_ids`` select
+    nothing. Rows come in no particular order, and on SQLite a repair that
+    several sources find comes back once from each (``read_candidates``
+    keeps one, in id order).
+
+    SQLite: each source selects its eligible rows whole, united with
+    ``UNION ALL``. A row is read where its source finds it, not looked up
+    again by id: that second visit of every row was a third of the
+    statement's time. PostgreSQL: the sources' ids are united and the rows
+    read by key, with each row's outcome counts (and, with ``newer``, the
+    newer-embeddings flag). Its whole-row form would be twice as long, past
+    the 4 kB up to which psycopg caches a statement's conversion: parsing
+    it again on every call cost more than the lookups it saves.
     """
     pg = postgresql_dialect
     sources = ((_lexical(pg, n_terms, by_ids),) if n_terms else ()) + (_SAME_CONTEXT[pg], _SAME_TOOL[pg])
+    if pg:
+        # Wrapped: as on SQLite, every member of the compound is a plain select.
+        ids = [select(source.subquery().c.id) for source in sources]
+        ids.append(select(func.unnest(bindparam("vector_ids", type_=postgresql.ARRAY(String)))))
+        o = _OUTCOMES_OF_ROW.c
+        extra: list[Any] = [o.held, o.recurred, o.contradicted, o.last_held]
+        if newer:
+            extra.append(_NEWER_EMBEDDED)
+        stmt = select(*_COLUMNS, *extra).select_from(M.__table__.outerjoin(_OUTCOMES_OF_ROW, true()))
+        return cast(Select[Any], stmt.where(M.id.in_(union_all(*ids).scalar_subquery()), _ELIGIBLE[pg]))
     # Wrapped: SQLite allows no ORDER BY or LIMIT in a compound's members.
     parts: list[Select[Any]] = [
         select(*source.with_only_columns(*_COLUMNS).subquery().c) for source in sources
     ]
-    if pg:
-        given: ColumnElement[bool] = M.id == any_(bindparam("vector_ids", type_=postgresql.ARRAY(String)))
-    else:
-        values = func.json_each(bindparam("vector_ids", type_=String)).table_valued("value")
-        given = M.id.in_(select(values.c.value))
+    values = func.json_each(bindparam("vector_ids", type_=String)).table_valued("value")
+    given = M.id.in_(select(values.c.value))
     parts.append(cast(Select[Any], select(*_COLUMNS).where(given, _ELIGIBLE[pg])))
-    rows = union_all(*parts)
-    if not pg:
-        return rows
-    found = rows.subquery("found")
-    outcomes = _outcomes_of(found.c.id)
-    extra: list[Any] = [outcomes.c.held, outcomes.c.recurred, outcomes.c.contradicted, outcomes.c.last_held]
-    if newer:
-        extra.append(_NEWER_EMBEDDED)
-    return select(*found.c, *extra).select_from(found.outerjoin(outcomes, true()))
+    return union_all(*parts)
 
 
 @functools.cache
