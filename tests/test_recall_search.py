@@ -7,6 +7,7 @@ from sqlalchemy import event, insert
 from memos_feedback.outcomes import counts_for
 from memos_feedback.outcomes.states import CONTRADICTED, HELD, RECURRED
 from memos_feedback.recall.search import (
+    MAX_SEARCH_TERMS,
     RARE_DF,
     DocumentFrequencies,
     eligible,
@@ -320,3 +321,68 @@ def test_postgresql_guidance_reads_in_one_statement_once_terms_are_counted(store
     assert [i.repair_id for i in found.items] == [wanted]
     if store.dialect == "postgresql":
         assert len(seen) == 1 and "repair_outcomes" in seen[0]
+
+
+def test_postgresql_counts_new_terms_in_the_candidates_statement(store: Store) -> None:
+    # Terms not counted yet are counted in the candidates' statement: the
+    # same counts as DocumentFrequencies.of, and the same rows as when they
+    # were counted first — a rare one searches, a common one (past the rare
+    # cap) does not, one outside the query (a situation's) is only counted.
+    # Too many to fold, and they are counted first. SQLite ignores them.
+    many = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+    texts = (
+        ["avoid: orders_api_417 timeout", "avoid: ORDERS_API_417 again, otterglyph"]
+        + ["avoid: otterglyph alone"]
+        + [f"avoid: common word {i} {' '.join(many)}" for i in range(RARE_DF + 5)]
+    )
+    _insert(store, texts)
+    query = ("orders_api_417", "otterglyph", "word")
+    fresh = [*query, "deploy"]
+    pg = store.dialect == "postgresql"
+    with store.connection() as s:
+        frequencies = DocumentFrequencies()
+        total = frequencies.total(store, s)
+        where = eligible(None, now_ms(), 7 * DAY)
+        found: dict[str, list[str]] = {}
+        counts = frequencies.of(store, s, [*fresh, *many], found)
+        first = read_candidates(s, where, 10, terms=query, frequencies=counts, total=total, matched=found)
+        # SQLite counts nothing here: it is given the counts.
+        given = {} if pg else counts
+        folded = read_candidates(s, where, 10, terms=query, frequencies=given, total=total, counting=fresh)
+        unfolded = read_candidates(
+            s, where, 10, terms=(*query, *many), frequencies=given, total=total, counting=[*fresh, *many]
+        )
+    assert len(first.rows) == 3 and counts["word"] > RARE_DF and counts["deploy"] == 0
+    assert len(query) + len(many) > MAX_SEARCH_TERMS  # too many to fold
+    assert folded.rows == first.rows and unfolded.rows == first.rows
+    if pg:
+        assert folded.counted == {t: counts[t] for t in fresh}
+        assert unfolded.counted == counts
+    else:
+        assert folded.counted is None and unfolded.counted is None
+
+
+def test_postgresql_guidance_counts_a_new_identifier_in_its_one_statement(store: Store) -> None:
+    # A query's usual new term, an identifier not seen this minute, costs no
+    # round trip of its own; the next call finds its count cached.
+    from memos_feedback.recall import guidance_for
+    from memos_feedback.recall.guidance import _df
+
+    [wanted] = _insert(store, ["avoid: quokkaflag in deploy_7731"])
+    guidance_for(store, query="quokkaflag in deploy")  # counts these terms (cached for a minute)
+    engine = store.recall_engine or store.engine
+    seen: list[str] = []
+
+    def note(*args: object) -> None:
+        seen.append(str(args[2]))
+
+    event.listen(engine, "before_cursor_execute", note)
+    try:
+        found = guidance_for(store, query="quokkaflag in deploy_7731")
+    finally:
+        event.remove(engine, "before_cursor_execute", note)
+    assert [i.repair_id for i in found.items] == [wanted]
+    with store.connection() as s:
+        assert _df.of(store, s, ["deploy_7731"]) == {"deploy_7731": 1}
+    if store.dialect == "postgresql":
+        assert len(seen) == 1 and "fresh0" in seen[0]

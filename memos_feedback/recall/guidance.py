@@ -210,7 +210,10 @@ def guidance_for(
         total = _df.total(store, s)
         lookup = tuple(dict.fromkeys(terms.indexed + situation.indexed))
         matched: dict[str, list[str]] = {}  # the ids of terms counted just now (when few)
-        dfs = _df.of(store, s, lookup, matched)
+        # PostgreSQL: a few terms not counted yet are counted in the candidates'
+        # statement, not in a round trip of their own (``read_candidates``).
+        counting: list[str] = []
+        dfs = _df.of(store, s, lookup, matched, defer=counting)
         sims = _NO_VECTORS
         # PostgreSQL: whether repairs were embedded since the matrix was last
         # read is asked in the candidates' statement, not in a round trip of its own.
@@ -232,9 +235,14 @@ def guidance_for(
                 vector_ids=[i for i, _ in vectors.top],
                 matched=matched,
                 newer_than=(emb.model_name, vectors.last_id) if ask and emb is not None else None,
+                counting=counting,
             )
 
         got = read(sims)
+        if got.counted:
+            dfs.update(got.counted)
+            _df.remember(store, got.counted)
+            counting = []  # a second read (below) takes them as counted
         if ask and emb is not None and qvec is not None and got.newer_embedded is not False:
             # Newer embeddings (or no row to say): read them, and the rows
             # again if they change the nearest repairs.

@@ -292,11 +292,16 @@ def _fts_phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
+def _rare_cap(total: int | None) -> int:
+    """A term in this many repairs or more selects no candidate by text (``lexical_candidate_ids``)."""
+    return RARE_DF if total is None else max(_RARE_FLOOR, min(RARE_DF, total // _RARE_SHARE))
+
+
 def search_terms(
     terms: Sequence[str], frequencies: Mapping[str, int] | None = None, total: int | None = None
 ) -> list[str]:
     """The terms that select candidates by text (``lexical_candidate_ids`` says which)."""
-    cap = RARE_DF if total is None else max(_RARE_FLOOR, min(RARE_DF, total // _RARE_SHARE))
+    cap = _rare_cap(total)
     rare = [t for t in terms if len(t) >= 3 and (frequencies is None or frequencies.get(t, 0) < cap)]
     if frequencies is not None and len(rare) > MAX_SEARCH_TERMS:
         # The rarest say the most and have the shortest postings: the
@@ -332,15 +337,45 @@ def lexical_candidate_ids(
 
 
 @functools.cache
-def _lexical(postgresql_dialect: bool, n_terms: int, by_ids: tuple[bool, ...] = ()) -> Select[Any]:
-    """The text search over ``n_terms`` terms, built once per (dialect, count, ``by_ids``).
+def _fresh_count(i: int) -> tuple[Any, ColumnElement[int]]:
+    """PostgreSQL: term ``:f{i}`` (an ILIKE pattern) counted inside another statement.
+
+    A CTE of its matches (up to ``:df_cap``) and its count: what
+    ``DocumentFrequencies.of`` would read in a round trip of its own. A CTE
+    referenced more than once is materialised, so the trigram scan runs
+    once. Built once per position: every statement refers to the same one.
+    """
+    pattern = bindparam(f"f{i}", type_=String)
+    matches = select(M.id).where(M.source_text.ilike(pattern, escape="\\"))
+    cte = matches.limit(bindparam("df_cap", type_=Integer)).cte(f"fresh{i}")
+    return cte, select(func.count()).select_from(cte).scalar_subquery()
+
+
+def _fresh_counts(n: int) -> list[tuple[Any, ColumnElement[int]]]:
+    return [_fresh_count(i) for i in range(n)]
+
+
+def _idf_of(count: ColumnElement[int]) -> ColumnElement[float]:
+    """``idf`` in SQL, of a count in the statement (``:idf_n``: the total, at least 1)."""
+    n = bindparam("idf_n", type_=Float)
+    return cast(ColumnElement[float], func.ln(1.0 + n / func.greatest(count, 1)) / func.ln(1.0 + n))
+
+
+@functools.cache
+def _lexical(
+    postgresql_dialect: bool, n_terms: int, by_ids: tuple[bool, ...] = (), fresh: int = 0
+) -> Select[Any]:
+    """The text search over ``n_terms`` terms, built once per (dialect, count, ``by_ids``, ``fresh``).
 
     Matches are ranked by the summed IDF weight (``:w0``…) of the terms they
     contain — the measure ``guidance_for`` scores by — then newest first.
     On SQLite the FTS5 index finds the matches and ``instr`` on the
     matched text (ASCII-case-folded by ``lower``; the terms are case-folded
     already) tells which terms each contains. On PostgreSQL, term ``i``
-    with ``by_ids[i]`` is given as the ids its count found (module docstring).
+    with ``by_ids[i]`` is given as the ids its count found (module docstring),
+    and ``fresh`` more terms are counted in the same statement
+    (``_fresh_counts``): each selects only when its count is under the rare
+    cap (``:rare_cap``), weighted by the IDF of that count.
     """
     tests: list[ColumnElement[bool]]
     if postgresql_dialect:
@@ -351,6 +386,10 @@ def _lexical(postgresql_dialect: bool, n_terms: int, by_ids: tuple[bool, ...] = 
             else M.source_text.ilike(bindparam(f"t{i}", type_=String), escape="\\")
             for i in range(n_terms)
         ]
+        weights: list[ColumnElement[float]] = [bindparam(f"w{i}", type_=Float) for i in range(n_terms)]
+        for cte, count in _fresh_counts(fresh):
+            tests.append(and_(M.id.in_(select(cte.c.id)), count < bindparam("rare_cap", type_=Integer)))
+            weights.append(_idf_of(count))
         stmt = select(M.id).where(or_(*tests), _ELIGIBLE[True])
     elif by_ids:
         # SQLite, every term given as the ids its count found (never some of
@@ -361,9 +400,11 @@ def _lexical(postgresql_dialect: bool, n_terms: int, by_ids: tuple[bool, ...] = 
         terms = [bindparam(f"t{i}", type_=String) for i in range(n_terms)]
         tests = [func.instr(func.lower(_FTS_HITS.c.doc), t) > 0 for t in terms]
         stmt = select(M.id).join(_FTS_HITS, _FTS_HITS.c.repair_id == M.id).where(_ELIGIBLE[False])
+    if not postgresql_dialect:
+        weights = [bindparam(f"w{i}", type_=Float) for i in range(n_terms)]
     weight: ColumnElement[float] = literal(0.0)
-    for i, test in enumerate(tests):
-        weight = weight + case((test, bindparam(f"w{i}", type_=Float)), else_=0.0)
+    for test, w in zip(tests, weights, strict=True):
+        weight = weight + case((test, w), else_=0.0)
     if not postgresql_dialect and not by_ids:
         # A match of a term's rarest trigrams that lacks the term itself is not a match.
         stmt = stmt.where(or_(*tests))
@@ -437,7 +478,12 @@ _N_COLUMNS = len(_COLUMNS)
 
 @functools.cache
 def _candidates_statement(
-    postgresql_dialect: bool, n_terms: int, by_ids: tuple[bool, ...] = (), newer: bool = False
+    postgresql_dialect: bool,
+    n_terms: int,
+    by_ids: tuple[bool, ...] = (),
+    newer: bool = False,
+    fresh: int = 0,
+    counted: int = 0,
 ) -> CompoundSelect[Any] | Select[Any]:
     """Every candidate source and the rows they select, as one statement.
 
@@ -454,12 +500,15 @@ def _candidates_statement(
     again by id: that second visit of every row was a third of the
     statement's time. PostgreSQL: the sources' ids are united and the rows
     read by key, with each row's outcome counts (and, with ``newer``, the
-    newer-embeddings flag). Its whole-row form would be twice as long, past
+    newer-embeddings flag, then the counts of ``counted`` terms not counted
+    before, the first ``fresh`` of which search: ``read_candidates``' ``counting``).
+    Its whole-row form would be twice as long, past
     the 4 kB up to which psycopg caches a statement's conversion: parsing
     it again on every call cost more than the lookups it saves.
     """
     pg = postgresql_dialect
-    sources = ((_lexical(pg, n_terms, by_ids),) if n_terms else ()) + (_SAME_CONTEXT[pg], _SAME_TOOL[pg])
+    searched = (_lexical(pg, n_terms, by_ids, fresh),) if n_terms or fresh else ()
+    sources = (*searched, _SAME_CONTEXT[pg], _SAME_TOOL[pg])
     if pg:
         # Wrapped: as on SQLite, every member of the compound is a plain select.
         ids = [select(source.subquery().c.id) for source in sources]
@@ -468,6 +517,7 @@ def _candidates_statement(
         extra: list[Any] = [o.held, o.recurred, o.contradicted, o.last_held]
         if newer:
             extra.append(_NEWER_EMBEDDED)
+        extra += [count for _, count in _fresh_counts(counted)]
         stmt = select(*_COLUMNS, *extra).select_from(M.__table__.outerjoin(_OUTCOMES_OF_ROW, true()))
         return cast(Select[Any], stmt.where(M.id.in_(union_all(*ids).scalar_subquery()), _ELIGIBLE[pg]))
     # Wrapped: SQLite allows no ORDER BY or LIMIT in a compound's members.
@@ -482,11 +532,16 @@ def _candidates_statement(
 
 @functools.cache
 def _candidates_prepared(
-    postgresql_dialect: bool, n_terms: int, by_ids: tuple[bool, ...] = (), newer: bool = False
+    postgresql_dialect: bool,
+    n_terms: int,
+    by_ids: tuple[bool, ...] = (),
+    newer: bool = False,
+    fresh: int = 0,
+    counted: int = 0,
 ) -> Prepared:
     # On SQLite, a hundred rows through SQLAlchemy's result machinery cost a
     # third as much again as the statement itself; the driver's cursor does not.
-    return Prepared(_candidates_statement(postgresql_dialect, n_terms, by_ids, newer))
+    return Prepared(_candidates_statement(postgresql_dialect, n_terms, by_ids, newer, fresh, counted))
 
 
 @dataclass(frozen=True, slots=True)
@@ -500,6 +555,9 @@ class CandidateRead:
     # PostgreSQL, when asked (``newer_than``): whether a repair was embedded
     # past that id. None: not asked, or no row came back to carry the answer.
     newer_embedded: bool | None = None
+    # PostgreSQL, given ``counting``: each of those terms' document frequency.
+    # None when no row came back to carry them.
+    counted: dict[str, int] | None = None
 
 
 def read_candidates(
@@ -515,6 +573,7 @@ def read_candidates(
     vector_ids: Sequence[str] = (),
     matched: Mapping[str, Sequence[str]] | None = None,
     newer_than: tuple[str, str] | None = None,
+    counting: Sequence[str] = (),
 ) -> CandidateRead:
     """The eligible repairs of every source in one statement, ordered by id.
 
@@ -528,9 +587,32 @@ def read_candidates(
 
     On PostgreSQL the same statement also reads each row's outcome counts
     and, given ``newer_than`` (embedding model, id), whether a repair of
-    that model was embedded with a greater id (``CandidateRead``).
+    that model was embedded with a greater id (``CandidateRead``). Given
+    ``counting`` (terms not counted yet; ignored on SQLite), it counts them
+    too (``CandidateRead.counted``, as ``DocumentFrequencies.of`` would),
+    and those among ``terms`` search as they would once counted: by text
+    while under the rare cap, weighted by the IDF of their count. That
+    spares the count its own round trip. (Too many to fold, and they are
+    counted first.)
     """
     pg = _is_postgresql(reader)
+    fresh = list(dict.fromkeys(counting)) if pg else []
+    counted: dict[str, int] | None = None
+    searching: list[str] = []
+    if fresh:
+        in_query = set(terms)
+        searching = [t for t in fresh if t in in_query and len(t) >= 3]
+        others = [t for t in terms if t not in set(fresh)]
+        if len(search_terms(others, frequencies, total)) + len(searching) <= MAX_SEARCH_TERMS and (
+            len(fresh) <= _DF_BATCH
+        ):
+            terms, fresh = others, searching + [t for t in fresh if t not in set(searching)]
+        else:
+            # Folded, the rarest could not be chosen among them: counted first instead.
+            found: dict[str, list[str]] = {}
+            counted = _count(reader, {t: (_like(t), "") for t in fresh}, True, _DF_CAP, found)
+            frequencies, matched = {**(frequencies or {}), **counted}, {**(matched or {}), **found}
+            fresh, searching = [], []
     rare = search_terms(terms, frequencies, total)
     # SQLite searches by id only when every term can be: its text search is
     # one FTS5 query for all terms, and the ids would not spare it otherwise.
@@ -552,7 +634,11 @@ def read_candidates(
     newer = pg and newer_than is not None
     if newer_than is not None and newer:
         params["embedding_model"], params["newer_than"] = newer_than
-    got = _candidates_prepared(pg, len(rare), by_ids, newer).all(reader, params)
+    if fresh:
+        params.update({f"f{i}": _like(t) for i, t in enumerate(fresh)})
+        params.update(df_cap=_DF_CAP, rare_cap=_rare_cap(total), idf_n=float(max(total or 0, 1)))
+    statement = _candidates_prepared(pg, len(rare), by_ids, newer, len(searching), len(fresh))
+    got = statement.all(reader, params)
     # One row per repair (sources overlap), ordered by id: ranking's ties
     # then fall the same way whichever source found a repair first.
     rows = sorted({r[0]: r for r in got}.values(), key=_by_id)
@@ -564,7 +650,10 @@ def read_candidates(
         for r in rows
     }
     flag = bool(rows[0][n + 4]) if newer and rows else None
-    return CandidateRead([Candidate._make(r[:n]) for r in rows], outcomes, flag)
+    if fresh and rows:
+        first = n + 4 + newer
+        counted = {t: int(rows[0][first + i]) for i, t in enumerate(fresh)}
+    return CandidateRead([Candidate._make(r[:n]) for r in rows], outcomes, flag, counted)
 
 
 _by_id = operator.itemgetter(0)
@@ -608,13 +697,23 @@ class DocumentFrequencies:
         session: Reader,
         terms: Sequence[str],
         found: dict[str, list[str]] | None = None,
+        defer: list[str] | None = None,
     ) -> dict[str, int]:
-        """Each term's count; ``found`` gets the ids of terms counted now, when few."""
+        """Each term's count; ``found`` gets the ids of terms counted now, when few.
+
+        ``defer`` (PostgreSQL): when a few terms (up to ``_FOLD_MAX``) are not
+        counted yet, they are put there instead, left out of the result, for
+        the caller to count in its candidates' statement (``read_candidates``'
+        ``counting``) and hand back to ``remember``.
+        """
         now = time.monotonic()
         missing = self._cached(self._cache, store.url, terms, now, _DF_TTL_S)
         out = {t: n for t, n in missing.items() if n is not None}
         uncounted = [t for t, n in missing.items() if n is None]
         pg = _is_postgresql(session)
+        if defer is not None and pg and 0 < len(uncounted) <= _FOLD_MAX:
+            defer.extend(uncounted)
+            return out
         if not pg:
             waiting = [t for t in terms if t not in _expressions and _matched_by_grams(t)]
             self._choose_grams(store, session, waiting, now)
@@ -622,6 +721,10 @@ class DocumentFrequencies:
         out.update(_count(session, patterns, pg, _DF_CAP, found))
         self._remember(self._cache, store.url, uncounted, out, now)
         return out
+
+    def remember(self, store: Store, counts: Mapping[str, int]) -> None:
+        """Keep counts read elsewhere (``read_candidates``' ``counted``) as if counted here."""
+        self._remember(self._cache, store.url, list(counts), counts, time.monotonic())
 
     def _choose_grams(self, store: Store, session: Reader, terms: Sequence[str], now: float) -> None:
         """Note the rarest trigrams of each of ``terms`` whose trigrams are all counted.
@@ -706,6 +809,10 @@ def _count(
 
 # Uncounted terms are counted this many per statement (a round trip each on PostgreSQL).
 _DF_BATCH = 16
+# PostgreSQL: up to this many uncounted terms are counted in the candidates'
+# statement instead (``DocumentFrequencies.of``'s ``defer``): the usual call
+# brings one or two (a new identifier), a new process's first calls dozens.
+_FOLD_MAX = 4
 # Term -> (FTS5 expression, text its matches must contain or ""), once its
 # trigrams are counted (``term_expression``). Shared by every store: which
 # trigrams are rarest only decides speed, never what is found.
