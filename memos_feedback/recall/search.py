@@ -788,7 +788,9 @@ def _count(
         checks = tuple(bool(patterns[k][1]) for k in batch)
         params.update({f"v{i}": patterns[k][1] for i, k in enumerate(batch) if checks[i]})
         if postgresql_dialect:
-            row = session.execute(_df_ids_statement(len(batch)), {**params, "cap": cap, "few": RARE_DF}).one()
+            row = _prepared(_df_ids_statement(len(batch))).all(
+                session, {**params, "cap": cap, "few": RARE_DF}
+            )[0]
             for i, k in enumerate(batch):
                 out[k] = int(row[2 * i])
                 if found is not None and row[2 * i + 1] is not None:
@@ -796,15 +798,23 @@ def _count(
             continue
         params.update({f"k{i}": k for i, k in enumerate(batch)})
         if found is None:
-            counts = session.execute(_df_statement(checks), {**params, "cap": cap}).one()
+            counts = _prepared(_df_statement(checks)).all(session, {**params, "cap": cap})[0]
             out.update((k, int(n)) for k, n in zip(batch, counts, strict=True))
             continue
-        row = session.execute(_df_ids_sqlite_statement(checks), {**params, "cap": cap, "few": RARE_DF}).one()
+        row = _prepared(_df_ids_sqlite_statement(checks)).all(
+            session, {**params, "cap": cap, "few": RARE_DF}
+        )[0]
         for i, k in enumerate(batch):
             out[k] = int(row[2 * i])
             if row[2 * i + 1] is not None:
                 found[k] = [str(repair_id) for repair_id in json.loads(row[2 * i + 1])]
     return out
+
+
+@functools.cache
+def _prepared(statement: Any) -> Prepared:
+    # SQLite: on the driver's cursor (SQLAlchemy's execute costs as much as a count).
+    return Prepared(statement)
 
 
 # Uncounted terms are counted this many per statement (a round trip each on PostgreSQL).
