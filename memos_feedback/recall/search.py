@@ -499,12 +499,13 @@ def _candidates_statement(
     ``UNION ALL``. A row is read where its source finds it, not looked up
     again by id: that second visit of every row was a third of the
     statement's time. PostgreSQL: the sources' ids are united and the rows
-    read by key, with each row's outcome counts (and, with ``newer``, the
-    newer-embeddings flag, then the counts of ``counted`` terms not counted
-    before, the first ``fresh`` of which search: ``read_candidates``' ``counting``).
-    Its whole-row form would be twice as long, past
-    the 4 kB up to which psycopg caches a statement's conversion: parsing
-    it again on every call cost more than the lookups it saves.
+    read by key, each with its outcome counts, then (with ``newer``) the
+    newer-embeddings flag, then the counts of ``counted`` terms counted in
+    the statement, the first ``fresh`` of which also search
+    (``read_candidates``' ``counting``). Its whole-row form would be twice
+    as long, past the 4 kB up to which psycopg caches a statement's
+    conversion: parsing it again on every call cost more than the lookups
+    it saves.
     """
     pg = postgresql_dialect
     searched = (_lexical(pg, n_terms, by_ids, fresh),) if n_terms or fresh else ()
