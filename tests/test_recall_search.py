@@ -6,6 +6,7 @@ from sqlalchemy import event, insert
 
 from memos_feedback.outcomes import counts_for
 from memos_feedback.outcomes.states import CONTRADICTED, HELD, RECURRED
+from memos_feedback.recall import Guidance, guidance_for
 from memos_feedback.recall.search import (
     MAX_SEARCH_TERMS,
     RARE_DF,
@@ -62,6 +63,16 @@ def test_the_rarest_terms_matched_rank_first_then_the_newest(store: Store) -> No
     assert top3 == ranked[:3]
 
 
+def _search_one_term(store: Store, term: str) -> tuple[int, str, list[str]]:
+    """``term``'s count, the FTS5 expression it is matched by (SQLite), and the repairs found."""
+    with store.connection() as s:
+        frequencies = DocumentFrequencies()
+        total = frequencies.total(store, s)
+        dfs = frequencies.of(store, s, (term,))
+        found = lexical_candidate_ids(s, (term,), eligible(None, now_ms(), 7 * DAY), 10, dfs, total)
+    return dfs[term], term_expression(term), found
+
+
 def test_a_long_term_found_by_its_rarest_trigrams_is_found_exactly_as_by_its_phrase(store: Store) -> None:
     # "bundle_v4123": its trigrams "412" and "123" are rarer than "bun" and
     # "dle" (padding), and three repairs hold every trigram of the term but
@@ -72,15 +83,8 @@ def test_a_long_term_found_by_its_rarest_trigrams_is_found_exactly_as_by_its_phr
         + [f"avoid: bundle pipeline {i} handle" for i in range(30)]
     )
     ids = _insert(store, texts)
-    term = "bundle_v4123"
-    with store.connection() as s:
-        frequencies = DocumentFrequencies()
-        total = frequencies.total(store, s)
-        dfs = frequencies.of(store, s, (term,))
-        expression = term_expression(term)
-        where = eligible(None, now_ms(), 7 * DAY)
-        found = lexical_candidate_ids(s, (term,), where, 10, dfs, total)
-    assert dfs[term] == 2
+    count, expression, found = _search_one_term(store, "bundle_v4123")
+    assert count == 2
     if store.engine.dialect.name == "sqlite":
         # Matched by AND-ed trigrams (rarest first), not as a phrase.
         assert expression.startswith('("') and " AND " in expression and "bun" not in expression
@@ -95,14 +99,8 @@ def test_a_common_trigram_is_left_out_of_a_long_terms_match(store: Store) -> Non
     texts = ["avoid: orders_api_206 failed", "avoid: Orders_API_206 again", "avoid: api_20 and 206 apart"]
     texts += [f"avoid: orders_api_2{i} pipeline" for i in range(300, 560)]
     ids = _insert(store, texts)
-    term = "orders_api_206"
-    with store.connection() as s:
-        frequencies = DocumentFrequencies()
-        total = frequencies.total(store, s)
-        dfs = frequencies.of(store, s, (term,))
-        expression = term_expression(term)
-        found = lexical_candidate_ids(s, (term,), eligible(None, now_ms(), 7 * DAY), 10, dfs, total)
-    assert dfs[term] == 2
+    count, expression, found = _search_one_term(store, "orders_api_206")
+    assert count == 2
     if store.engine.dialect.name == "sqlite":
         assert expression in ('("206" AND "_20")', '("_20" AND "206")'), expression
     assert sorted(found) == sorted(ids[:2])
@@ -300,13 +298,8 @@ def test_postgresql_reads_outcomes_and_newer_embeddings_with_the_candidates(stor
         assert empty.rows == [] and empty.newer_embedded is None
 
 
-def test_postgresql_guidance_reads_in_one_statement_once_terms_are_counted(store: Store) -> None:
-    # The candidates, their outcomes and (with embeddings) the check for
-    # newer ones are one statement; on SQLite each is a read of its own.
-    from memos_feedback.recall import guidance_for
-
-    [wanted] = _insert(store, ["avoid: quokkaflag in deploy"])
-    guidance_for(store, query="quokkaflag in deploy")  # counts the terms (cached for a minute)
+def _traced_guidance(store: Store, query: str) -> tuple[Guidance, list[str]]:
+    """``guidance_for(query)`` and the statements it ran on the recall engine."""
     engine = store.recall_engine or store.engine
     seen: list[str] = []
 
@@ -315,9 +308,17 @@ def test_postgresql_guidance_reads_in_one_statement_once_terms_are_counted(store
 
     event.listen(engine, "before_cursor_execute", note)
     try:
-        found = guidance_for(store, query="quokkaflag in deploy")
+        return guidance_for(store, query=query), seen
     finally:
         event.remove(engine, "before_cursor_execute", note)
+
+
+def test_postgresql_guidance_reads_in_one_statement_once_terms_are_counted(store: Store) -> None:
+    # The candidates, their outcomes and (with embeddings) the check for
+    # newer ones are one statement; on SQLite each is a read of its own.
+    [wanted] = _insert(store, ["avoid: quokkaflag in deploy"])
+    guidance_for(store, query="quokkaflag in deploy")  # counts the terms (cached for a minute)
+    found, seen = _traced_guidance(store, "quokkaflag in deploy")
     assert [i.repair_id for i in found.items] == [wanted]
     if store.dialect == "postgresql":
         assert len(seen) == 1 and "repair_outcomes" in seen[0]
@@ -365,22 +366,11 @@ def test_postgresql_counts_new_terms_in_the_candidates_statement(store: Store) -
 def test_postgresql_guidance_counts_a_new_identifier_in_its_one_statement(store: Store) -> None:
     # A query's usual new term, an identifier not seen this minute, costs no
     # round trip of its own; the next call finds its count cached.
-    from memos_feedback.recall import guidance_for
     from memos_feedback.recall.guidance import _df
 
     [wanted] = _insert(store, ["avoid: quokkaflag in deploy_7731"])
     guidance_for(store, query="quokkaflag in deploy")  # counts these terms (cached for a minute)
-    engine = store.recall_engine or store.engine
-    seen: list[str] = []
-
-    def note(*args: object) -> None:
-        seen.append(str(args[2]))
-
-    event.listen(engine, "before_cursor_execute", note)
-    try:
-        found = guidance_for(store, query="quokkaflag in deploy_7731")
-    finally:
-        event.remove(engine, "before_cursor_execute", note)
+    found, seen = _traced_guidance(store, "quokkaflag in deploy_7731")
     assert [i.repair_id for i in found.items] == [wanted]
     with store.connection() as s:
         assert _df.of(store, s, ["deploy_7731"]) == {"deploy_7731": 1}

@@ -183,7 +183,7 @@ def _plan(store: Store, sql: str) -> list[str]:
 def test_waiting_repairs_are_read_by_key_never_by_a_scan_of_every_repair(sqlite_url: str) -> None:
     from sqlalchemy.dialects import sqlite
 
-    from memos_feedback.recall.search import _candidates_statement, _df_statement
+    from memos_feedback.recall.search import _candidates_statement, _df_statement, _Shape
     from memos_feedback.store.search_index import _INDEX, TAIL_SQL
 
     def sql(statement: object) -> str:
@@ -194,7 +194,7 @@ def test_waiting_repairs_are_read_by_key_never_by_a_scan_of_every_repair(sqlite_
             plan = _plan(store, statement)
             assert "SEARCH r USING INDEX sqlite_autoindex_decision_repairs_1 (id=?)" in plan, plan
             assert "SCAN r" not in plan, plan
-        plan = _plan(store, sql(_candidates_statement(False, 2)))
+        plan = _plan(store, sql(_candidates_statement(_Shape(False, 2))))
         assert not [step for step in plan if step.startswith("SCAN decision_repairs ") or step == "SCAN r"], (
             plan
         )

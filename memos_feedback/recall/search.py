@@ -476,15 +476,19 @@ _NEWER_EMBEDDED = (
 _N_COLUMNS = len(_COLUMNS)
 
 
+class _Shape(NamedTuple):
+    """What a candidates' statement is built for: its cache key (``_candidates_statement``)."""
+
+    postgresql_dialect: bool
+    n_terms: int
+    by_ids: tuple[bool, ...] = ()
+    newer: bool = False
+    fresh: int = 0
+    counted: int = 0
+
+
 @functools.cache
-def _candidates_statement(
-    postgresql_dialect: bool,
-    n_terms: int,
-    by_ids: tuple[bool, ...] = (),
-    newer: bool = False,
-    fresh: int = 0,
-    counted: int = 0,
-) -> CompoundSelect[Any] | Select[Any]:
+def _candidates_statement(shape: _Shape) -> CompoundSelect[Any] | Select[Any]:
     """Every candidate source and the rows they select, as one statement.
 
     The sources: the text search (when there are terms), the exact (tool,
@@ -507,7 +511,7 @@ def _candidates_statement(
     conversion: parsing it again on every call cost more than the lookups
     it saves.
     """
-    pg = postgresql_dialect
+    pg, n_terms, by_ids, newer, fresh, counted = shape
     searched = (_lexical(pg, n_terms, by_ids, fresh),) if n_terms or fresh else ()
     sources = (*searched, _SAME_CONTEXT[pg], _SAME_TOOL[pg])
     if pg:
@@ -532,17 +536,10 @@ def _candidates_statement(
 
 
 @functools.cache
-def _candidates_prepared(
-    postgresql_dialect: bool,
-    n_terms: int,
-    by_ids: tuple[bool, ...] = (),
-    newer: bool = False,
-    fresh: int = 0,
-    counted: int = 0,
-) -> Prepared:
+def _candidates_prepared(shape: _Shape) -> Prepared:
     # On SQLite, a hundred rows through SQLAlchemy's result machinery cost a
     # third as much again as the statement itself; the driver's cursor does not.
-    return Prepared(_candidates_statement(postgresql_dialect, n_terms, by_ids, newer, fresh, counted))
+    return Prepared(_candidates_statement(shape))
 
 
 @dataclass(frozen=True, slots=True)
@@ -638,7 +635,7 @@ def read_candidates(
     if fresh:
         params.update({f"f{i}": _like(t) for i, t in enumerate(fresh)})
         params.update(df_cap=_DF_CAP, rare_cap=_rare_cap(total), idf_n=float(max(total or 0, 1)))
-    statement = _candidates_prepared(pg, len(rare), by_ids, newer, len(searching), len(fresh))
+    statement = _candidates_prepared(_Shape(pg, len(rare), by_ids, newer, len(searching), len(fresh)))
     got = statement.all(reader, params)
     # One row per repair (sources overlap), ordered by id: ranking's ties
     # then fall the same way whichever source found a repair first.
