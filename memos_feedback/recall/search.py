@@ -378,6 +378,7 @@ def _lexical(
     cap (``:rare_cap``), weighted by the IDF of that count.
     """
     tests: list[ColumnElement[bool]]
+    weights: list[ColumnElement[float]] = [bindparam(f"w{i}", type_=Float) for i in range(n_terms)]
     if postgresql_dialect:
         ids = by_ids or (False,) * n_terms
         tests = [
@@ -386,7 +387,6 @@ def _lexical(
             else M.source_text.ilike(bindparam(f"t{i}", type_=String), escape="\\")
             for i in range(n_terms)
         ]
-        weights: list[ColumnElement[float]] = [bindparam(f"w{i}", type_=Float) for i in range(n_terms)]
         for cte, count in _fresh_counts(fresh):
             tests.append(and_(M.id.in_(select(cte.c.id)), count < bindparam("rare_cap", type_=Integer)))
             weights.append(_idf_of(count))
@@ -400,8 +400,6 @@ def _lexical(
         terms = [bindparam(f"t{i}", type_=String) for i in range(n_terms)]
         tests = [func.instr(func.lower(_FTS_HITS.c.doc), t) > 0 for t in terms]
         stmt = select(M.id).join(_FTS_HITS, _FTS_HITS.c.repair_id == M.id).where(_ELIGIBLE[False])
-    if not postgresql_dialect:
-        weights = [bindparam(f"w{i}", type_=Float) for i in range(n_terms)]
     weight: ColumnElement[float] = literal(0.0)
     for test, w in zip(tests, weights, strict=True):
         weight = weight + case((test, w), else_=0.0)
@@ -596,21 +594,17 @@ def read_candidates(
     pg = _is_postgresql(reader)
     fresh = list(dict.fromkeys(counting)) if pg else []
     counted: dict[str, int] | None = None
-    searching: list[str] = []
+    searching = 0
     if fresh:
-        in_query = set(terms)
-        searching = [t for t in fresh if t in in_query and len(t) >= 3]
-        others = [t for t in terms if t not in set(fresh)]
-        if len(search_terms(others, frequencies, total)) + len(searching) <= MAX_SEARCH_TERMS and (
-            len(fresh) <= _DF_BATCH
-        ):
-            terms, fresh = others, searching + [t for t in fresh if t not in set(searching)]
+        fold = _fold(terms, fresh, frequencies, total)
+        if fold is not None:
+            terms, fresh, searching = fold
         else:
             # Folded, the rarest could not be chosen among them: counted first instead.
             found: dict[str, list[str]] = {}
             counted = _count(reader, {t: (_like(t), "") for t in fresh}, True, _DF_CAP, found)
             frequencies, matched = {**(frequencies or {}), **counted}, {**(matched or {}), **found}
-            fresh, searching = [], []
+            fresh = []
     rare = search_terms(terms, frequencies, total)
     # SQLite searches by id only when every term can be: its text search is
     # one FTS5 query for all terms, and the ids would not spare it otherwise.
@@ -629,13 +623,14 @@ def read_candidates(
         "tool_id": tool_id,
         "vector_ids": list_param(sorted(set(vector_ids)), pg),
     }
-    newer = pg and newer_than is not None
-    if newer_than is not None and newer:
-        params["embedding_model"], params["newer_than"] = newer_than
+    newer = newer_than if pg else None
+    if newer is not None:
+        params["embedding_model"], params["newer_than"] = newer
     if fresh:
         params.update({f"f{i}": _like(t) for i, t in enumerate(fresh)})
         params.update(df_cap=_DF_CAP, rare_cap=_rare_cap(total), idf_n=float(max(total or 0, 1)))
-    statement = _candidates_prepared(_Shape(pg, len(rare), by_ids, newer, len(searching), len(fresh)))
+    shape = _Shape(pg, len(rare), by_ids, newer is not None, searching, len(fresh))
+    statement = _candidates_prepared(shape)
     got = statement.all(reader, params)
     # One row per repair (sources overlap), ordered by id: ranking's ties
     # then fall the same way whichever source found a repair first.
@@ -647,14 +642,36 @@ def read_candidates(
         r[0]: OutcomeCounts(held=r[n], recurred=r[n + 1], contradicted=r[n + 2], last_held=r[n + 3])
         for r in rows
     }
-    flag = bool(rows[0][n + 4]) if newer and rows else None
+    flag = bool(rows[0][n + 4]) if shape.newer and rows else None
     if fresh and rows:
-        first = n + 4 + newer
+        first = n + 4 + shape.newer
         counted = {t: int(rows[0][first + i]) for i, t in enumerate(fresh)}
     return CandidateRead([Candidate._make(r[:n]) for r in rows], outcomes, flag, counted)
 
 
 _by_id = operator.itemgetter(0)
+
+
+def _fold(
+    terms: Sequence[str], fresh: Sequence[str], frequencies: Mapping[str, int] | None, total: int | None
+) -> tuple[list[str], list[str], int] | None:
+    """How ``fresh`` terms are counted in the candidates' statement, or None when they cannot be.
+
+    The terms left to search as counted, the fresh ones with those of the
+    query first, and how many of them search. None: more than one
+    statement's worth, or more search terms than ``MAX_SEARCH_TERMS`` (the
+    rarest could not be chosen before the counts are known).
+    """
+    in_query, new = set(terms), set(fresh)
+    searching = [t for t in fresh if t in in_query and len(t) >= 3]
+    others = [t for t in terms if t not in new]
+    if (
+        len(fresh) > _DF_BATCH
+        or len(search_terms(others, frequencies, total)) + len(searching) > MAX_SEARCH_TERMS
+    ):
+        return None
+    chosen = set(searching)
+    return others, searching + [t for t in fresh if t not in chosen], len(searching)
 
 
 def _like(term: str) -> str:
@@ -785,27 +802,20 @@ def _count(
         params: dict[str, Any] = {f"m{i}": patterns[k][0] for i, k in enumerate(batch)}
         checks = tuple(bool(patterns[k][1]) for k in batch)
         params.update({f"v{i}": patterns[k][1] for i, k in enumerate(batch) if checks[i]})
-        if postgresql_dialect:
-            row = _prepared(_df_ids_statement(len(batch))).all(
-                session, {**params, "cap": cap, "few": RARE_DF}
-            )[0]
-            for i, k in enumerate(batch):
-                out[k] = int(row[2 * i])
-                if found is not None and row[2 * i + 1] is not None:
-                    found[k] = list(row[2 * i + 1])
-            continue
-        params.update({f"k{i}": k for i, k in enumerate(batch)})
-        if found is None:
-            counts = _prepared(_df_statement(checks)).all(session, {**params, "cap": cap})[0]
-            out.update((k, int(n)) for k, n in zip(batch, counts, strict=True))
-            continue
-        row = _prepared(_df_ids_sqlite_statement(checks)).all(
-            session, {**params, "cap": cap, "few": RARE_DF}
-        )[0]
+        if not postgresql_dialect:
+            params.update({f"k{i}": k for i, k in enumerate(batch)})
+            if found is None:
+                counts = _prepared(_df_statement(checks)).all(session, {**params, "cap": cap})[0]
+                out.update((k, int(n)) for k, n in zip(batch, counts, strict=True))
+                continue
+        # Each key's count, then its ids (an array; JSON text on SQLite) or NULL.
+        statement = _df_ids_statement(len(batch)) if postgresql_dialect else _df_ids_sqlite_statement(checks)
+        row = _prepared(statement).all(session, {**params, "cap": cap, "few": RARE_DF})[0]
         for i, k in enumerate(batch):
             out[k] = int(row[2 * i])
-            if row[2 * i + 1] is not None:
-                found[k] = [str(repair_id) for repair_id in json.loads(row[2 * i + 1])]
+            ids = row[2 * i + 1]
+            if found is not None and ids is not None:
+                found[k] = [str(r) for r in (ids if postgresql_dialect else json.loads(ids))]
     return out
 
 
