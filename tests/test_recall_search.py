@@ -1,4 +1,4 @@
-"""recall/search.py: the text search ranks matches by the IDF weight of the terms they contain."""
+"""recall/search.py and recall/frequencies.py: matches ranked by the IDF weight of the terms they hold."""
 
 from __future__ import annotations
 

@@ -183,7 +183,8 @@ def _plan(store: Store, sql: str) -> list[str]:
 def test_waiting_repairs_are_read_by_key_never_by_a_scan_of_every_repair(sqlite_url: str) -> None:
     from sqlalchemy.dialects import sqlite
 
-    from memos_feedback.recall.search import _candidates_statement, _df_statement, _Shape
+    from memos_feedback.recall.frequencies import _df_statement
+    from memos_feedback.recall.search import _candidates_statement, _Shape
     from memos_feedback.store.search_index import _INDEX, TAIL_SQL
 
     def sql(statement: object) -> str:

@@ -54,8 +54,9 @@ from ..store import Store
 from ..store.rows import now_ms
 from .config import RecallConfig
 from .embeddings import Embedder, check_embedder
+from .frequencies import DocumentFrequencies
 from .scoring import Passed, Scorer, Weights
-from .search import Candidate, CandidateRead, DocumentFrequencies, eligible, read_candidates
+from .search import Candidate, CandidateRead, eligible, read_candidates
 from .terms import error_identifiers, glossed, is_tool_report, query_terms
 from .vectors import Similarities, similarities
 

@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from .config import RecallConfig
+from .frequencies import idf
 from .indexing import embedding_text
-from .search import Candidate, idf
+from .search import Candidate
 from .terms import comparable, contains_term
 
 __all__ = ["PAIR_WEIGHT", "Passed", "Scorer", "Weights"]
