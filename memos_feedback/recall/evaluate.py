@@ -1,6 +1,12 @@
 """Score guidance recall on a labelled file (schema: ``tests/data/RECALL.md``).
 
-    python -m memos_feedback.eval recall FILE [--mode lexical|semantic|both] [--db URL] [--json]
+    python -m memos_feedback.eval recall FILE [--mode lexical|semantic|both] [--json]
+    python -m memos_feedback.eval recall FILE --mode lexical|semantic --db URL
+
+``--db`` names an empty database (PostgreSQL, say) for one mode: the cases'
+repairs stay in it, so a second mode, or a second run, needs another one.
+A database that already holds repairs is refused: they would compete with
+the cases' own and the figures would mean nothing.
 
 Every case's repair is written through the library's own pipeline into one
 fresh store: its trace is stored as a failing step of a session, then the
@@ -28,12 +34,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import func, select
+
 from ..classifier import classify_feedback
 from ..config import FeedbackConfig
-from ..errors import MemosFeedbackError
+from ..errors import InvalidInputError, MemosFeedbackError
 from ..repair import RepairDeps, RepairInput, run_repair
 from ..signals import FailureRecord, FailureSignals, context_hash_of
 from ..store import Store, open_store
+from ..store.models import DecisionRepairModel
 from ..store.rows import ToolCall
 from .config import RecallConfig
 from .embeddings import Embedder
@@ -188,7 +197,15 @@ def evaluate_recall(
     config: RecallConfig | None = None,
     misses: bool = False,
 ) -> RecallReport:
-    """Write every case's repair into ``store`` (empty), then score every query."""
+    """Write every case's repair into ``store`` (empty), then score every query.
+
+    Raises ``InvalidInputError`` when ``store`` holds repairs already.
+    """
+    with store.connection() as conn:
+        held = conn.execute(select(func.count()).select_from(DecisionRepairModel)).scalar_one()
+    if held:
+        shown = store.engine.url.render_as_string(hide_password=True)
+        raise InvalidInputError(f"recall evaluation needs an empty database; {shown} holds {held} repairs")
     cfg = config or RecallConfig()
     deps = RepairDeps(
         store=store, config=FeedbackConfig(use_llm=False, cooldown_ms=0), embedder=embedder, recall=cfg
@@ -269,10 +286,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("cases", help="JSON Lines file, one case a line (tests/data/RECALL.md)")
     parser.add_argument("--mode", choices=("lexical", "semantic", "both"), default="both")
     parser.add_argument("--model", help="local sentence-transformers model directory (default: packaged)")
-    parser.add_argument("--db", help="database URL of an EMPTY database (default: a temporary SQLite file)")
+    parser.add_argument(
+        "--db", help="URL of an EMPTY database, for one --mode (default: a temporary SQLite file per mode)"
+    )
     parser.add_argument("--misses", action="store_true", help="list the queries scored wrong")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    if args.db and args.mode == "both":
+        parser.error("--db takes one mode (--mode lexical or --mode semantic), each its own empty database")
     try:
         cases = load_cases(args.cases)
     except (RecallDataError, OSError, UnicodeDecodeError) as exc:
@@ -287,8 +308,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 url = args.db or f"sqlite:///{Path(tmp) / 'recall.db'}"
                 with open_store(url) as store:
                     reports.append(evaluate_recall(cases, store, embedder=embedder, misses=args.misses))
-                if args.db:
-                    break
     except MemosFeedbackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -1,0 +1,53 @@
+"""recall/evaluate.py: ``python -m memos_feedback.eval recall`` scores only what it wrote itself."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memos_feedback.errors import InvalidInputError
+from memos_feedback.recall.evaluate import evaluate_recall, load_cases, main
+from memos_feedback.store import Store
+
+DATA = Path(__file__).parent / "data"
+
+
+def _two_cases(tmp_path: Path) -> Path:
+    lines = (DATA / "recall_dev.jsonl").read_text(encoding="utf-8").splitlines()[:2]
+    path = tmp_path / "two.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _repairs(store: Store) -> int:
+    return len(store.repairs.list(limit=1_000))
+
+
+def test_a_database_is_scored_once_and_then_refused(
+    store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = _two_cases(tmp_path)
+    assert main([str(cases), "--mode", "lexical", "--db", store.url, "--json"]) == 0
+    [report] = json.loads(capsys.readouterr().out)
+    assert (report["mode"], report["cases"], report["repairs_written"]) == ("lexical", 2, 2)
+    written = _repairs(store)
+    assert written == 2
+    # A second run would rank its repairs against the first run's: refused, nothing written.
+    assert main([str(cases), "--mode", "lexical", "--db", store.url]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: recall evaluation needs an empty database;") and "holds 2 repairs" in err
+    assert _repairs(store) == written
+    with pytest.raises(InvalidInputError, match="needs an empty database"):
+        evaluate_recall(load_cases(cases), store)
+
+
+def test_db_with_both_modes_is_an_error_not_one_mode_silently(
+    store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([str(_two_cases(tmp_path)), "--db", store.url])  # --mode defaults to both
+    assert exited.value.code == 2
+    assert "--db takes one mode" in capsys.readouterr().err
+    assert _repairs(store) == 0
