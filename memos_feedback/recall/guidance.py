@@ -65,6 +65,8 @@ __all__ = ["CLOSE_TAG", "OPEN_TAG", "Guidance", "GuidanceItem", "guidance_for"]
 OPEN_TAG = "<memory-context>"
 CLOSE_TAG = "</memory-context>"
 _HEADER = "Lessons from earlier repairs in this workspace (most relevant first):"
+# Before an item's second line (what to avoid), under its first.
+_INDENT = "   "
 # A tool's report shows in its first lines; a pasted megabyte is not scanned whole.
 _REPORT_SCAN = 8_000
 
@@ -115,26 +117,37 @@ class Guidance:
     def render(self) -> str:
         """A ``<memory-context>`` block for the next turn, or ``""`` when there is nothing.
 
-        Every line is one sanitised line of at most ``line_cap`` characters;
-        items that would take the block past ``char_budget`` are left out.
+        Each item is a numbered line with its category, severity and
+        preference, then its anti-pattern indented below. Every line is one
+        line of at most ``line_cap`` characters, the repair's text in it
+        sanitised (``sanitize_line``); items that would take the block past
+        ``char_budget`` are left out.
         """
         if not self.items:
             return ""
         frame = len(OPEN_TAG) + len(CLOSE_TAG) + len(_HEADER) + 3
         lines: list[str] = []
         used = frame
-        for n, item in enumerate(self.items, start=1):
+        n = 0
+        for item in self.items:
+            # The repair's text is sanitised on its own and the number, label
+            # and indent are put in front afterwards: sanitising them with it
+            # would strip them as a line's leading list markup.
             label = sanitize_line(f"{item.category or 'lesson'}, {item.severity}", 40)
-            entry = [
-                sanitize_line(f"{n}. [{label}] {item.preference}", self.line_cap),
-                sanitize_line(f"   {item.anti_pattern}", self.line_cap),
-            ]
-            entry = [ln for ln in entry if ln]
+            head = f"{n + 1}. [{label}] "
+            prefer = sanitize_line(item.preference, max(1, self.line_cap - len(head)))
+            avoid = sanitize_line(item.anti_pattern, max(1, self.line_cap - len(_INDENT)))
+            texts = [t for t in (prefer, avoid) if t]
+            if not texts:
+                continue
+            # (A line cap shorter than the head itself cuts the head too.)
+            entry = [(head + texts[0])[: self.line_cap], *((_INDENT + t)[: self.line_cap] for t in texts[1:])]
             cost = sum(len(ln) + 1 for ln in entry)
             if used + cost > self.char_budget:
                 break
             lines += entry
             used += cost
+            n += 1
         if not lines:
             return ""
         return "\n".join([OPEN_TAG, _HEADER, *lines, CLOSE_TAG])
