@@ -88,6 +88,7 @@ Reader = Connection | Session
 
 
 def is_postgresql(reader: Reader) -> bool:
+    """Whether ``reader`` runs on PostgreSQL (the statements differ by dialect)."""
     bind = reader.get_bind() if isinstance(reader, Session) else reader
     return bind.dialect.name == "postgresql"
 
@@ -97,6 +98,7 @@ def _fts_phrase(term: str) -> str:
 
 
 def like_pattern(term: str) -> str:
+    """PostgreSQL: ``term`` anywhere, as an ``ILIKE`` pattern with ``\\`` escaping ``%``, ``_`` and itself."""
     return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
