@@ -492,8 +492,8 @@ def _insert_repairs(store: Store, n: int) -> list[str]:
 def test_the_one_statement_candidate_read_returns_what_the_separate_reads_did(
     store: Store, limit: int
 ) -> None:
+    from memos_feedback.recall.frequencies import DocumentFrequencies
     from memos_feedback.recall.search import (
-        DocumentFrequencies,
         eligible,
         fetch_candidates,
         lexical_candidate_ids,
@@ -561,7 +561,7 @@ def test_candidates_of_repairs_without_source_text_read_as_their_lesson(store: S
 def test_document_frequencies_counted_together_match_each_term_counted_alone(store: Store) -> None:
     from sqlalchemy import text
 
-    from memos_feedback.recall.search import DocumentFrequencies
+    from memos_feedback.recall.frequencies import DocumentFrequencies
     from memos_feedback.store.models import SQLITE_FTS_TABLE
 
     _insert_repairs(store, 40)

@@ -7,18 +7,15 @@ from sqlalchemy import event, insert
 from memos_feedback.outcomes import counts_for
 from memos_feedback.outcomes.states import CONTRADICTED, HELD, RECURRED
 from memos_feedback.recall import Guidance, guidance_for
+from memos_feedback.recall.frequencies import RARE_DF, DocumentFrequencies, idf, term_expression
 from memos_feedback.recall.search import (
     MAX_SEARCH_TERMS,
-    RARE_DF,
-    DocumentFrequencies,
     eligible,
     fetch_candidates,
-    idf,
     lexical_candidate_ids,
     read_candidates,
     same_context_candidate_ids,
     same_tool_candidate_ids,
-    term_expression,
 )
 from memos_feedback.store import Store
 from memos_feedback.store.models import DecisionRepairModel, RepairOutcomeModel

@@ -18,7 +18,7 @@ import pytest
 
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.recall import guidance_for
-from memos_feedback.recall.search import DocumentFrequencies
+from memos_feedback.recall.frequencies import DocumentFrequencies
 from memos_feedback.repair import RepairDeps, RepairInput, run_repair
 from memos_feedback.store import Store, checkpoint, open_store
 from memos_feedback.store.search_index import has_deferred, index_deferred

@@ -61,7 +61,6 @@ from .frequencies import (
     DF_BATCH,
     DF_CAP,
     RARE_DF,
-    DocumentFrequencies,
     Reader,
     count_terms,
     idf,
@@ -72,21 +71,16 @@ from .frequencies import (
 
 __all__ = [
     "MAX_SEARCH_TERMS",
-    "RARE_DF",
     "Candidate",
     "CandidateRead",
-    "DocumentFrequencies",
     "Eligibility",
-    "Reader",
     "eligible",
     "fetch_candidates",
-    "idf",
     "lexical_candidate_ids",
     "read_candidates",
     "same_context_candidate_ids",
     "same_tool_candidate_ids",
     "search_terms",
-    "term_expression",
 ]
 
 M = DecisionRepairModel
