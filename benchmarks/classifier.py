@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", type=Path, default=None, help="another checkout to time imports of")
     args = parser.parse_args(argv)
 
-    from memos_feedback import classifier, learned
+    from memos_feedback.classify import classifier, learned
 
     lines = (DATA / "feedback_dev.jsonl").read_text("utf-8").splitlines()
     texts = [json.loads(line)["text"] for line in lines if line]

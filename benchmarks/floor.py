@@ -25,10 +25,11 @@ from sqlalchemy import event
 
 from benchmarks.hot_path import machine
 from benchmarks.repair_probe import CONFIG, SESSION, seed
-from memos_feedback.queue import RepairQueue, input_from_payload
-from memos_feedback.repair import RepairDeps, RepairInput, run_repair
+from memos_feedback.repair.run import RepairDeps, run_repair
+from memos_feedback.runtime.queue import RepairQueue, input_from_payload
 from memos_feedback.store import Store, open_store
 from memos_feedback.store.engine import WRITE_OPTION
+from memos_feedback.types import RepairInput
 
 Statement = tuple[str, Any]
 BLOCK = 100

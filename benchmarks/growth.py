@@ -34,11 +34,10 @@ from sqlalchemy.engine import Connection
 
 from benchmarks.hot_path import machine
 from benchmarks.scaling import fresh_database
-from memos_feedback.queue import RepairQueue
-from memos_feedback.repair import RepairInput
+from memos_feedback.runtime.queue import RepairQueue
 from memos_feedback.store import Store, open_store
 from memos_feedback.store.models import DecisionRepairModel, PolicyModel, RepairJobModel
-from memos_feedback.store.rows import now_ms
+from memos_feedback.types import RepairInput, now_ms
 
 CHUNK = 5_000
 

@@ -40,7 +40,7 @@ from memos_feedback.recall.embeddings import pack
 from memos_feedback.recall.vectors import settle
 from memos_feedback.store import open_store
 from memos_feedback.store.models import DecisionRepairModel
-from memos_feedback.store.rows import new_id, now_ms
+from memos_feedback.types import new_id, now_ms
 
 TOOLS = [
     "shell.run",

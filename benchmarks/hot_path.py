@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from memos_feedback.config import FeedbackConfig
-from memos_feedback.signals import FailureRecord, FailureSignals, context_hash_of
+from memos_feedback.signals import FailureSignals, context_hash_of
+from memos_feedback.types import FailureRecord
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEV_SET = REPO_ROOT / "tests" / "data" / "feedback_dev.jsonl"
@@ -428,8 +429,8 @@ def paired(
 def bench_subscriber(s: Settings) -> list[Row]:
     """The subscriber's hot path beside a bare dict+deque, in the same run."""
     try:
+        from memos_feedback.runtime.subscriber import attach_feedback_subscriber
         from memos_feedback.store import open_store
-        from memos_feedback.subscriber import attach_feedback_subscriber
     except Exception as exc:
         note = f"subscriber: not available ({type(exc).__name__}: {exc})"
         return [Row("record_tool_failure / record_tool_success", None, note)]

@@ -27,8 +27,8 @@ from collections.abc import Callable
 
 from benchmarks.hot_path import BareWindows
 from memos_feedback.config import FeedbackConfig
+from memos_feedback.runtime.subscriber import attach_feedback_subscriber
 from memos_feedback.store import open_store
-from memos_feedback.subscriber import attach_feedback_subscriber
 
 BATCH, K, BATCHES = 1_000, 1_000, 200
 CONTEXTS = [f"ctx-{i}" for i in range(K)]

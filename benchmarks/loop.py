@@ -45,8 +45,8 @@ from typing import Any
 from benchmarks.hot_path import machine
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.events import FeedbackBus, FeedbackEvent
+from memos_feedback.runtime.subscriber import FeedbackSubscriber, attach_feedback_subscriber
 from memos_feedback.store import Store, open_store
-from memos_feedback.subscriber import FeedbackSubscriber, attach_feedback_subscriber
 
 KINDS = ("easy", "hard", "trap-corrected", "trap-silent")
 SITUATIONS = 12  # three of each kind

@@ -20,10 +20,11 @@ import time
 
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.events import FeedbackBus
-from memos_feedback.queue import RepairQueue
-from memos_feedback.repair import RepairDeps, RepairInput, run_repair
+from memos_feedback.repair.run import RepairDeps, run_repair
+from memos_feedback.runtime.queue import RepairQueue
+from memos_feedback.runtime.subscriber import attach_feedback_subscriber
 from memos_feedback.store import Store, ToolCall, open_store
-from memos_feedback.subscriber import attach_feedback_subscriber
+from memos_feedback.types import RepairInput
 
 CONFIG = FeedbackConfig(use_llm=False, cooldown_ms=0)
 SESSION = "bench-session"

@@ -29,9 +29,9 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from benchmarks.hot_path import machine
-from memos_feedback.queue import RepairQueue
-from memos_feedback.repair import RepairInput
+from memos_feedback.runtime.queue import RepairQueue
 from memos_feedback.store import ToolCall, open_store
+from memos_feedback.types import RepairInput
 from tests.support.chat_server import ChatServer
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,16 +11,7 @@ step goes out on the ``events`` bus and into the ``audit`` log.
 
 from __future__ import annotations
 
-from .attach import attach_repair_to_policies
-from .audit import AuditLog
-from .boundary import (
-    RepairBlock,
-    merge_repair_block,
-    parse_repair_block,
-    render_repair_block,
-    strip_repair_block,
-)
-from .classifier import ClassifiedFeedback, Shape, classify_feedback
+from .classify.classifier import classify_feedback
 from .config import FeedbackConfig
 from .errors import (
     AuditLogError,
@@ -52,15 +43,25 @@ from .events import (
     RepairSkipped,
     RepairTriggered,
 )
-from .evidence import RepairEvidence, cap_trace, gather_repair_evidence
-from .llm import OpenAIRepairLLM, RepairLLM
-from .queue import RepairQueue
 from .recall import Guidance, GuidanceItem, RecallConfig, guidance_for
-from .repair import RepairDeps, RepairInput, RepairResult, run_repair
-from .signals import FailureBurst, FailureRecord, FailureSignals, context_hash_of
+from .repair.attach import attach_repair_to_policies
+from .repair.run import RepairDeps, run_repair
+from .runtime.audit import AuditLog
+from .runtime.queue import RepairQueue
+from .runtime.subscriber import CloseReport, FeedbackSubscriber, attach_feedback_subscriber
+from .signals import FailureBurst, FailureSignals, context_hash_of
 from .store import DecisionRepairRow, PolicyRow, Store, ToolCall, TraceRow, open_store
-from .subscriber import CloseReport, FeedbackSubscriber, attach_feedback_subscriber
-from .synthesize import DecisionRepairDraft, SynthesisOutcome, synthesize_draft
+from .synthesis.evidence import RepairEvidence, cap_trace, gather_repair_evidence
+from .synthesis.llm import OpenAIRepairLLM, RepairLLM
+from .synthesis.synthesize import SynthesisOutcome, synthesize_draft
+from .text.blocks import (
+    RepairBlock,
+    merge_repair_block,
+    parse_repair_block,
+    render_repair_block,
+    strip_repair_block,
+)
+from .types import ClassifiedFeedback, DecisionRepairDraft, FailureRecord, RepairInput, RepairResult, Shape
 
 __version__ = "0.1.0"
 

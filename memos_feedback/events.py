@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from blinker import Namespace
 
 from .errors import InvalidInputError
-from .store.rows import now_ms
+from .types import now_ms
 
 __all__ = [
     "EVENT_KINDS",

@@ -44,17 +44,17 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
+from ._checks import check_step, check_str, check_tool_context
 from .config import FeedbackConfig
 from .errors import InvalidInputError
+from .types import FailureRecord
 
 __all__ = [
     "FailureBurst",
-    "FailureRecord",
     "FailureSignals",
     "FailureWindow",
     "context_hash_of",
@@ -65,26 +65,6 @@ _sha1 = hashlib.sha1
 # Below any window start (steps are >= 0, a window start is > -failure_window),
 # so "no success yet" never looks like a success inside the window.
 _NO_SUCCESS = -(1 << 62)
-
-
-def _check_str(name: str, value: object) -> None:
-    if not isinstance(value, str):
-        raise InvalidInputError(f"{name} must be a str, got {type(value).__name__}")
-
-
-def _check_step(value: object) -> None:
-    # bool is an int subclass; True as a step is a bug in the caller.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInputError(f"step must be an int, got {type(value).__name__}")
-    if value < 0:
-        raise InvalidInputError(f"step must be >= 0, got {value}")
-
-
-def _check_tool_context(tool_id: object, context: object) -> None:
-    _check_str("tool_id", tool_id)
-    if not tool_id:
-        raise InvalidInputError("tool_id must not be empty")
-    _check_str("context", context)
 
 
 def _utf8_lenient(text: str) -> bytes:
@@ -101,8 +81,8 @@ def context_hash_of(tool_id: str, context: str) -> str:
     concatenated. Strings with lone surrogates hash as if each surrogate
     were U+FFFD.
     """
-    _check_str("tool_id", tool_id)
-    _check_str("context", context)
+    check_str("tool_id", tool_id)
+    check_str("context", context)
     return _hash(tool_id, context)
 
 
@@ -118,86 +98,6 @@ def _hash(tool_id: str, context: str) -> str:
         digest.update(b"\n")
         digest.update(_utf8_lenient(context))
     return digest.hexdigest()[:16]
-
-
-class _FailureRecordFields(NamedTuple):
-    tool_id: str
-    context: str
-    step: int
-    reason: str = ""
-    ts: int = 0
-    session_id: str | None = None
-    episode_id: str | None = None
-    trace_id: str | None = None
-
-
-class FailureRecord(_FailureRecordFields):
-    """One failed tool call, as reported by the runtime (immutable).
-
-    ``step`` is the runtime's monotonic step counter (an int >= 0); ``ts`` is
-    the wall-clock time in epoch milliseconds (default: now).
-
-    A named tuple rather than a frozen dataclass: records are built on the
-    agent's hot path, and a frozen dataclass costs about three times as
-    much to construct (every field goes through ``object.__setattr__``).
-    """
-
-    __slots__ = ()
-
-    def __new__(
-        cls,
-        tool_id: str,
-        context: str,
-        step: int,
-        reason: str = "",
-        ts: int | None = None,
-        session_id: str | None = None,
-        episode_id: str | None = None,
-        trace_id: str | None = None,
-    ) -> FailureRecord:
-        if ts is None:
-            ts = _time_ns() // 1_000_000
-        # One cheap combined test for the common case; the field-by-field
-        # check (with a message naming the field) only runs when it fails.
-        if not (
-            type(step) is int
-            and step >= 0
-            and type(ts) is int
-            and type(tool_id) is str
-            and tool_id
-            and type(context) is str
-            and type(reason) is str
-            and (session_id is None or type(session_id) is str)
-            and (episode_id is None or type(episode_id) is str)
-            and (trace_id is None or type(trace_id) is str)
-        ):
-            _check_record_fields(tool_id, context, step, reason, ts, session_id, episode_id, trace_id)
-        return _tuple_new(cls, (tool_id, context, step, reason, ts, session_id, episode_id, trace_id))
-
-
-_tuple_new = tuple.__new__
-_time_ns = time.time_ns
-
-
-def _check_record_fields(
-    tool_id: object,
-    context: object,
-    step: object,
-    reason: object,
-    ts: object,
-    session_id: object,
-    episode_id: object,
-    trace_id: object,
-) -> None:
-    """Raise ``InvalidInputError`` naming the first bad field, if any."""
-    _check_tool_context(tool_id, context)
-    _check_step(step)
-    _check_str("reason", reason)
-    if isinstance(ts, bool) or not isinstance(ts, int):
-        raise InvalidInputError(f"ts must be an int (epoch ms), got {type(ts).__name__}")
-    for name, value in (("session_id", session_id), ("episode_id", episode_id), ("trace_id", trace_id)):
-        if value is not None and not isinstance(value, str):
-            raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,8 +359,8 @@ class FailureSignals:
             and type(step) is int
             and step >= 0
         ):
-            _check_tool_context(tool_id, context)
-            _check_step(step)
+            check_tool_context(tool_id, context)
+            check_step(step)
         key = (tool_id, context)
         states = self._states
         new_hash = None if key in states else _hash(tool_id, context)
@@ -500,7 +400,7 @@ class FailureSignals:
         has no global clock, so a pair that went quiet keeps its last window
         until it is touched again, evicted or cleared.
         """
-        _check_tool_context(tool_id, context)
+        check_tool_context(tool_id, context)
         with self._lock:
             state = self._states.get((tool_id, context))
             if state is None:

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from memos_feedback.audit import AuditLog
 from memos_feedback.errors import AuditLogError, InvalidInputError, MemosFeedbackError
 from memos_feedback.events import (
     EVENT_KINDS,
@@ -33,6 +32,7 @@ from memos_feedback.events import (
     RepairTriggered,
     event_to_dict,
 )
+from memos_feedback.runtime.audit import AuditLog
 from tests.support.threads import run_threads
 
 

@@ -12,8 +12,14 @@ from typing import Any
 
 import pytest
 
-from memos_feedback.attach import attach_repair_to_policies
-from memos_feedback.boundary import (
+from memos_feedback.config import FeedbackConfig
+from memos_feedback.errors import InvalidInputError
+from memos_feedback.repair.attach import attach_repair_to_policies
+from memos_feedback.synthesis.evidence import RepairEvidence
+from memos_feedback.synthesis.llm import OpenAIRepairLLM, parse_json_object
+from memos_feedback.synthesis.prompts import build_repair_messages, feedback_shape
+from memos_feedback.synthesis.synthesize import synthesize_draft
+from memos_feedback.text.blocks import (
     RepairBlock,
     merge_repair_block,
     parse_repair_block,
@@ -21,13 +27,8 @@ from memos_feedback.boundary import (
     render_repair_block,
     strip_repair_block,
 )
-from memos_feedback.config import FeedbackConfig
-from memos_feedback.errors import InvalidInputError
-from memos_feedback.evidence import RepairEvidence
-from memos_feedback.llm import OpenAIRepairLLM, parse_json_object
-from memos_feedback.prompts import build_repair_messages, feedback_shape
-from memos_feedback.sanitize import check_text, sanitize_line
-from memos_feedback.synthesize import DecisionRepairDraft, synthesize_draft
+from memos_feedback.text.sanitize import check_text, sanitize_line
+from memos_feedback.types import DecisionRepairDraft
 
 LONE = "\ud83d"
 EV = RepairEvidence(high=(), low=(), keyword=None, relaxed=False)

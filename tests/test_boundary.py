@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memos_feedback.boundary import (
+from memos_feedback.text.blocks import (
     MAX_BLOCK_CHARS,
     MAX_BLOCK_LINES,
     MAX_LINE_CHARS,

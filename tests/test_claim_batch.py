@@ -6,10 +6,9 @@ import pytest
 
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.errors import ConfigError, InvalidInputError
-from memos_feedback.queue import RepairQueue
-from memos_feedback.repair import RepairInput
+from memos_feedback.runtime.queue import RepairQueue
 from memos_feedback.store import Store
-from memos_feedback.store.rows import now_ms
+from memos_feedback.types import RepairInput, now_ms
 
 OWNER = "host:1:batch"
 
@@ -92,7 +91,7 @@ def test_claim_batch_config_key() -> None:
 
 
 def test_subscriber_drains_with_batched_claims(store: Store) -> None:
-    from memos_feedback.subscriber import FeedbackSubscriber
+    from memos_feedback.runtime.subscriber import FeedbackSubscriber
 
     store.traces.add("s", agent_text="uv pip install worked", value=0.9)
     store.traces.add("s", agent_text="pip failed: resolution impossible", value=-0.9)

@@ -17,11 +17,12 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memos_feedback import _classifier_rules as rules
-from memos_feedback import classifier as clf
-from memos_feedback.classifier import ClassifiedFeedback, Shape, classify_feedback
+from memos_feedback.classify import classifier as clf
+from memos_feedback.classify import rules
+from memos_feedback.classify.classifier import classify_feedback
+from memos_feedback.devtools.eval import EvalReport, evaluate, load_labels
 from memos_feedback.errors import InvalidInputError
-from memos_feedback.eval import EvalReport, evaluate, load_labels
+from memos_feedback.types import ClassifiedFeedback, Shape
 
 # The labelled dev set ships with the repository (tests/data/README.md); the
 # variable points the floors below at another file of the same format.
@@ -675,7 +676,7 @@ def test_generated_gate_module_is_up_to_date() -> None:
 
 
 def test_import_uses_the_generated_gate() -> None:
-    from memos_feedback import _classifier_gate as gate
+    from memos_feedback.classify import gate_table as gate
 
     assert clf._rules_fingerprint() == gate.FINGERPRINT, f"stale gate: run `{clf._REGENERATE}`"
     assert clf._derive_gate_data() == clf._GATE_DATA

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 import memos_feedback
-from memos_feedback.queue import RepairQueue
-from memos_feedback.repair import RepairInput
+from memos_feedback.runtime.queue import RepairQueue
 from memos_feedback.store import Store, create_store_engine, migrate, open_store
+from memos_feedback.types import RepairInput
 
 ROOT = Path(__file__).resolve().parents[1]
 

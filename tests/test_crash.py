@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memos_feedback.queue import RepairQueue
+from memos_feedback.runtime.queue import RepairQueue
 from memos_feedback.store import Store, open_store
 from tests.support.chat_server import Behaviour, ChatServer
 from tests.support.procs import expect_line

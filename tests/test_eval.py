@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from memos_feedback.classifier import ClassifiedFeedback, Shape
-from memos_feedback.eval import EvalDataError, LabelledMessage, evaluate, load_labels, normalize_span
+from memos_feedback.devtools.eval import EvalDataError, LabelledMessage, evaluate, load_labels, normalize_span
+from memos_feedback.types import ClassifiedFeedback, Shape
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -195,7 +195,7 @@ def test_cli_missing_file_exits_2(tmp_path: Path) -> None:
 # Calibration: the reliability table
 # ---------------------------------------------------------------------------
 def test_reliability_bins_by_hand() -> None:
-    from memos_feedback.eval import expected_calibration_error, reliability
+    from memos_feedback.devtools.eval import expected_calibration_error, reliability
 
     # Stub answers at 0.9: a, c, d have the right shape, b and e not; f at 0.5 is right.
     table = reliability(RECORDS, classify=_stub)
@@ -223,8 +223,8 @@ def test_calibration_on_the_holdouts_is_not_over_confident_at_the_low_end() -> N
     # of them were right. Measured on the untouched hold-outs (never fitted on):
     # answers reported below 0.6 must not claim more than they deliver by over
     # 0.25 (it was 0.31 on feedback_holdout before the four-group map; 0.19 after).
-    from memos_feedback.eval import reliability
-    from memos_feedback.train import HOLDOUT_FILES, default_data_dir
+    from memos_feedback.devtools.eval import reliability
+    from memos_feedback.devtools.train import HOLDOUT_FILES, default_data_dir
 
     for name in HOLDOUT_FILES:
         table = reliability(load_labels(default_data_dir() / name))

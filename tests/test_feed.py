@@ -22,10 +22,10 @@ from memos_feedback.events import (
 )
 from memos_feedback.feed import STATE_KINDS, EventRecord, FeedStore
 from memos_feedback.feed.actions import purge_job, requeue_job, review_repair
-from memos_feedback.queue import RepairQueue
-from memos_feedback.repair import RepairInput
+from memos_feedback.runtime.queue import RepairQueue
+from memos_feedback.runtime.subscriber import attach_feedback_subscriber
 from memos_feedback.store import Store, migrate, open_store
-from memos_feedback.subscriber import attach_feedback_subscriber
+from memos_feedback.types import RepairInput
 
 CONFIG = FeedbackConfig(use_llm=False, cooldown_ms=0)
 

@@ -18,9 +18,9 @@ from sqlalchemy import text
 
 from memos_feedback.events import RepairSkipped
 from memos_feedback.feed import FeedStore
-from memos_feedback.queue import RepairQueue
-from memos_feedback.repair import RepairInput
+from memos_feedback.runtime.queue import RepairQueue
 from memos_feedback.store import Store, open_store
+from memos_feedback.types import RepairInput
 
 pytestmark = pytest.mark.slow
 

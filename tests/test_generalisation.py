@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from memos_feedback.eval import evaluate, load_labels
+from memos_feedback.devtools.eval import evaluate, load_labels
 
 DATA = Path(__file__).resolve().parent / "data"
 

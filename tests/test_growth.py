@@ -14,15 +14,13 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import func, select, text
 
-from memos_feedback.attach import attach_repair_to_policies
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.errors import ConfigError, InvalidInputError
-from memos_feedback.queue import JOB_STATUSES, RepairQueue
-from memos_feedback.repair import RepairInput
+from memos_feedback.repair.attach import attach_repair_to_policies
+from memos_feedback.runtime.queue import JOB_STATUSES, RepairQueue
 from memos_feedback.store import PolicyRow, Store, migrate, open_store
 from memos_feedback.store.models import RepairJobModel
-from memos_feedback.store.rows import now_ms
-from memos_feedback.synthesize import DecisionRepairDraft
+from memos_feedback.types import DecisionRepairDraft, RepairInput, now_ms
 from tests.test_cli import cli
 
 OWNER = "host:1:test"
@@ -152,7 +150,7 @@ def test_prune_done_refuses_bad_arguments(store: Store) -> None:
 
 
 def test_subscriber_housekeeping_prunes_old_done_jobs(store: Store) -> None:
-    from memos_feedback.subscriber import FeedbackSubscriber
+    from memos_feedback.runtime.subscriber import FeedbackSubscriber
 
     queue = RepairQueue(store)
     queue.enqueue_many([manual(i) for i in range(3)])
@@ -168,7 +166,7 @@ def test_subscriber_housekeeping_prunes_old_done_jobs(store: Store) -> None:
 
 
 def test_retention_zero_keeps_done_jobs(store: Store) -> None:
-    from memos_feedback.subscriber import FeedbackSubscriber
+    from memos_feedback.runtime.subscriber import FeedbackSubscriber
 
     queue = RepairQueue(store)
     queue.enqueue(manual(1))

@@ -30,15 +30,14 @@ from sqlalchemy import cast as sql_cast
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.errors import InvalidInputError, MemosFeedbackError
 from memos_feedback.events import FeedbackBus, FeedbackEvent
-from memos_feedback.llm import OpenAIRepairLLM
-from memos_feedback.queue import RepairQueue
-from memos_feedback.repair import RepairInput
+from memos_feedback.runtime.queue import RepairQueue
+from memos_feedback.runtime.subscriber import FeedbackSubscriber, attach_feedback_subscriber
 from memos_feedback.signals import context_hash_of
 from memos_feedback.store import Store, ToolCall
 from memos_feedback.store.engine import sqlite_file_path
 from memos_feedback.store.models import RepairJobModel
-from memos_feedback.store.rows import now_ms
-from memos_feedback.subscriber import FeedbackSubscriber, attach_feedback_subscriber
+from memos_feedback.synthesis.llm import OpenAIRepairLLM
+from memos_feedback.types import RepairInput, now_ms
 from tests.support.chat_server import Behaviour, ChatServer
 from tests.support.freezing import threaded_freezegun, wait_for  # noqa: F401  (fixture)
 from tests.support.procs import expect_line

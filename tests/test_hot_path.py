@@ -17,10 +17,10 @@ from memos_feedback.config import FeedbackConfig
 from memos_feedback.events import FeedbackBus
 from memos_feedback.outcomes import HELD
 from memos_feedback.outcomes.ledger import history, open_servings
-from memos_feedback.queue import RepairQueue
+from memos_feedback.runtime.queue import RepairQueue
+from memos_feedback.runtime.subscriber import _STEP_BACKLOG, FeedbackSubscriber, attach_feedback_subscriber
 from memos_feedback.signals import context_hash_of
 from memos_feedback.store import Store, ToolCall
-from memos_feedback.subscriber import _STEP_BACKLOG, FeedbackSubscriber, attach_feedback_subscriber
 from tests.support.freezing import wait_for
 
 SESSION = "s1"

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from memos_feedback import classifier as clf
-from memos_feedback import learned, train
-from memos_feedback.classifier import CALIBRATION_GROUPS, Shape, classify_feedback, classify_with
+from memos_feedback.classify import classifier as clf
+from memos_feedback.classify import learned
+from memos_feedback.classify.classifier import CALIBRATION_GROUPS, classify_feedback, classify_with
+from memos_feedback.devtools import train
+from memos_feedback.types import Shape
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -205,7 +207,7 @@ def test_combination_keeps_confident_rules() -> None:
 # The agent's previous turn as context
 # ---------------------------------------------------------------------------
 def test_context_pairs_are_resolved() -> None:
-    from memos_feedback.eval import evaluate, load_labels
+    from memos_feedback.devtools.eval import evaluate, load_labels
 
     pairs = load_labels(DATA / "feedback_context_pairs.jsonl")
     assert len(pairs) >= 40 and all(p.agent_text for p in pairs)

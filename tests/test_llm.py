@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from memos_feedback.errors import InvalidInputError, LLMError, LLMReplyError, LLMTransientError
-from memos_feedback.llm import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OpenAIRepairLLM, RepairLLM
+from memos_feedback.synthesis.llm import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OpenAIRepairLLM, RepairLLM
 from tests.support.chat_server import Behaviour, ChatServer
 
 MESSAGES = [

@@ -8,9 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from memos_feedback.classifier import Shape, classify_feedback
-from memos_feedback.llm import OpenAIRepairLLM
-from memos_feedback.llm_classify import build_messages, classify_feedback_llm
+from memos_feedback.classify.classifier import classify_feedback
+from memos_feedback.classify.llm import build_messages, classify_feedback_llm
+from memos_feedback.synthesis.llm import OpenAIRepairLLM
+from memos_feedback.types import Shape
 from tests.support.chat_server import Behaviour, ChatServer
 
 ALWAYS = 1.01  # a threshold no local confidence reaches: always ask

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from memos_feedback import classify_feedback
-from memos_feedback.classifier import Shape
+from memos_feedback.types import Shape
 
 # (input, MemOS's expected shape, fields MemOS checks: name -> value that must be contained)
 MEMOS_CASES: list[tuple[str, str, dict[str, str]]] = [

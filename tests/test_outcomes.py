@@ -12,7 +12,6 @@ import pytest
 from freezegun import freeze_time
 from sqlalchemy import func, select, update
 
-from memos_feedback.boundary import merge_repair_block
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.events import FeedbackBus, FeedbackEvent
 from memos_feedback.outcomes import HELD, RECURRED, OutcomeCounts, Settlement, effectiveness, rank_factor
@@ -20,11 +19,12 @@ from memos_feedback.outcomes.ledger import history, open_servings, status_counts
 from memos_feedback.outcomes.supersede import opposes, supersede_new, supersede_older
 from memos_feedback.recall import guidance_for
 from memos_feedback.recall.config import RecallConfig
+from memos_feedback.runtime.subscriber import FeedbackSubscriber, attach_feedback_subscriber
 from memos_feedback.signals import context_hash_of
 from memos_feedback.store import Store
 from memos_feedback.store.models import DecisionRepairModel, RepairOutcomeModel, RepairServedModel
-from memos_feedback.store.rows import DecisionRepairRow, now_ms
-from memos_feedback.subscriber import FeedbackSubscriber, attach_feedback_subscriber
+from memos_feedback.text.blocks import merge_repair_block
+from memos_feedback.types import DecisionRepairRow, now_ms
 
 TOOL, CTX = "deploy", "staging cluster"
 HOST = "Deploy with care.\nKeep the host text as it is.  "

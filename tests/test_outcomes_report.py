@@ -12,10 +12,10 @@ from memos_feedback.config import FeedbackConfig
 from memos_feedback.outcomes import HELD, RECURRED, Settlement
 from memos_feedback.outcomes.ledger import open_servings, write_batch
 from memos_feedback.recall import guidance_for
+from memos_feedback.runtime.subscriber import attach_feedback_subscriber
 from memos_feedback.signals import context_hash_of
 from memos_feedback.store import Store
-from memos_feedback.store.rows import now_ms
-from memos_feedback.subscriber import attach_feedback_subscriber
+from memos_feedback.types import now_ms
 from tests.test_cli import cli
 
 TOOL, CTX = "deploy", "staging"
@@ -71,7 +71,7 @@ def test_list_columns_status_filter_and_show_history(store: Store, db_url: str) 
 
 def test_prometheus_gauges_by_status_and_held_ratio(store: Store) -> None:
     pytest.importorskip("prometheus_client")
-    from memos_feedback.prometheus import start_exporter
+    from memos_feedback.integrations.prometheus import start_exporter
 
     seed(store)
     with attach_feedback_subscriber(store, config=FeedbackConfig(use_llm=False)) as sub:

@@ -6,10 +6,10 @@ import socket
 import urllib.request
 
 from memos_feedback.config import FeedbackConfig
-from memos_feedback.prometheus import start_exporter
-from memos_feedback.repair import RepairInput
+from memos_feedback.integrations.prometheus import start_exporter
+from memos_feedback.runtime.subscriber import attach_feedback_subscriber
 from memos_feedback.store import Store
-from memos_feedback.subscriber import attach_feedback_subscriber
+from memos_feedback.types import RepairInput
 
 
 def free_port() -> int:

@@ -15,8 +15,7 @@ from memos_feedback.config import FeedbackConfig
 from memos_feedback.errors import InvalidInputError, NotFoundError, RepairJobDeadError
 from memos_feedback.events import FeedbackBus, FeedbackEvent
 from memos_feedback.limits import USER_TEXT_CHAR_CAP
-from memos_feedback.llm import OpenAIRepairLLM
-from memos_feedback.queue import (
+from memos_feedback.runtime.queue import (
     RepairQueue,
     backoff_ms,
     clean_input,
@@ -24,11 +23,10 @@ from memos_feedback.queue import (
     job_id_for,
     payload_of,
 )
-from memos_feedback.repair import RepairInput
-from memos_feedback.signals import FailureRecord
+from memos_feedback.runtime.subscriber import FeedbackSubscriber, attach_feedback_subscriber
 from memos_feedback.store import Store
-from memos_feedback.store.rows import now_ms
-from memos_feedback.subscriber import FeedbackSubscriber, attach_feedback_subscriber
+from memos_feedback.synthesis.llm import OpenAIRepairLLM
+from memos_feedback.types import FailureRecord, RepairInput, now_ms
 from tests.support.chat_server import Behaviour, ChatServer
 from tests.support.freezing import threaded_freezegun, wait_for  # noqa: F401  (fixture)
 

@@ -13,7 +13,7 @@ import sys
 
 from memos_feedback import FeedbackBus, FeedbackConfig, attach_feedback_subscriber
 from memos_feedback.store import Store
-from memos_feedback.store.rows import ToolCall
+from memos_feedback.types import ToolCall
 
 EPISODE = "ep-e2e"
 TRACE = (

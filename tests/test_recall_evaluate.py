@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from memos_feedback.devtools.recall_eval import evaluate_recall, load_cases, main
 from memos_feedback.errors import InvalidInputError
-from memos_feedback.recall.evaluate import evaluate_recall, load_cases, main
 from memos_feedback.store import Store
 
 DATA = Path(__file__).parent / "data"

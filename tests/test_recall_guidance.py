@@ -7,19 +7,19 @@ from pathlib import Path
 
 import pytest
 
+from memos_feedback.cli.recall import main as recall_cli
 from memos_feedback.config import FeedbackConfig
+from memos_feedback.devtools.recall_eval import evaluate_recall, load_cases
 from memos_feedback.errors import ConfigError, InvalidInputError
-from memos_feedback.queue import input_from_payload
 from memos_feedback.recall import Guidance, GuidanceItem, RecallConfig, guidance_for
 from memos_feedback.recall.categories import category_for
-from memos_feedback.recall.cli import main as recall_cli
-from memos_feedback.recall.evaluate import evaluate_recall, load_cases
 from memos_feedback.recall.terms import is_tool_report
-from memos_feedback.repair import RepairDeps, RepairInput, run_repair
-from memos_feedback.sanitize import sanitize_line
+from memos_feedback.repair.run import RepairDeps, run_repair
+from memos_feedback.runtime.queue import input_from_payload
 from memos_feedback.signals import context_hash_of
 from memos_feedback.store import Store
-from memos_feedback.store.rows import ToolCall, now_ms
+from memos_feedback.text.sanitize import sanitize_line
+from memos_feedback.types import RepairInput, ToolCall, now_ms
 
 DATA = Path(__file__).parent / "data"
 DAY = 24 * 3_600_000
@@ -447,7 +447,7 @@ def _insert_repairs(store: Store, n: int) -> list[str]:
 
     from memos_feedback.recall.embeddings import pack
     from memos_feedback.store.models import DecisionRepairModel
-    from memos_feedback.store.rows import new_id
+    from memos_feedback.types import new_id
 
     tools = ["pip.install", "npm.install", "docker.build"]
     words = ["externally-managed", "eresolve", "exec_format", "oomkilled", "forbidden"]

@@ -19,7 +19,7 @@ from memos_feedback.recall.search import (
 )
 from memos_feedback.store import Store
 from memos_feedback.store.models import DecisionRepairModel, RepairOutcomeModel
-from memos_feedback.store.rows import new_id, now_ms
+from memos_feedback.types import new_id, now_ms
 from tests.support.rows import repair_row
 
 DAY = 24 * 3_600_000

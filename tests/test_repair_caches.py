@@ -13,14 +13,13 @@ import dataclasses
 
 import pytest
 
-from memos_feedback.attach import attach_in, attach_repair_to_policies
-from memos_feedback.boundary import merge_repair_block
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.errors import InvalidInputError
-from memos_feedback.evidence import looks_like_failure, split_evidence
+from memos_feedback.repair.attach import attach_in, attach_repair_to_policies
 from memos_feedback.store import Store, ToolCall
-from memos_feedback.store.rows import TraceRow
-from memos_feedback.synthesize import DecisionRepairDraft
+from memos_feedback.synthesis.evidence import looks_like_failure, split_evidence
+from memos_feedback.text.blocks import merge_repair_block
+from memos_feedback.types import DecisionRepairDraft, TraceRow
 
 TEXTS = [
     "pip install failed: error 3",
@@ -113,7 +112,7 @@ def _trace(i: int, value: float, text: str) -> TraceRow:
 
 def test_evidence_of_the_same_trace_objects_is_the_evidence_made_afresh() -> None:
     """split_evidence keeps its answer per trace objects; new or changed objects are split again."""
-    from memos_feedback.evidence import _evidence
+    from memos_feedback.synthesis.evidence import _evidence
 
     config = FeedbackConfig()
     traces = [_trace(1, 0.8, "uv ok"), _trace(2, 0.3, "pip failed: error"), _trace(3, 0.5, "npm ok")]
@@ -133,7 +132,7 @@ def test_evidence_of_the_same_trace_objects_is_the_evidence_made_afresh() -> Non
 
 
 def test_template_lines_of_short_and_long_traces_answer_alike() -> None:
-    from memos_feedback.synthesize import _MEMO_TEXT, _from_trace, _line_from
+    from memos_feedback.synthesis.synthesize import _MEMO_TEXT, _from_trace, _line_from
 
     short = _trace(1, -0.5, "pip install failed: error 3")
     long = _trace(2, -0.5, "x " * _MEMO_TEXT + "pip install failed: error 3")
@@ -146,7 +145,7 @@ def test_template_lines_of_short_and_long_traces_answer_alike() -> None:
 
 def test_source_text_kept_is_build_source_text() -> None:
     from memos_feedback.recall.indexing import build_source_text
-    from memos_feedback.repair import _source_text_memo
+    from memos_feedback.repair.run import _source_text_memo
 
     args = ("Prefer: uv", "Avoid: pip", "pip.install", "ctx", "use uv", ("E1", "E1", "E2"), "trace tail")
     expected = build_source_text(

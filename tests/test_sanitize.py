@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memos_feedback.errors import InvalidInputError
-from memos_feedback.sanitize import REDACTED, SCAN_LIMIT, sanitize_line
+from memos_feedback.text.sanitize import REDACTED, SCAN_LIMIT, sanitize_line
 
 
 def has_control(text: str) -> bool:

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from memos_feedback.boundary import parse_repair_block
-from memos_feedback.queue import JobRow, RepairQueue
+from memos_feedback.runtime.queue import JobRow, RepairQueue
 from memos_feedback.store import Store, ToolCall, open_store
+from memos_feedback.text.blocks import parse_repair_block
 from tests.support.chat_server import Behaviour, ChatServer
 from tests.support.pg import fresh_pg_database
 from tests.support.procs import expect_line

@@ -8,13 +8,8 @@ import pytest
 
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.errors import InvalidInputError
-from memos_feedback.signals import (
-    FailureBurst,
-    FailureRecord,
-    FailureSignals,
-    FailureWindow,
-    context_hash_of,
-)
+from memos_feedback.signals import FailureBurst, FailureSignals, FailureWindow, context_hash_of
+from memos_feedback.types import FailureRecord
 from tests.support.threads import run_threads
 
 TOOL = "shell.exec"

@@ -19,9 +19,10 @@ import pytest
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.recall import guidance_for
 from memos_feedback.recall.frequencies import DocumentFrequencies
-from memos_feedback.repair import RepairDeps, RepairInput, run_repair
+from memos_feedback.repair.run import RepairDeps, run_repair
 from memos_feedback.store import Store, checkpoint, open_store
 from memos_feedback.store.search_index import has_deferred, index_deferred
+from memos_feedback.types import RepairInput
 
 CONFIG = FeedbackConfig(use_llm=False, cooldown_ms=0)
 SESSION = "tail-session"

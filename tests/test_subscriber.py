@@ -12,13 +12,13 @@ from sqlalchemy import update
 
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.events import FeedbackBus, FeedbackEvent
-from memos_feedback.llm import OpenAIRepairLLM
-from memos_feedback.queue import RepairQueue, job_id_for
-from memos_feedback.repair import RepairInput
+from memos_feedback.runtime.queue import RepairQueue, job_id_for
+from memos_feedback.runtime.subscriber import FeedbackSubscriber, _burst_input, attach_feedback_subscriber
 from memos_feedback.signals import FailureBurst, context_hash_of
 from memos_feedback.store import Store, ToolCall
 from memos_feedback.store.models import RepairJobModel
-from memos_feedback.subscriber import FeedbackSubscriber, _burst_input, attach_feedback_subscriber
+from memos_feedback.synthesis.llm import OpenAIRepairLLM
+from memos_feedback.types import RepairInput
 from tests.support.chat_server import Behaviour, ChatServer
 from tests.support.freezing import threaded_freezegun, wait_for  # noqa: F401  (fixture)
 
@@ -316,9 +316,9 @@ def test_a_job_rolled_back_to_its_savepoint_leaves_nothing_to_index(store: Store
     """A repair deferred to the group's index statement, then undone, is neither stored nor indexed."""
     if store.dialect != "sqlite":
         pytest.skip("group commit (savepoints, the deferred index) is SQLite's")
-    from memos_feedback.repair import RepairDeps, stage_repair
+    from memos_feedback.repair.run import RepairDeps, stage_repair
+    from memos_feedback.runtime.subscriber import _savepoint
     from memos_feedback.store.search_index import index_deferred
-    from memos_feedback.subscriber import _savepoint
 
     add_history(store)
     cfg = FeedbackConfig(use_llm=False, cooldown_ms=0)

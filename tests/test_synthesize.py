@@ -10,19 +10,20 @@ from typing import Any
 
 import pytest
 
-from memos_feedback.classifier import ClassifiedFeedback, Shape, classify_feedback
+from memos_feedback.classify.classifier import classify_feedback
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.errors import InvalidInputError, LLMTransientError
-from memos_feedback.evidence import RepairEvidence, gather_repair_evidence
-from memos_feedback.llm import OpenAIRepairLLM
-from memos_feedback.prompts import REPAIR_PROMPT_VERSION, build_repair_messages
 from memos_feedback.store import ToolCall, TraceRow, open_store
-from memos_feedback.synthesize import (
+from memos_feedback.synthesis.evidence import RepairEvidence, gather_repair_evidence
+from memos_feedback.synthesis.llm import OpenAIRepairLLM
+from memos_feedback.synthesis.prompts import REPAIR_PROMPT_VERSION, build_repair_messages
+from memos_feedback.synthesis.synthesize import (
     SKIP_INSUFFICIENT_EVIDENCE,
     SKIP_LLM_FAILED,
     SynthesisOutcome,
     synthesize_draft,
 )
+from memos_feedback.types import ClassifiedFeedback, Shape
 from tests.support.chat_server import Behaviour, ChatServer
 
 CFG = FeedbackConfig()

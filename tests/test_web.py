@@ -174,8 +174,8 @@ def test_importing_the_library_imports_no_web_framework() -> None:
 def test_dead_letters_retry_and_purge_through_the_api(sqlite_url: str) -> None:
     from sqlalchemy import text
 
-    from memos_feedback.queue import RepairQueue
-    from memos_feedback.repair import RepairInput
+    from memos_feedback.runtime.queue import RepairQueue
+    from memos_feedback.types import RepairInput
 
     store = open_store(sqlite_url)
     try:

@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..subscriber import FeedbackSubscriber
+from ..runtime.subscriber import FeedbackSubscriber
 from .core import AdapterCore, ContextOf, default_context_of, log_adapter_error, missing_extra
 
 # The runtime comes with the extra; without it, one clear line instead of a bare

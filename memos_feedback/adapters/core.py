@@ -45,9 +45,9 @@ from typing import Any, ParamSpec, TypeVar
 
 from ..errors import MissingExtraError
 from ..recall import Guidance
+from ..runtime.subscriber import FeedbackSubscriber
 from ..signals import FailureBurst
 from ..store import ToolCall
-from ..subscriber import FeedbackSubscriber
 
 __all__ = [
     "AdapterCore",

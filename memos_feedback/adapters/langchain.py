@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 from uuid import UUID
 
-from ..subscriber import FeedbackSubscriber
+from ..runtime.subscriber import FeedbackSubscriber
 from .core import AdapterCore, ContextOf, log_adapter_error, missing_extra, soft, with_block
 
 # The runtime comes with the extra; without it, one clear line instead of a bare

@@ -7,6 +7,6 @@ order, follows them like ``tail -f`` and prunes them. See docs/EVENTS.md.
 
 from __future__ import annotations
 
-from .log import STATE_KINDS, EventRecord, FeedStore, record_to_dict
+from ..store.event_log import STATE_KINDS, EventRecord, FeedStore, record_to_dict
 
 __all__ = ["STATE_KINDS", "EventRecord", "FeedStore", "record_to_dict"]

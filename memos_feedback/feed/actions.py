@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from ..config import FeedbackConfig
 from ..events import FeedbackEvent, RepairJobPurged, RepairJobRequeued, RepairReviewed
-from ..queue import JobRow, RepairQueue
+from ..runtime.queue import JobRow, RepairQueue
 from ..store import DecisionRepairRow, Store
-from .log import FeedStore
+from ..store.event_log import FeedStore
 
 __all__ = ["purge_job", "requeue_job", "review_repair"]
 

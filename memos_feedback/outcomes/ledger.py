@@ -22,7 +22,7 @@ from ..events import FeedbackEvent, RepairOutcome, RepairReviewFlagged, RepairSt
 from ..store import Store
 from ..store.models import DecisionRepairModel, RepairOutcomeModel, RepairServedModel
 from ..store.repositories import check_text
-from ..store.rows import new_id, now_ms
+from ..types import new_id, now_ms
 from .estimate import counts_for
 from .states import HELD, RECURRED, STALE, STATUSES, Served, Settlement
 

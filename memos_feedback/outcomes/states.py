@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from ..classifier import Shape
+from ..types import Shape
 
 __all__ = [
     "ACTIVE",

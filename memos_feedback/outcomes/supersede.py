@@ -26,7 +26,7 @@ from ..events import FeedbackEvent, RepairReviewFlagged, RepairSuperseded
 from ..store import Store
 from ..store.engine import Prepared
 from ..store.models import DecisionRepairModel
-from ..store.rows import now_ms
+from ..types import now_ms
 from .ledger import retire
 from .states import SUPERSEDED
 

@@ -48,10 +48,10 @@ from typing import Literal, TypeVar
 from ..errors import InvalidInputError
 from ..outcomes.estimate import OutcomeCounts, counts_for, rank_factor
 from ..outcomes.ledger import record_served
-from ..sanitize import sanitize_line
 from ..signals import context_hash_of
 from ..store import Store
-from ..store.rows import now_ms
+from ..text.sanitize import sanitize_line
+from ..types import now_ms
 from .config import RecallConfig
 from .embeddings import Embedder, check_embedder
 from .frequencies import DocumentFrequencies

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from sqlalchemy import select, update
 
 from ..errors import InvalidInputError
-from ..sanitize import sanitize_line
 from ..store import Store
 from ..store.models import DecisionRepairModel
+from ..text.sanitize import sanitize_line
 from .embeddings import Embedder, pack
 from .terms import glossed
 from .vectors import reset_cache

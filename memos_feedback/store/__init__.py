@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session
 
 from ..errors import InvalidInputError, SchemaError, StoreBusyError, StoreError
+from ..types import DecisionRepairRow, PolicyRow, ToolCall, TraceRow
 from . import checkpoint, migrate
 from .checkpoint import WalCheckpointer
 from .engine import (
@@ -34,7 +35,6 @@ from .engine import (
     translate_errors,
 )
 from .repositories import PolicyRepository, RepairRepository, TraceRepository, check_text
-from .rows import DecisionRepairRow, PolicyRow, ToolCall, TraceRow
 from .search_index import has_deferred, index_deferred
 
 __all__ = [

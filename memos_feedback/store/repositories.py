@@ -35,9 +35,9 @@ from sqlalchemy.exc import NoResultFound
 from sqlalchemy.orm import Session
 
 from ..errors import InvalidInputError, NotFoundError
+from ..types import DecisionRepairRow, PolicyRow, ToolCall, TraceRow, new_id, now_ms
 from .engine import Prepared
 from .models import DecisionRepairModel, PolicyEpisodeModel, PolicyModel, TraceModel
-from .rows import DecisionRepairRow, PolicyRow, ToolCall, TraceRow, new_id, now_ms
 
 if TYPE_CHECKING:
     from . import Store
@@ -819,7 +819,7 @@ class RepairRepository(_Repository):
 
     def _detach(self, s: Session, preference: str, anti_pattern: str) -> tuple[str, ...]:
         """Remove a repair's two lines from every policy ``@repair`` block holding them."""
-        from ..boundary import remove_repair_lines  # boundary imports nothing of the store
+        from ..text.blocks import remove_repair_lines  # boundary imports nothing of the store
 
         # The block stores lines JSON-escaped; a policy whose boundary does
         # not contain the escaped preference cannot hold the line.

@@ -25,13 +25,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..boundary import parse_repair_block
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError, MemosFeedbackError, NotFoundError
 from ..feed.actions import purge_job, requeue_job, review_repair
-from ..feed.log import FeedStore, record_to_dict
-from ..queue import RepairQueue
+from ..runtime.queue import RepairQueue
 from ..store import DecisionRepairRow, Store
+from ..store.event_log import FeedStore, record_to_dict
+from ..text.blocks import parse_repair_block
 from .guard import Guard
 
 __all__ = ["create_app"]

@@ -9,8 +9,8 @@ import pytest
 import sqlalchemy as sa
 
 from memos_feedback.errors import TriggersNotPersistedError
+from memos_feedback.runtime.subscriber import FeedbackSubscriber, attach_feedback_subscriber
 from memos_feedback.store import Store
-from memos_feedback.subscriber import FeedbackSubscriber, attach_feedback_subscriber
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ require_runtime("claude_agent_sdk", "claude-agent")
 from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, Transport, query  # noqa: E402
 
 from memos_feedback.adapters.claude_agent import bash_exit_code, claude_context_of, feedback_hooks  # noqa: E402
-from memos_feedback.subscriber import FeedbackSubscriber  # noqa: E402
+from memos_feedback.runtime.subscriber import FeedbackSubscriber  # noqa: E402
 
 SESSION = "cl-1"
 

@@ -32,7 +32,7 @@ sdk = require_runtime("claude_agent_sdk", "claude-agent")
 from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query  # noqa: E402
 
 from memos_feedback.adapters.claude_agent import feedback_hooks  # noqa: E402
-from memos_feedback.subscriber import FeedbackSubscriber  # noqa: E402
+from memos_feedback.runtime.subscriber import FeedbackSubscriber  # noqa: E402
 
 CLI = Path(sdk.__file__).parent / "_bundled" / "claude"
 MISSING = "/nonexistent/memos-feedback-notes.txt"

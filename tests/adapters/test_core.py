@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from memos_feedback.adapters.core import AdapterCore, default_context_of
-from memos_feedback.subscriber import FeedbackSubscriber
+from memos_feedback.runtime.subscriber import FeedbackSubscriber
 
 
 @contextmanager

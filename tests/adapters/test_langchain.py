@@ -18,7 +18,7 @@ from langchain_core.tools import ToolException, tool  # noqa: E402
 
 from memos_feedback.adapters.core import default_context_of  # noqa: E402
 from memos_feedback.adapters.langchain import FeedbackCallbackHandler, FeedbackMiddleware  # noqa: E402
-from memos_feedback.subscriber import FeedbackSubscriber  # noqa: E402
+from memos_feedback.runtime.subscriber import FeedbackSubscriber  # noqa: E402
 from tests.adapters.conftest import Boom, requests_made  # noqa: E402
 
 

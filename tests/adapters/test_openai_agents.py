@@ -13,7 +13,7 @@ from agents import Agent, RunConfig, Runner, function_tool  # noqa: E402
 from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
 
 from memos_feedback.adapters.openai_agents import OpenAIAgentsFeedback  # noqa: E402
-from memos_feedback.subscriber import FeedbackSubscriber  # noqa: E402
+from memos_feedback.runtime.subscriber import FeedbackSubscriber  # noqa: E402
 from tests.adapters.conftest import Boom, requests_made  # noqa: E402
 
 

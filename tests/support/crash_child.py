@@ -16,10 +16,10 @@ import sys
 import time
 
 from memos_feedback.config import FeedbackConfig
-from memos_feedback.llm import OpenAIRepairLLM
-from memos_feedback.queue import RepairQueue
+from memos_feedback.runtime.queue import RepairQueue
+from memos_feedback.runtime.subscriber import attach_feedback_subscriber
 from memos_feedback.store import open_store
-from memos_feedback.subscriber import attach_feedback_subscriber
+from memos_feedback.synthesis.llm import OpenAIRepairLLM
 
 SESSION = "crash-session"
 

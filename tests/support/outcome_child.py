@@ -14,8 +14,8 @@ from __future__ import annotations
 import sys
 
 from memos_feedback.config import FeedbackConfig
+from memos_feedback.runtime.subscriber import attach_feedback_subscriber
 from memos_feedback.store import open_store
-from memos_feedback.subscriber import attach_feedback_subscriber
 
 SESSION, TOOL, CTX = "crash-s", "deploy", "staging"
 

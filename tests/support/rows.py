@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import insert
 
 from memos_feedback.store.models import DecisionRepairModel
-from memos_feedback.store.rows import new_id, now_ms
+from memos_feedback.types import new_id, now_ms
 
 if TYPE_CHECKING:
     from memos_feedback.store import Store

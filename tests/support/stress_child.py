@@ -17,12 +17,12 @@ import sys
 import time
 
 from memos_feedback.config import FeedbackConfig
-from memos_feedback.llm import OpenAIRepairLLM
-from memos_feedback.queue import RepairQueue
-from memos_feedback.repair import RepairInput
-from memos_feedback.signals import FailureRecord, context_hash_of
+from memos_feedback.runtime.queue import RepairQueue
+from memos_feedback.runtime.subscriber import attach_feedback_subscriber
+from memos_feedback.signals import context_hash_of
 from memos_feedback.store import open_store
-from memos_feedback.subscriber import attach_feedback_subscriber
+from memos_feedback.synthesis.llm import OpenAIRepairLLM
+from memos_feedback.types import FailureRecord, RepairInput
 
 __all__ = ["context_name", "main", "session_of"]
 

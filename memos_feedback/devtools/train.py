@@ -1,0 +1,322 @@
+"""Train the learned tier of the feedback classifier and write its artefact.
+
+    python -m memos_feedback.train [--data-dir tests/data] [--out PATH] [--check]
+    memos-feedback train [same options]     (the same code: ``add_arguments`` / ``run``)
+
+Reads the labelled JSON Lines files in ``TRAINING_FILES`` (never the
+hold-outs in ``HOLDOUT_FILES``), fits a multinomial logistic regression over
+TF-IDF weighted character n-grams (``learned.ngrams``) with a fixed
+configuration, and writes ``memos_feedback/data/classifier_model.json``:
+
+* ``features``: n-gram -> ``[idf, weight per class]``; ``intercepts``;
+  ``classes`` — floats rounded to six significant digits, keys sorted;
+* ``data_sha256``: hash of the training files (name and bytes, in manifest
+  order); ``tests/test_learned.py`` recomputes it and fails when the shipped
+  artefact is stale;
+* ``calibration``: the reliability map of the combined classifier's
+  confidence, fitted on out-of-fold predictions (``FOLDS``-fold, fixed seed)
+  of the files the rules were never tuned on (``CALIBRATION_FILES``);
+* ``evaluation``: figures of the combined classifier on each hold-out.
+
+The solver (Newton-CG to a tight tolerance) converges to the unique optimum
+of the regularised loss, so the same data gives the same weights to well
+within the rounding: training twice, or on another machine, writes the same
+file up to the last rounded digit (``tests/test_learned.py`` allows 1e-4).
+
+scikit-learn is needed here only (``pip install 'memos-feedback[train]'``);
+inference (``learned.py``) is pure Python.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from ..classify.learned import FORMAT, MODEL_PATH, NGRAM_RANGE, LearnedModel, ngrams
+from ..errors import MemosFeedbackError
+
+__all__ = [
+    "CALIBRATION_FILES",
+    "HOLDOUT_FILES",
+    "MISSING_SKLEARN",
+    "TRAINING_FILES",
+    "TrainingUnavailableError",
+    "add_arguments",
+    "data_sha256",
+    "default_data_dir",
+    "main",
+    "run",
+    "train",
+]
+
+# Labelled sets the model learns from (tests/data/).
+TRAINING_FILES: Final = (
+    "feedback_dev.jsonl",
+    "feedback_extra.jsonl",
+    "feedback_third.jsonl",
+    "feedback_fourth.jsonl",
+    "feedback_sixth.jsonl",
+    "feedback_seventh.jsonl",
+    "feedback_families.jsonl",
+    "feedback_composed.jsonl",
+    "feedback_suite.jsonl",
+    "feedback_eighth.jsonl",
+)
+# Untouched hold-outs: never trained or tuned on; only scored.
+HOLDOUT_FILES: Final = ("feedback_holdout.jsonl", "feedback_fifth.jsonl", "feedback_ninth.jsonl")
+# Training files the rules were never tuned on: the rules' answers on them are
+# as good as on unseen text, so the combination is calibrated on them.
+CALIBRATION_FILES: Final = ("feedback_families.jsonl", "feedback_eighth.jsonl")
+
+SEED: Final = 14
+C: Final = 10.0
+FOLDS: Final = 5
+DIGITS: Final = 6
+SHAPES: Final = (
+    "positive",
+    "negative",
+    "correction",
+    "constraint",
+    "preference",
+    "confusion",
+    "instruction",
+    "unknown",
+)
+
+
+def default_data_dir() -> Path:
+    return Path(__file__).resolve().parents[1] / "tests" / "data"
+
+
+def _round(value: float) -> float:
+    return float(f"{value:.{DIGITS}g}")
+
+
+def data_sha256(data_dir: Path, files: Sequence[str] = TRAINING_FILES) -> str:
+    """sha256 over each training file's name and bytes, in manifest order."""
+    digest = hashlib.sha256()
+    for name in files:
+        digest.update(name.encode("utf-8") + b"\0")
+        digest.update((data_dir / name).read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def load_records(data_dir: Path, files: Sequence[str]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for name in files:
+        with open(data_dir / name, encoding="utf-8") as fh:
+            for raw in fh:
+                if raw.strip():
+                    obj = json.loads(raw)
+                    obj["_file"] = name
+                    out.append(obj)
+    return out
+
+
+def _key(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def training_records(data_dir: Path) -> list[dict[str, Any]]:
+    """The training files' lines, less any whose text is also a hold-out line.
+
+    The sets were written independently, so a few short lines ("happy friday
+    everyone", "lgtm 👍") occur in a hold-out too; they are left out, so that
+    no hold-out line is ever trained on.
+    """
+    present = [f for f in HOLDOUT_FILES if (data_dir / f).is_file()]
+    held = {_key(r["text"]) for r in load_records(data_dir, present)}
+    return [r for r in load_records(data_dir, TRAINING_FILES) if _key(r["text"]) not in held]
+
+
+def model_text(text: str) -> str:
+    """What the learned tier reads of a message: the classifier's prepared text."""
+    from ..classify.classifier import prepared_text
+
+    return prepared_text(text)
+
+
+def _fit(texts: Sequence[str], labels: Sequence[str]) -> LearnedModel:
+    from sklearn.feature_extraction.text import TfidfVectorizer  # type: ignore[import-untyped]
+    from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
+
+    vectorizer = TfidfVectorizer(analyzer=ngrams, sublinear_tf=True, norm="l2", smooth_idf=True)
+    matrix = vectorizer.fit_transform(texts)
+    clf = LogisticRegression(C=C, solver="newton-cg", tol=1e-8, max_iter=500, random_state=SEED)
+    clf.fit(matrix, list(labels))
+    classes = [str(c) for c in clf.classes_]
+    coef = clf.coef_
+    idf = vectorizer.idf_
+    features: dict[str, list[float]] = {}
+    for gram, col in vectorizer.vocabulary_.items():
+        features[str(gram)] = [_round(float(idf[col]))] + [
+            _round(float(coef[k, col])) for k in range(len(classes))
+        ]
+    intercepts = tuple(_round(float(v)) for v in clf.intercept_)
+    meta: dict[str, Any] = {"format": FORMAT}
+    return LearnedModel(tuple(classes), intercepts, features, meta)
+
+
+def _folds(records: Sequence[dict[str, Any]]) -> list[int]:
+    """A fixed, stratified fold number per record (by shape, order of appearance)."""
+    import random
+
+    rng = random.Random(SEED)
+    fold = [0] * len(records)
+    by_shape: dict[str, list[int]] = {}
+    for i, rec in enumerate(records):
+        by_shape.setdefault(rec["shape"], []).append(i)
+    for shape in sorted(by_shape):
+        idx = by_shape[shape]
+        rng.shuffle(idx)
+        for j, i in enumerate(idx):
+            fold[i] = j % FOLDS
+    return fold
+
+
+def to_json(model: LearnedModel) -> str:
+    obj = dict(model.meta)
+    obj["classes"] = list(model.classes)
+    obj["intercepts"] = list(model.intercepts)
+    obj["features"] = {g: list(row) for g, row in model.features.items()}
+    return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
+
+
+def train(
+    data_dir: Path | None = None, *, log: Callable[[str], None] = lambda _m: None
+) -> tuple[LearnedModel, dict[str, Any]]:
+    """Fit the model, calibrate the combination and score the hold-outs; returns (model, report)."""
+    from ..classify import classifier as clf
+
+    data_dir = data_dir or default_data_dir()
+    started = time.perf_counter()
+    records = training_records(data_dir)
+    texts = [model_text(r["text"]) for r in records]
+    labels = [r["shape"] for r in records]
+    model = _fit(texts, labels)
+    log(f"fitted on {len(records)} messages, {len(model.features)} n-grams")
+
+    # Out-of-fold answers of the combined classifier on the calibration files.
+    folds = _folds(records)
+    calib_rows: list[tuple[clf.Combined, str]] = []
+    wanted = [i for i, r in enumerate(records) if r["_file"] in CALIBRATION_FILES]
+    for k in range(FOLDS):
+        test_idx = [i for i in wanted if folds[i] == k]
+        if not test_idx:
+            continue
+        train_idx = [i for i in range(len(records)) if folds[i] != k]
+        part = _fit([texts[i] for i in train_idx], [labels[i] for i in train_idx])
+        for i in test_idx:
+            calib_rows.append((clf.combine_raw(records[i]["text"], part), labels[i]))
+    calibration = clf.fit_calibration(calib_rows)
+    log(f"calibrated on {len(calib_rows)} out-of-fold answers")
+
+    meta: dict[str, Any] = {
+        "format": FORMAT,
+        "analyzer": {"kind": "char_wb", "ngram_range": list(NGRAM_RANGE), "lowercase": True},
+        "tfidf": {"sublinear_tf": True, "smooth_idf": True, "norm": "l2"},
+        "estimator": {"kind": "LogisticRegression", "C": C, "solver": "newton-cg", "seed": SEED},
+        "training_files": list(TRAINING_FILES),
+        "holdout_files": list(HOLDOUT_FILES),
+        "training_count": len(records),
+        "data_sha256": data_sha256(data_dir),
+        "calibration": calibration,
+    }
+    model = LearnedModel(model.classes, model.intercepts, model.features, meta)
+
+    # Hold-out figures of the combined classifier with this model.
+    from .eval import evaluate, load_labels
+
+    evaluation: dict[str, Any] = {}
+    for name in HOLDOUT_FILES:
+        path = data_dir / name
+        if not path.is_file():
+            continue
+        rep = evaluate(load_labels(path), classify=lambda t: clf.classify_with(t, model=model))
+        evaluation[name] = {
+            "count": rep.count,
+            "trigger_accuracy": round(rep.trigger_accuracy, 4),
+            "macro_f1": round(rep.macro_f1, 4),
+            "extraction_exact": None if rep.extraction_exact is None else round(rep.extraction_exact, 4),
+            "by_lang": {
+                lang: {
+                    "count": s.count,
+                    "trigger_accuracy": round(s.trigger_accuracy, 4),
+                    "macro_f1": round(s.macro_f1, 4),
+                    "extraction_exact": None if s.extraction_exact is None else round(s.extraction_exact, 4),
+                }
+                for lang, s in rep.by_lang.items()
+            },
+        }
+        log(
+            f"{name}: trigger {rep.trigger_accuracy:.3f} macro-F1 {rep.macro_f1:.3f} "
+            f"extraction {rep.extraction_exact or 0:.3f}"
+        )
+    meta["evaluation"] = evaluation
+    model = LearnedModel(model.classes, model.intercepts, model.features, meta)
+    return model, {"seconds": round(time.perf_counter() - started, 1)}
+
+
+class TrainingUnavailableError(MemosFeedbackError):
+    """scikit-learn, which only training needs, is not installed."""
+
+
+MISSING_SKLEARN: Final = "training needs scikit-learn: pip install 'memos-feedback[train]'"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``python -m memos_feedback.train`` and ``memos-feedback train`` (one definition)."""
+    parser.add_argument("--data-dir", type=Path, default=None, help="labelled data (default: tests/data)")
+    parser.add_argument("--out", type=Path, default=MODEL_PATH, help="artefact path")
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 when the shipped artefact's data hash is stale"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train and write the artefact (or, with ``--check``, only compare the data hash).
+
+    Raises ``TrainingUnavailableError`` when scikit-learn is missing; both
+    command lines turn it into one line naming the extra to install.
+    """
+    data_dir = args.data_dir or default_data_dir()
+    if args.check:
+        current = json.loads(Path(args.out).read_text(encoding="utf-8")).get("data_sha256")
+        if current != data_sha256(data_dir):
+            print(f"{args.out} is stale; retrain with: python -m memos_feedback.train")
+            return 1
+        print(f"{args.out} is up to date")
+        return 0
+    try:
+        import sklearn  # type: ignore[import-untyped]  # noqa: F401
+    except ImportError:
+        raise TrainingUnavailableError(MISSING_SKLEARN) from None
+    model, report = train(data_dir, log=lambda m: print(m, flush=True))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(to_json(model), encoding="utf-8")
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB) in {report['seconds']} s")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m memos_feedback.train", description="Train the classifier's learned tier."
+    )
+    add_arguments(parser)
+    try:
+        return run(parser.parse_args(argv))
+    except TrainingUnavailableError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,2 @@
+"""Optional integrations with monitoring systems, each behind its extra and
+imported only when used."""

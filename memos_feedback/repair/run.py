@@ -1,0 +1,644 @@
+"""``run_repair``: the only code that writes decision repairs (PIPELINE.md §6).
+
+Guards run in the contract's order; every call ends in exactly one
+terminal event, ``repair.persisted`` or ``repair.skipped``. With an LLM or
+an embedder the slow part (synthesis, the embedding) runs outside any
+write transaction; the write — cooldown re-check, repair row, policy
+blocks and the caller's job bookkeeping — is one transaction, serialized
+per context (an advisory lock on PostgreSQL, ``BEGIN IMMEDIATE`` on
+SQLite), so two processes that trigger the same context at once write one
+repair. With template synthesis (fast, local) the reads, synthesis and
+the write are all that one transaction (ALGORITHMS.md, "run_repair").
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sqlalchemy import Select, bindparam, func, or_, select, text
+from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
+
+from ..classify.classifier import classify_feedback
+from ..config import FeedbackConfig
+from ..errors import InvalidInputError
+from ..events import (
+    FeedbackBus,
+    FeedbackClassified,
+    FeedbackEvent,
+    RepairAttached,
+    RepairPersisted,
+    RepairSkipped,
+    RepairTriggered,
+)
+from ..outcomes.supersede import supersede_new
+from ..recall.categories import category_for
+from ..recall.config import RecallConfig
+from ..recall.embeddings import check_embedder
+from ..recall.indexing import RecallFields, build_source_text, embed_fields
+from ..store import Store
+from ..store.engine import Prepared
+from ..store.models import DecisionRepairModel
+from ..store.repositories import (
+    Executor,
+    policy_boundaries_with_episodes,
+    repair_values,
+    session_traces,
+    write_repair_row,
+)
+from ..store.search_index import defer_search_index
+from ..synthesis.evidence import RepairEvidence, evidence_window, split_evidence
+from ..synthesis.llm import RepairLLM
+from ..synthesis.synthesize import SynthesisOutcome, synthesize_draft
+from ..types import (
+    TRIGGERS,
+    ClassifiedFeedback,
+    DecisionRepairDraft,
+    RepairInput,
+    RepairResult,
+    TraceRow,
+    now_ms,
+)
+from .attach import attach_in
+
+__all__ = [
+    "RepairDeps",
+    "StagedRepair",
+    "context_lock_key",
+    "cooldown_family",
+    "local_synthesis",
+    "run_repair",
+    "stage_repair",
+]
+
+logger = logging.getLogger("memos_feedback.repair")
+
+
+# Called inside the persisting transaction (a Core connection), after the
+# repair row is written; raising aborts (rolls back) the whole write.
+Finalizer = Callable[[Connection, str], None]
+
+
+class EventWriter(Protocol):
+    """Logs events inside a transaction (``memos_feedback.feed.FeedStore``)."""
+
+    def write_in(
+        self, session: Session | Connection, events: Sequence[FeedbackEvent] = ()
+    ) -> list[dict[str, Any]]: ...
+
+    def hand_back(self, rows: list[dict[str, Any]]) -> None: ...
+
+
+_DEFAULT_RECALL = RecallConfig()
+
+
+@dataclass(slots=True)
+class RepairDeps:
+    """Collaborators of ``run_repair``; only ``store`` is required."""
+
+    store: Store
+    config: FeedbackConfig = field(default_factory=FeedbackConfig)
+    bus: FeedbackBus | None = None
+    llm: RepairLLM | None = None
+    # An ``memos_feedback.recall.Embedder``: when set, each repair's embedding
+    # is computed here, in the worker, and stored with it.
+    embedder: Any = None
+    # One shared default (RecallConfig is frozen): validating a fresh one
+    # costs more than a template repair's synthesis, and the worker builds
+    # deps for every job.
+    recall: RecallConfig = field(default_factory=lambda: _DEFAULT_RECALL)
+    clock: Callable[[], int] = now_ms
+    # The durable queue sets these per job: retry transient LLM errors
+    # instead of degrading, and commit the job's state with the repair.
+    raise_transient: bool = False
+    finalize: Finalizer | None = None
+    # Issue 13: the durable event log; repair.persisted/attached commit with the repair.
+    events: EventWriter | None = None
+
+
+def context_lock_key(context_hash: str) -> int:
+    """A signed 64-bit advisory-lock key for a context hash."""
+    try:
+        raw = int(context_hash[:16], 16)
+    except ValueError:
+        raw = int.from_bytes(hashlib.sha1(context_hash.encode()).digest()[:8], "big")
+    return raw - (1 << 64) if raw >= 1 << 63 else raw
+
+
+_LOCK_CONTEXT_PG = text("SELECT pg_advisory_xact_lock(:k)")
+
+
+def _lock_context(conn: Connection, context_hash: str) -> None:
+    # SQLite needs nothing more: the write transaction began IMMEDIATE and
+    # holds the database's only write lock until commit.
+    if conn.dialect.name == "postgresql":
+        conn.execute(_LOCK_CONTEXT_PG, {"k": context_lock_key(context_hash)})
+
+
+class _Run:
+    """State of one ``run_repair`` call."""
+
+    def __init__(self, inp: RepairInput, deps: RepairDeps) -> None:
+        self.inp = inp
+        self.deps = deps
+        self.started = deps.clock()
+
+    def emit(self, event: FeedbackEvent) -> None:
+        if self.deps.bus is not None:
+            self.deps.bus.emit(event)
+
+    def result(
+        self,
+        *,
+        repair_id: str | None = None,
+        draft: DecisionRepairDraft | None = None,
+        skipped_reason: str | None = None,
+        attached: tuple[str, ...] = (),
+    ) -> RepairResult:
+        return RepairResult(
+            trigger=self.inp.trigger,
+            context_hash=self.inp.context_hash,
+            repair_id=repair_id,
+            draft=draft,
+            skipped=skipped_reason is not None,
+            skipped_reason=skipped_reason,
+            started_at=self.started,
+            completed_at=self.deps.clock(),
+            attached_policy_ids=attached,
+        )
+
+    def skip(self, reason: str) -> RepairResult:
+        logger.info("repair skipped for %s (%s): %s", self.inp.context_hash, self.inp.trigger, reason)
+        self.emit(RepairSkipped(context_hash=self.inp.context_hash, trigger=self.inp.trigger, reason=reason))
+        return self.result(skipped_reason=reason)
+
+    def in_cooldown(self, ex: Executor) -> bool:
+        cooldown = self.deps.config.cooldown_ms
+        if cooldown <= 0:
+            return False
+        stmt = _NEWEST_OF_FAMILY[cooldown_family(self.inp.trigger)]
+        params = {"context_hash": self.inp.context_hash}
+        if isinstance(ex, Connection):  # the worker's path: through the driver on SQLite
+            row = stmt.first(ex, params)
+            newest = None if row is None else row[0]
+        else:
+            newest = ex.execute(stmt.statement, params).scalar()
+        # abs(): a repair stamped in the future (the wall clock went back)
+        # holds its context for at most cooldown_ms, not until the clock
+        # catches up with it.
+        return newest is not None and abs(self.deps.clock() - int(newest)) < cooldown
+
+
+# A user's correction is new information: it must not be held back because
+# a failure burst of the same tool just wrote a repair (and a burst after a
+# correction is evidence the correction did not help). So the cooldown is
+# kept per family of triggers: what the tool did, what people said.
+_TOOL_TRIGGERS = ("failure-burst",)
+_PEOPLE_TRIGGERS = tuple(t for t in TRIGGERS if t not in _TOOL_TRIGGERS)
+
+
+def _newest_of(family: tuple[str, ...]) -> Select[Any]:
+    # The family's triggers as fixed OR terms, not an IN list: an IN list is
+    # re-rendered on every call, and this runs twice per repair.
+    return select(func.max(DecisionRepairModel.ts)).where(
+        DecisionRepairModel.context_hash == bindparam("context_hash"),
+        or_(*(DecisionRepairModel.trigger == t for t in family)),
+        # Outcomes (issue 11): a stale or superseded repair stopped applying; it
+        # must not hold back the next attempt at its context.
+        DecisionRepairModel.status.is_(None),
+    )
+
+
+_NEWEST_OF_FAMILY = {family: Prepared(_newest_of(family)) for family in (_TOOL_TRIGGERS, _PEOPLE_TRIGGERS)}
+
+
+def cooldown_family(trigger: str) -> tuple[str, ...]:
+    """The triggers whose repairs hold ``trigger`` in cooldown."""
+    return _TOOL_TRIGGERS if trigger in _TOOL_TRIGGERS else _PEOPLE_TRIGGERS
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _value_gap_too_small(evidence: RepairEvidence, delta: float) -> bool:
+    # An empty side counts as an infinite gap (PIPELINE.md §6.4).
+    if not evidence.high or not evidence.low:
+        return False
+    gap = abs(_mean([t.value for t in evidence.high]) - _mean([t.value for t in evidence.low]))
+    return gap < delta
+
+
+def _candidate_policies(ex: Executor, inp: RepairInput, evidence: RepairEvidence) -> dict[str, str]:
+    """The active policies learned from the evidence's episodes: id -> boundary, in id order."""
+    episodes = {t.episode_id for t in (*evidence.high, *evidence.low) if t.episode_id}
+    episodes.update(f.episode_id for f in inp.failures if f.episode_id)
+    if inp.episode_id:
+        episodes.add(inp.episode_id)
+    if not episodes:
+        return {}
+    return policy_boundaries_with_episodes(ex, episodes, "active")
+
+
+def _keyword(inp: RepairInput, feedback: ClassifiedFeedback | None) -> str | None:
+    if inp.tool_id:
+        return inp.tool_id
+    if feedback is not None:
+        return feedback.prefer or feedback.avoid
+    return None
+
+
+def _about(inp: RepairInput, feedback: ClassifiedFeedback | None) -> str:
+    """What a trace must be about, in words, to count as evidence by meaning."""
+    parts = [inp.tool_id, inp.context, inp.user_text]
+    if feedback is not None:
+        parts += [feedback.prefer, feedback.avoid]
+    parts += [f.reason for f in inp.failures[:3]]
+    return " ".join(p for p in parts if p)
+
+
+def _source_text(
+    preference: str,
+    anti_pattern: str,
+    tool_id: str | None,
+    context: str | None,
+    user_text: str | None,
+    reasons: tuple[str, ...],
+    trace_text: str | None,
+) -> str:
+    return build_source_text(
+        preference=preference,
+        anti_pattern=anti_pattern,
+        tool_id=tool_id,
+        context=context,
+        user_text=user_text,
+        reasons=reasons,
+        trace_text=trace_text,
+    )
+
+
+# build_source_text is a pure function of its arguments (sanitizing a
+# line per part), and consecutive repairs of a tool repeat them: the same
+# two lines, tool and failing trace. Short inputs only, as the sanitizer's
+# own memo: an entry stays small.
+_MEMO_TEXT = 4_096
+_source_text_memo = functools.lru_cache(maxsize=1_024)(_source_text)
+
+
+def _recall_fields(
+    inp: RepairInput,
+    deps: RepairDeps,
+    feedback: ClassifiedFeedback | None,
+    evidence: RepairEvidence,
+    draft: DecisionRepairDraft,
+) -> RecallFields:
+    """Category, project, search text and (with an embedder) embedding of a new repair."""
+    worst = min(evidence.low, key=lambda t: t.value, default=None)
+    trace_text = None if worst is None else (worst.agent_text or worst.reflection or "")
+    parts = (
+        draft.preference,
+        draft.anti_pattern,
+        inp.tool_id,
+        inp.context,
+        inp.user_text,
+        tuple(f.reason for f in inp.failures),
+        trace_text,
+    )
+    if sum(len(p) for p in parts[:5] if p) + len(trace_text or "") <= _MEMO_TEXT:
+        source_text = _source_text_memo(*parts)
+    else:
+        source_text = _source_text(*parts)
+    category = category_for(
+        inp.trigger, feedback.shape.value if feedback is not None else None, has_success=bool(evidence.high)
+    )
+    project = inp.project if inp.project is not None else deps.recall.default_project
+    fields = RecallFields(category=category, project=project, source_text=source_text)
+    return embed_fields(fields, check_embedder(deps.embedder))
+
+
+def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
+    """Run the guards, synthesize, persist and attach one repair (§6)."""
+    if not isinstance(input, RepairInput):
+        raise InvalidInputError(f"run_repair takes a RepairInput, got {type(input).__name__}")
+    run = _Run(input, deps)
+    feedback = _classify(run)
+    if local_synthesis(deps):
+        return _run_in_one_transaction(run, feedback)
+
+    # The reads before synthesis — cooldown, the session's traces, the
+    # candidate policies — share one read transaction (one snapshot, one
+    # BEGIN/COMMIT instead of three).
+    with deps.store.connection(action="reading repair evidence") as conn:
+        read = _read_evidence(conn, run, feedback)
+    if isinstance(read, str):
+        return run.skip(read)
+    evidence, policies = read
+    run.emit(
+        RepairTriggered(
+            context_hash=input.context_hash, trigger=input.trigger, failure_count=len(input.failures)
+        )
+    )
+    outcome = _synthesize(run, feedback, evidence, tuple(policies))
+    if outcome.draft is None:
+        return run.skip(outcome.skipped_reason or "insufficient-evidence")
+    draft = outcome.draft
+    # Computed before the write transaction: an embedding can take a while.
+    recall_fields = _recall_fields(input, deps, feedback, evidence, draft)
+
+    taken: list[dict[str, Any]] = []
+    try:
+        with deps.store.connection(write=True, action="persisting a repair") as conn:
+            _lock_context(conn, input.context_hash)
+            # Re-checked under the lock: another process may have written a
+            # repair for this context while we were synthesizing.
+            written = None if run.in_cooldown(conn) else _write_repair(conn, run, draft, recall_fields, taken)
+    except BaseException:
+        if deps.events is not None:  # buffered events the failed write took (issue 13)
+            deps.events.hand_back(taken)
+        raise
+    if written is None:
+        return run.skip("cooldown")
+    return _persisted(run, draft, written)
+
+
+def _classify(run: _Run) -> ClassifiedFeedback | None:
+    # Classify first: a feedback is announced as classified even when the
+    # cooldown then skips it.
+    text = run.inp.user_text
+    if not (text and text.strip()):
+        return None
+    feedback = classify_feedback(text)
+    run.emit(FeedbackClassified(shape=feedback.shape.value, confidence=feedback.confidence))
+    return feedback
+
+
+def _run_in_one_transaction(run: _Run, feedback: ClassifiedFeedback | None) -> RepairResult:
+    """``run_repair`` when synthesis is local (no LLM, no embedder): one write transaction.
+
+    Template synthesis takes tens of microseconds, so there is nothing to
+    keep out of the write transaction: the guards' reads, synthesis and the
+    write run under the context lock, in one snapshot. That saves a
+    transaction and the cooldown re-check (nothing can be written for the
+    context between this read and this write).
+    """
+    deps = run.deps
+    taken: list[dict[str, Any]] = []
+    try:
+        with deps.store.connection(write=True, action="persisting a repair") as conn:
+            _lock_context(conn, run.inp.context_hash)
+            done = _read_synthesize_write(conn, run, feedback, taken)
+    except BaseException:
+        if deps.events is not None:  # buffered events the failed write took (issue 13)
+            deps.events.hand_back(taken)
+        raise
+    if isinstance(done, str):
+        return run.skip(done)
+    return _persisted(run, *done)
+
+
+def _read_synthesize_write(
+    conn: Connection,
+    run: _Run,
+    feedback: ClassifiedFeedback | None,
+    taken: list[dict[str, Any]],
+    defer_index: bool = False,
+) -> str | tuple[DecisionRepairDraft, tuple[str, tuple[str, ...], list[FeedbackEvent]]]:
+    """The single transaction's work: a skip reason, or the draft and what ``_write_repair`` wrote."""
+    inp = run.inp
+    read = _read_evidence(conn, run, feedback)
+    if isinstance(read, str):
+        return read
+    evidence, policies = read
+    # Emitted here, inside the transaction, as on the two-transaction path
+    # before the write: the event log then holds it before repair.persisted.
+    run.emit(
+        RepairTriggered(context_hash=inp.context_hash, trigger=inp.trigger, failure_count=len(inp.failures))
+    )
+    outcome = _synthesize(run, feedback, evidence, tuple(policies))
+    if outcome.draft is None:
+        return outcome.skipped_reason or "insufficient-evidence"
+    draft = outcome.draft
+    recall_fields = _recall_fields(inp, run.deps, feedback, evidence, draft)
+    # The policies' boundaries were read in this transaction: attaching
+    # need not read them again (on SQLite; PostgreSQL still locks the rows).
+    written = _write_repair(conn, run, draft, recall_fields, taken, known=policies, defer_index=defer_index)
+    return draft, written
+
+
+@dataclass(frozen=True, slots=True)
+class StagedRepair:
+    """A repair run in a caller's still-open transaction (``stage_repair``)."""
+
+    # Why it was skipped (nothing was written), or None: it was written.
+    skipped_reason: str | None
+    # Call once, after the commit: emits the after-commit events, returns the result.
+    finish: Callable[[], RepairResult]
+
+
+def local_synthesis(deps: RepairDeps) -> bool:
+    """True when ``run_repair`` synthesizes locally (no LLM call, no embedder): one transaction."""
+    return deps.embedder is None and not (deps.config.use_llm and deps.llm is not None)
+
+
+def stage_repair(
+    conn: Connection,
+    input: RepairInput,
+    deps: RepairDeps,
+    taken: list[dict[str, Any]],
+    *,
+    defer_index: bool = False,
+) -> StagedRepair:
+    """``run_repair``'s one-transaction path inside the caller's write transaction.
+
+    For a caller that commits several repairs together (the worker's group
+    commit): everything ``run_repair`` would write is written in ``conn``'s
+    transaction (with ``deps.finalize``), and the result's ``finish``, called
+    once that transaction has committed, emits the after-commit events and
+    returns the ``RepairResult``. If the transaction fails instead, the
+    caller hands ``taken`` (buffered event-log rows the write took) back to
+    ``deps.events``. Only for local synthesis (``local_synthesis(deps)``):
+    an LLM call must not run inside a write transaction.
+
+    ``defer_index`` (SQLite; ignored elsewhere): the repair's row in
+    recall's search index is left to ``store.repositories.index_deferred``,
+    which the caller runs once for the group before committing (one FTS5
+    index segment for the group, not one per repair).
+    """
+    if not isinstance(input, RepairInput):
+        raise InvalidInputError(f"run_repair takes a RepairInput, got {type(input).__name__}")
+    if not local_synthesis(deps):
+        raise InvalidInputError("stage_repair needs local synthesis (no LLM, no embedder)")
+    run = _Run(input, deps)
+    feedback = _classify(run)
+    _lock_context(conn, input.context_hash)
+    done = _read_synthesize_write(conn, run, feedback, taken, defer_index)
+
+    if isinstance(done, str):
+        reason = done
+        return StagedRepair(skipped_reason=reason, finish=lambda: run.skip(reason))
+    written = done
+    return StagedRepair(skipped_reason=None, finish=lambda: _persisted(run, *written))
+
+
+def _synthesize(
+    run: _Run, feedback: ClassifiedFeedback | None, evidence: RepairEvidence, policy_ids: tuple[str, ...]
+) -> SynthesisOutcome:
+    inp, deps, cfg = run.inp, run.deps, run.deps.config
+    return synthesize_draft(
+        context_hash=inp.context_hash,
+        trigger=inp.trigger,
+        tool_id=inp.tool_id,
+        evidence=evidence,
+        feedback=feedback,
+        config=cfg,
+        llm=deps.llm if cfg.use_llm else None,
+        attach_to_policy_ids=policy_ids,
+        raise_transient=deps.raise_transient,
+    )
+
+
+def _persisted(
+    run: _Run, draft: DecisionRepairDraft, written: tuple[str, tuple[str, ...], list[FeedbackEvent]]
+) -> RepairResult:
+    repair_id, attached, events = written
+    for event in events:
+        run.emit(event)
+    logger.info("repair %s persisted for %s (%s)", repair_id, run.inp.context_hash, run.inp.trigger)
+    return run.result(repair_id=repair_id, draft=draft, attached=attached)
+
+
+def _read_evidence(
+    conn: Connection, run: _Run, feedback: ClassifiedFeedback | None
+) -> str | tuple[RepairEvidence, dict[str, str]]:
+    """The guards that read, in order: a skip reason, or the evidence and policies (id -> boundary)."""
+    inp, cfg = run.inp, run.deps.config
+    if run.in_cooldown(conn):
+        return "cooldown"
+    if feedback is not None and not feedback.shape.triggers_repair:
+        return "feedback-not-actionable"
+    if not inp.session_id:
+        return "no-session"
+    traces = _session_traces(conn, inp.session_id, evidence_window(None, cfg))
+    embedder = check_embedder(run.deps.embedder)
+    evidence = split_evidence(
+        traces,
+        _keyword(inp, feedback),
+        None,
+        cfg,
+        session_id=inp.session_id,
+        embedder=embedder,
+        # Only an embedder reads it (the meaning a trace is compared with).
+        about=None if embedder is None else _about(inp, feedback),
+        similarity=run.deps.recall.evidence_similarity,
+    )
+    if feedback is None and _value_gap_too_small(evidence, cfg.value_delta):
+        return "value-delta-low"
+    return evidence, _candidate_policies(conn, inp, evidence)
+
+
+# Where a SQLite connection keeps the traces read in its current transaction.
+_SHARED_TRACES = "memos_feedback_shared_traces"
+
+
+def _session_traces(conn: Connection, session_id: str, limit: int) -> Sequence[TraceRow]:
+    """The session's traces, read once per SQLite transaction.
+
+    The worker's group commit runs several jobs in one transaction, often
+    of one session. On SQLite a transaction reads one snapshot (WAL), a
+    write transaction (BEGIN IMMEDIATE) excludes every other writer, and
+    nothing a repair writes touches ``traces``: reading them again in the
+    same transaction would return the same rows, so the first read's rows
+    (immutable) are reused. PostgreSQL reads each time: under READ
+    COMMITTED a later statement may see traces committed meanwhile.
+    """
+    transaction = conn.get_transaction()
+    if conn.dialect.name != "sqlite" or transaction is None:
+        return session_traces(conn, session_id, limit)
+    shared = conn.info.get(_SHARED_TRACES)
+    if shared is None or shared[0]() is not transaction:
+        # A weak reference: the entry must neither outlive nor keep the transaction.
+        shared = (weakref.ref(transaction), {})
+        conn.info[_SHARED_TRACES] = shared
+    read: dict[tuple[str, int], tuple[TraceRow, ...]] = shared[1]
+    traces = read.get((session_id, limit))
+    if traces is None:
+        traces = read[session_id, limit] = tuple(session_traces(conn, session_id, limit))
+    return traces
+
+
+def _write_repair(
+    conn: Connection,
+    run: _Run,
+    draft: DecisionRepairDraft,
+    recall: RecallFields,
+    taken: list[dict[str, Any]],
+    known: dict[str, str] | None = None,
+    defer_index: bool = False,
+) -> tuple[str, tuple[str, ...], list[FeedbackEvent]]:
+    """The writes of a repair, in the caller's transaction (context lock held).
+
+    Everything a repair changes commits here together: the repair row
+    (recall columns included), the older repairs it supersedes, the policy
+    blocks it attaches to, the caller's bookkeeping (``finalize``: the queue
+    marks the job done) and the events that report it in the durable log,
+    so a crash leaves all of it or none of it. Returns the events to emit
+    on the bus after the commit (supersede events among them; those are
+    logged batched, like every outcome event). ``taken`` receives the
+    buffered events the log write took, for the caller to hand back if the
+    transaction fails.
+    """
+    inp, deps = run.inp, run.deps
+    values = repair_values(
+        context_hash=inp.context_hash,
+        trigger=inp.trigger,
+        preference=draft.preference,
+        anti_pattern=draft.anti_pattern,
+        severity=draft.severity,
+        confidence=draft.confidence,
+        tool_id=inp.tool_id,
+        context=inp.context,
+        session_id=inp.session_id,
+        high_value_trace_ids=draft.high_value_trace_ids,
+        low_value_trace_ids=draft.low_value_trace_ids,
+        ts=run.started if run.started > 0 else None,
+    )
+    values.update(
+        category=recall.category,
+        project=recall.project,
+        source_text=recall.source_text,
+        embedding=recall.embedding,
+        embedding_model=recall.embedding_model,
+    )
+    repair_id: str = values["id"]
+    # Before the insert: its trigger then leaves the index row to the group's
+    # caller or the store's background thread (store/search_index.py).
+    # SQLite only (PostgreSQL's trigram index is the table's own GIN index).
+    if (defer_index or deps.store.defers_search_index) and conn.dialect.name == "sqlite":
+        defer_search_index(conn, repair_id)
+    write_repair_row(conn, values)
+    # Outcomes (issue 11): older repairs this one contradicts are retired with it.
+    superseded = supersede_new(conn, deps.store, values)
+    attached: tuple[str, ...] = ()
+    if deps.config.attach_to_policy and draft.attach_to_policy_ids:
+        attached = attach_in(conn, draft, known)
+    if deps.finalize is not None:
+        deps.finalize(conn, repair_id)
+    written: list[FeedbackEvent] = [
+        RepairPersisted(
+            context_hash=inp.context_hash,
+            repair_id=repair_id,
+            confidence=draft.confidence,
+            severity=draft.severity,
+        )
+    ]
+    if attached:
+        written.append(RepairAttached(repair_id=repair_id, policy_ids=attached))
+    if deps.events is not None:  # issue 13: last statement, see feed/log.py
+        taken.extend(deps.events.write_in(conn, written))
+    return repair_id, attached, [*written, *superseded]

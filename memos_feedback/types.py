@@ -1,0 +1,307 @@
+"""The values every layer shares: rows, feedback shapes, failures, drafts,
+a repair's input and result, and the clock.
+
+The lowest layer of the package: it imports only the error tree and the
+argument checks, so any module may import it. Rows are frozen dataclasses
+detached from any session: repositories convert ORM objects into these so
+that nothing a caller holds can lazily touch the database later.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple, get_args
+
+from ._checks import check_step, check_str, check_tool_context
+from .errors import InvalidInputError
+
+__all__ = [
+    "SEVERITIES",
+    "TRIGGERS",
+    "ClassifiedFeedback",
+    "DecisionRepairDraft",
+    "DecisionRepairRow",
+    "FailureRecord",
+    "PolicyRow",
+    "RepairInput",
+    "RepairResult",
+    "Severity",
+    "Shape",
+    "ToolCall",
+    "TraceRow",
+    "Trigger",
+    "new_id",
+    "now_ms",
+]
+
+
+def now_ms() -> int:
+    """Wall-clock time in epoch milliseconds (the unit of every ``ts``)."""
+    return time.time_ns() // 1_000_000
+
+
+_counter = itertools.count()
+_counter_lock = threading.Lock()
+_PID_SALT = os.getpid() & 0xFFFF
+
+
+def new_id(prefix: str) -> str:
+    """A short id that sorts by creation time within a process.
+
+    12 hex digits of epoch ms, 4 of the process id, 6 of a process-local
+    counter: ``ORDER BY id`` breaks ties between rows written in the same
+    millisecond in the order they were written.
+    """
+    with _counter_lock:
+        n = next(_counter) & 0xFFFFFF
+    return f"{prefix}{now_ms():012x}{_PID_SALT:04x}{n:06x}"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call of a trace; ``error_code`` is set when it failed."""
+
+    name: str
+    error_code: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRow:
+    id: str
+    session_id: str
+    episode_id: str | None
+    ts: int
+    user_text: str
+    agent_text: str
+    reflection: str | None
+    value: float
+    tool_calls: tuple[ToolCall, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyRow:
+    id: str
+    title: str
+    boundary: str
+    status: str
+    source_episode_ids: tuple[str, ...]
+    updated_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRepairRow:
+    id: str
+    ts: int
+    context_hash: str
+    tool_id: str | None
+    context: str | None
+    trigger: str
+    session_id: str | None
+    preference: str
+    anti_pattern: str
+    severity: str
+    confidence: float
+    high_value_trace_ids: tuple[str, ...]
+    low_value_trace_ids: tuple[str, ...]
+    validated: bool
+    rejected: bool
+    # Recall (migration 0005): what kind of lesson, and the project it
+    # belongs to (None = global). Defaults keep older constructors working.
+    category: str | None = None
+    project: str | None = None
+    # Outcomes (migration 0008): "active", "stale" or "superseded".
+    status: str = "active"
+    superseded_by: str | None = None
+    review_flagged_at: int | None = None
+
+
+class Shape(enum.Enum):
+    """What a feedback message means about the agent's previous step."""
+
+    POSITIVE = "positive"
+    NEGATIVE = "negative"
+    CORRECTION = "correction"
+    CONSTRAINT = "constraint"
+    PREFERENCE = "preference"
+    CONFUSION = "confusion"
+    INSTRUCTION = "instruction"
+    UNKNOWN = "unknown"
+
+    @property
+    def triggers_repair(self) -> bool:
+        """True when the message asks the agent to change what it did."""
+        return self in _REPAIR_SHAPES
+
+
+_REPAIR_SHAPES = frozenset({Shape.NEGATIVE, Shape.CORRECTION, Shape.CONSTRAINT, Shape.PREFERENCE})
+
+
+@dataclass(frozen=True, slots=True)
+class ClassifiedFeedback:
+    """The classifier's answer for one message."""
+
+    shape: Shape
+    confidence: float
+    prefer: str | None = None
+    avoid: str | None = None
+    correction: str | None = None
+    constraint: str | None = None
+    text: str = ""
+
+
+Severity = Literal["info", "warn"]
+
+
+SEVERITIES: tuple[Severity, ...] = ("info", "warn")
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRepairDraft:
+    """A repair ready to persist: two lines of guidance and their grounds."""
+
+    context_hash: str
+    preference: str
+    anti_pattern: str
+    severity: Severity
+    confidence: float
+    high_value_trace_ids: tuple[str, ...]
+    low_value_trace_ids: tuple[str, ...]
+    attach_to_policy_ids: tuple[str, ...] = ()
+
+
+Trigger = Literal[
+    "failure-burst", "user.negative", "user.correction", "user.constraint", "user.preference", "manual"
+]
+
+
+TRIGGERS: tuple[str, ...] = get_args(Trigger)
+
+
+@dataclass(frozen=True, slots=True)
+class RepairInput:
+    """What to repair. ``context`` (the tool context text) is optional extra detail."""
+
+    trigger: str
+    context_hash: str
+    tool_id: str | None = None
+    user_text: str | None = None
+    session_id: str | None = None
+    episode_id: str | None = None
+    failures: tuple[FailureRecord, ...] = ()
+    context: str | None = None
+    # The workspace the repair belongs to (None: ``RecallConfig.default_project``,
+    # and when that is None too, global). Payloads without it load as None.
+    project: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.trigger not in TRIGGERS:
+            raise InvalidInputError(f"trigger must be one of {TRIGGERS}, got {self.trigger!r}")
+        if not isinstance(self.context_hash, str) or not self.context_hash:
+            raise InvalidInputError("context_hash must be a non-empty str")
+        for name in ("tool_id", "user_text", "session_id", "episode_id", "context", "project"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
+        if not all(isinstance(f, FailureRecord) for f in self.failures):
+            raise InvalidInputError("failures must be FailureRecord instances")
+        object.__setattr__(self, "failures", tuple(self.failures))
+
+
+@dataclass(frozen=True, slots=True)
+class RepairResult:
+    trigger: str
+    context_hash: str
+    repair_id: str | None
+    draft: DecisionRepairDraft | None
+    skipped: bool
+    skipped_reason: str | None
+    started_at: int
+    completed_at: int
+    attached_policy_ids: tuple[str, ...] = ()
+
+
+class _FailureRecordFields(NamedTuple):
+    tool_id: str
+    context: str
+    step: int
+    reason: str = ""
+    ts: int = 0
+    session_id: str | None = None
+    episode_id: str | None = None
+    trace_id: str | None = None
+
+
+class FailureRecord(_FailureRecordFields):
+    """One failed tool call, as reported by the runtime (immutable).
+
+    ``step`` is the runtime's monotonic step counter (an int >= 0); ``ts`` is
+    the wall-clock time in epoch milliseconds (default: now).
+
+    A named tuple rather than a frozen dataclass: records are built on the
+    agent's hot path, and a frozen dataclass costs about three times as
+    much to construct (every field goes through ``object.__setattr__``).
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        tool_id: str,
+        context: str,
+        step: int,
+        reason: str = "",
+        ts: int | None = None,
+        session_id: str | None = None,
+        episode_id: str | None = None,
+        trace_id: str | None = None,
+    ) -> FailureRecord:
+        if ts is None:
+            ts = _time_ns() // 1_000_000
+        # One cheap combined test for the common case; the field-by-field
+        # check (with a message naming the field) only runs when it fails.
+        if not (
+            type(step) is int
+            and step >= 0
+            and type(ts) is int
+            and type(tool_id) is str
+            and tool_id
+            and type(context) is str
+            and type(reason) is str
+            and (session_id is None or type(session_id) is str)
+            and (episode_id is None or type(episode_id) is str)
+            and (trace_id is None or type(trace_id) is str)
+        ):
+            _check_record_fields(tool_id, context, step, reason, ts, session_id, episode_id, trace_id)
+        return _tuple_new(cls, (tool_id, context, step, reason, ts, session_id, episode_id, trace_id))
+
+
+_tuple_new = tuple.__new__
+
+
+_time_ns = time.time_ns
+
+
+def _check_record_fields(
+    tool_id: object,
+    context: object,
+    step: object,
+    reason: object,
+    ts: object,
+    session_id: object,
+    episode_id: object,
+    trace_id: object,
+) -> None:
+    """Raise ``InvalidInputError`` naming the first bad field, if any."""
+    check_tool_context(tool_id, context)
+    check_step(step)
+    check_str("reason", reason)
+    if isinstance(ts, bool) or not isinstance(ts, int):
+        raise InvalidInputError(f"ts must be an int (epoch ms), got {type(ts).__name__}")
+    for name, value in (("session_id", session_id), ("episode_id", episode_id), ("trace_id", trace_id)):
+        if value is not None and not isinstance(value, str):
+            raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
