@@ -22,6 +22,7 @@ venv: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check memos_feedback tests benchmarks migrations examples
 	$(BIN)/mypy --strict memos_feedback
+	$(BIN)/lint-imports
 
 test: lint
 	$(BIN)/python -m pytest -q

@@ -19,6 +19,7 @@ __all__ = [
     "CONTEXT_CHAR_CAP",
     "ELISION",
     "ID_CHAR_CAP",
+    "MAX_LIMIT",
     "REASON_CHAR_CAP",
     "REPLACEMENT",
     "USER_TEXT_CHAR_CAP",
@@ -33,6 +34,10 @@ REASON_CHAR_CAP = 2_048
 USER_TEXT_CHAR_CAP = 16_384
 # Ids (session, episode, trace) are short by nature; a 10 MB "id" is a bug.
 ID_CHAR_CAP = 255
+
+# The most rows one listing call returns (repositories, queue, CLI): a
+# bound on what a caller can make us read into memory at once.
+MAX_LIMIT = 10_000
 
 REPLACEMENT = "\ufffd"
 

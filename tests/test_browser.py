@@ -72,7 +72,7 @@ def run_once_elsewhere(db_url: str) -> str:
     args = ["run-once", "--session", "s1", "--context-hash", "b0b0b0b0b0b0b0b0", "--tool", "config"]
     args += ["--text", "wrong port, it's 9000 not 8000"]
     done = subprocess.run(
-        [sys.executable, "-m", "memos_feedback.cli", "--db", db_url, *args],
+        [sys.executable, "-m", "memos_feedback", "--db", db_url, *args],
         cwd=ROOT,
         env=dict(os.environ, PYTHONPATH=str(ROOT)),
         capture_output=True,

@@ -29,7 +29,7 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 def cli(*args: str | bytes, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "memos_feedback.cli", *args],
+        [sys.executable, "-m", "memos_feedback", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -214,7 +214,7 @@ def test_run_once_that_times_out_says_so_in_one_line(seeded: Store, db_url: str)
 )
 def test_arguments_that_are_not_utf8_are_usage_errors(tmp_path: Path, args: tuple[str | bytes, ...]) -> None:
     out = subprocess.run(
-        [os.fsencode(sys.executable), b"-m", b"memos_feedback.cli", *(os.fsencode(a) for a in args)],
+        [os.fsencode(sys.executable), b"-m", b"memos_feedback", *(os.fsencode(a) for a in args)],
         capture_output=True,
         text=True,
         errors="replace",
@@ -249,7 +249,7 @@ def test_unexpected_errors_are_one_line_unless_debugging(tmp_path: Path) -> None
 
 def test_a_closed_pipe_ends_the_command_quietly() -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "memos_feedback.cli", "demo"],
+        [sys.executable, "-m", "memos_feedback", "demo"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=ROOT,
@@ -349,7 +349,7 @@ def read_only_folder(folder: Path) -> Iterator[list[str]]:
 
 def cli_under(prefix: list[str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*prefix, sys.executable, "-m", "memos_feedback.cli", *args],
+        [*prefix, sys.executable, "-m", "memos_feedback", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -426,7 +426,7 @@ def test_train_without_scikit_learn_is_one_line_naming_the_extra(tmp_path: Path)
     assert "pip install 'memos-feedback[train]'" in line
     assert not (tmp_path / "model.json").exists()
     module = subprocess.run(
-        [sys.executable, "-m", "memos_feedback.train", "--out", str(tmp_path / "model.json")],
+        [sys.executable, "-m", "memos_feedback.devtools.train", "--out", str(tmp_path / "model.json")],
         capture_output=True,
         text=True,
         timeout=120,
@@ -443,7 +443,7 @@ def test_train_writes_the_artefact_the_module_writes(tmp_path: Path) -> None:
     out = cli("train", "--out", str(tmp_path / "model.json"))
     assert out.returncode == 0, out.stderr
     fresh = json.loads((tmp_path / "model.json").read_text(encoding="utf-8"))
-    shipped_path = ROOT / "memos_feedback" / "data" / "classifier_model.json"
+    shipped_path = ROOT / "memos_feedback" / "classify" / "data" / "classifier_model.json"
     shipped = json.loads(shipped_path.read_text(encoding="utf-8"))
     assert fresh["data_sha256"] == shipped["data_sha256"]
     assert fresh["evaluation"] == shipped["evaluation"]

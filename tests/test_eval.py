@@ -121,7 +121,7 @@ def good_file(tmp_path: Path) -> Path:
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "memos_feedback.eval", *args],
+        [sys.executable, "-m", "memos_feedback.devtools.eval", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -33,7 +33,7 @@ SESSION = "feed-session"
 # child inherits that, and Python then installs no KeyboardInterrupt.
 _AS_AT_A_TERMINAL = (
     "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-    "sys.argv[0] = 'memos_feedback.cli'; runpy.run_module('memos_feedback.cli', run_name='__main__')"
+    "sys.argv[0] = 'memos_feedback'; runpy.run_module('memos_feedback', run_name='__main__')"
 )
 
 
@@ -41,7 +41,7 @@ def cli(*args: str, failpoints: str = "", faulthandler: bool = False) -> subproc
     env = dict(os.environ, PYTHONPATH=str(ROOT), MEMOS_FEEDBACK_FAILPOINTS=failpoints)
     if faulthandler:
         env["PYTHONFAULTHANDLER"] = "1"
-    command = ["-c", _AS_AT_A_TERMINAL] if faulthandler else ["-m", "memos_feedback.cli"]
+    command = ["-c", _AS_AT_A_TERMINAL] if faulthandler else ["-m", "memos_feedback"]
     return subprocess.Popen(
         [sys.executable, *command, *args],
         cwd=ROOT,

@@ -421,7 +421,7 @@ def test_unreadable_payloads_are_dead_lettered_listed_and_shown_by_the_cli(
     assert all(listed[j].payload_error for j in bad) and listed[good].payload_error is None
     for args in (["queue", "list"], ["queue", "list", "--json"]):
         out = subprocess.run(
-            [sys.executable, "-m", "memos_feedback.cli", *args, "--db", db_url],
+            [sys.executable, "-m", "memos_feedback", *args, "--db", db_url],
             capture_output=True,
             text=True,
             timeout=120,

@@ -16,7 +16,8 @@ from memos_feedback.errors import StoreBusyError, StoreError
 from memos_feedback.store import Store, ToolCall, open_store
 from memos_feedback.store.engine import Prepared
 from memos_feedback.store.models import DecisionRepairModel, TraceModel
-from memos_feedback.store.repositories import insert_repair, repair_values, session_traces
+from memos_feedback.store.reads import session_traces
+from memos_feedback.store.repositories import insert_repair, repair_values
 
 _REPAIRS = cast(Table, DecisionRepairModel.__table__)
 
@@ -197,7 +198,7 @@ def test_many_rolls_back_with_the_callers_transaction(store: Store) -> None:
 
 
 def test_policy_boundaries_are_the_policies_with_those_episodes(store: Store) -> None:
-    from memos_feedback.store.repositories import policies_with_episodes, policy_boundaries_with_episodes
+    from memos_feedback.store.reads import policies_with_episodes, policy_boundaries_with_episodes
 
     store.policies.add("a", boundary="A", source_episode_ids=["e1", "e2"])
     store.policies.add("b", boundary="B", source_episode_ids=["e2"])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memos_feedback.cli.recall import main as recall_cli
+from memos_feedback.cli import main as recall_cli
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.devtools.recall_eval import evaluate_recall, load_cases
 from memos_feedback.errors import ConfigError, InvalidInputError

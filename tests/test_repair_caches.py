@@ -82,7 +82,7 @@ def test_session_traces_read_again_are_the_rows_as_stored(store: Store) -> None:
 
     from memos_feedback.store import ToolCall
     from memos_feedback.store.models import TraceModel
-    from memos_feedback.store.repositories import session_traces
+    from memos_feedback.store.reads import session_traces
 
     for i in range(3):
         store.traces.add("s1", agent_text=f"step {i}", value=0.5, ts=10 + i, tool_calls=[ToolCall("t", "E")])

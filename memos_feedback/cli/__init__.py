@@ -26,6 +26,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MemosFeedbackError
+from ..limits import MAX_LIMIT
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -47,8 +48,6 @@ EPILOG = (
     "`memos-feedback db upgrade` creates and migrates it. "
     "`memos-feedback COMMAND --help` tells more."
 )
-# The repositories' and the queue's own bound for ``limit``.
-MAX_LIMIT = 10_000
 
 
 def _print_json(data: Any) -> None:

@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from ..errors import MemosFeedbackError
 from ..recall.config import RecallConfig
 from ..recall.embeddings import Embedder
 from ..store import open_store
 
-__all__ = ["add_parsers", "cmd_guidance", "cmd_repairs_embed", "main"]
+__all__ = ["add_parsers", "cmd_guidance", "cmd_repairs_embed"]
 
 
 def _embedder(args: argparse.Namespace) -> Embedder | None:
@@ -97,20 +94,3 @@ def _add_embed(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--all", action="store_true", help="re-embed every repair, not only missing ones")
     p.set_defaults(handler=cmd_repairs_embed)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", metavar="URL", help="database URL")
-    parser = argparse.ArgumentParser(prog="python -m memos_feedback.recall.cli")
-    add_parsers(parser.add_subparsers(dest="command", required=True), common)
-    args = parser.parse_args(argv)
-    try:
-        return int(args.handler(args))
-    except MemosFeedbackError as exc:
-        print(f"memos-feedback: error: {exc}", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -91,7 +91,7 @@ SHAPES: Final = (
 
 
 def default_data_dir() -> Path:
-    return Path(__file__).resolve().parents[1] / "tests" / "data"
+    return Path(__file__).resolve().parents[2] / "tests" / "data"
 
 
 def _round(value: float) -> float:

@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 
 from ..store.engine import Prepared
 from ..store.models import RepairOutcomeModel, RepairServedModel
-from ..store.repositories import in_list, list_param
+from ..store.reads import in_list, list_param
 from .states import CONTRADICTED, HELD, RECURRED
 
 if TYPE_CHECKING:  # recall imports this module; a runtime import would be circular

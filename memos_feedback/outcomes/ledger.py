@@ -20,8 +20,8 @@ from .._failpoints import failpoint
 from ..errors import InvalidInputError, MemosFeedbackError
 from ..events import FeedbackEvent, RepairOutcome, RepairReviewFlagged, RepairStale
 from ..store import Store
+from ..store.checks import check_text
 from ..store.models import DecisionRepairModel, RepairOutcomeModel, RepairServedModel
-from ..store.repositories import check_text
 from ..types import new_id, now_ms
 from .estimate import counts_for
 from .states import HELD, RECURRED, STALE, STATUSES, Served, Settlement

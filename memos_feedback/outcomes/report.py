@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from ..store import Store
 from ..store.models import DecisionRepairModel
-from ..store.repositories import repair_row
+from ..store.reads import repair_row
 from ..types import DecisionRepairRow
 from .estimate import OutcomeCounts, counts_for
 from .ledger import HistoryEntry, history

@@ -55,7 +55,7 @@ from ..outcomes.estimate import OutcomeCounts
 from ..outcomes.states import CONTRADICTED, HELD, RECURRED
 from ..store.engine import Prepared
 from ..store.models import SQLITE_FTS_TABLE, DecisionRepairModel, RepairOutcomeModel
-from ..store.repositories import in_list, list_param
+from ..store.reads import in_list, list_param
 from ..store.search_index import TAIL_SQL
 from .frequencies import (
     DF_BATCH,

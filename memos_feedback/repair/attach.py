@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session
 
 from ..errors import InvalidInputError
-from ..store.repositories import Executor, merge_boundaries
+from ..store.reads import Executor
+from ..store.repositories import merge_boundaries
 from ..text.blocks import merge_repair_block
 
 if TYPE_CHECKING:

@@ -45,13 +45,8 @@ from ..recall.indexing import RecallFields, build_source_text, embed_fields
 from ..store import Store
 from ..store.engine import Prepared
 from ..store.models import DecisionRepairModel
-from ..store.repositories import (
-    Executor,
-    policy_boundaries_with_episodes,
-    repair_values,
-    session_traces,
-    write_repair_row,
-)
+from ..store.reads import Executor, policy_boundaries_with_episodes, session_traces
+from ..store.repositories import repair_values, write_repair_row
 from ..store.search_index import defer_search_index
 from ..synthesis.evidence import RepairEvidence, evidence_window, split_evidence
 from ..synthesis.llm import RepairLLM

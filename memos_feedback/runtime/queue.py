@@ -63,7 +63,7 @@ from ..repair.run import context_lock_key, cooldown_family
 from ..store import Store
 from ..store.engine import Prepared
 from ..store.models import DecisionRepairModel, RepairJobCountModel, RepairJobModel
-from ..store.repositories import Executor
+from ..store.reads import Executor
 from ..types import FailureRecord, RepairInput, now_ms
 
 __all__ = [

@@ -23,6 +23,7 @@ from ..errors import InvalidInputError, SchemaError, StoreBusyError, StoreError
 from ..types import DecisionRepairRow, PolicyRow, ToolCall, TraceRow
 from . import checkpoint, migrate
 from .checkpoint import WalCheckpointer
+from .checks import check_text
 from .engine import (
     MAX_BUSY_TIMEOUT_MS,
     RECALL_PLAN_CACHE_MODE,
@@ -34,7 +35,7 @@ from .engine import (
     sqlite_file_path,
     translate_errors,
 )
-from .repositories import PolicyRepository, RepairRepository, TraceRepository, check_text
+from .repositories import PolicyRepository, RepairRepository, TraceRepository
 from .search_index import has_deferred, index_deferred
 
 __all__ = [

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def serve_process(db_url: str, *extra: str, env: dict[str, str] | None = None) -> Iterator[str]:
     """Yield the base URL (``http://127.0.0.1:PORT/``) of a running server; stop it after."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "memos_feedback.cli", "--db", db_url, "serve", "--port", "0", *extra],
+        [sys.executable, "-m", "memos_feedback", "--db", db_url, "serve", "--port", "0", *extra],
         cwd=ROOT,
         env=dict(os.environ, PYTHONPATH=str(ROOT), **(env or {})),
         stdout=subprocess.PIPE,
