@@ -1,4 +1,4 @@
-"""``memos-feedback tail`` and ``memos-feedback sweep``.
+"""``memos-feedback tail``, ``sweep`` and ``serve``.
 
 ``tail`` prints events as they commit, like ``tail -f``: one line each (or
 one JSON object with ``--json``), in commit order, each exactly once.
@@ -11,12 +11,12 @@ import argparse
 import datetime as dt
 import json
 import sys
-from collections.abc import Callable
 
 from ..errors import MemosFeedbackError
 from ..store.event_log import EventRecord, record_to_dict
+from ._commands import Commands, nonneg, positive, seconds
 
-__all__ = ["add_parsers", "cmd_sweep", "cmd_tail", "format_line"]
+__all__ = ["cmd_sweep", "cmd_tail", "format_line", "register"]
 
 # Payload fields already shown in the fixed columns of a text line.
 _SHOWN = ("context_hash", "repair_id", "job_id")
@@ -31,23 +31,6 @@ def format_line(r: EventRecord) -> str:
         f"{k}={json.dumps(v, ensure_ascii=True)}" for k, v in r.payload.items() if k not in _SHOWN
     )
     return f"{r.seq:>8}  {when}  {r.kind:<20} {ids} {rest}".rstrip()
-
-
-def _nonneg(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
-
-
-def _positive(text: str) -> int:
-    value = _nonneg(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be >= 1")
-    return value
 
 
 def cmd_tail(args: argparse.Namespace) -> int:
@@ -100,25 +83,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(args)
 
 
-def add_parsers(add: Callable[..., argparse.ArgumentParser], timeout_type: Callable[[str], float]) -> None:
-    """Register ``tail``, ``sweep`` and ``serve`` with the main parser's ``add`` helper."""
+def register(cli: Commands) -> None:
     from ..events import EVENT_KINDS
 
-    p = add("tail", cmd_tail, "print events as they commit, like tail -f (Ctrl-C ends it)")
+    p = cli.add("tail", cmd_tail, "print events as they commit, like tail -f (Ctrl-C ends it)")
     p.add_argument("--kind", action="append", choices=sorted(EVENT_KINDS), help="only this kind (repeatable)")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.add_argument(
-        "--since", type=_nonneg, metavar="SEQ", help="start after event SEQ (0: the whole log; default: now)"
+        "--since", type=nonneg, metavar="SEQ", help="start after event SEQ (0: the whole log; default: now)"
     )
-    p.add_argument("--count", type=_positive, metavar="N", help="exit after N events")
+    p.add_argument("--count", type=positive, metavar="N", help="exit after N events")
 
-    p = add("sweep", cmd_sweep, "run the repair queue until it is empty, then exit (1 on timeout)")
-    p.add_argument("--timeout", type=timeout_type, default=600.0, help="seconds (default 600)")
-    p.add_argument("--workers", type=_positive, default=2, help="worker threads (default 2)")
+    p = cli.add("sweep", cmd_sweep, "run the repair queue until it is empty, then exit (1 on timeout)")
+    p.add_argument("--timeout", type=seconds, default=600.0, help="seconds (default 600)")
+    p.add_argument("--workers", type=positive, default=2, help="worker threads (default 2)")
 
-    p = add("serve", cmd_serve, "web UI: live feed, repairs, queue, policies (extra [ui])")
+    p = cli.add("serve", cmd_serve, "web UI: live feed, repairs, queue, policies (extra [ui])")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-    p.add_argument("--port", type=_nonneg, default=8765, help="port (default 8765; 0 picks a free one)")
+    p.add_argument("--port", type=nonneg, default=8765, help="port (default 8765; 0 picks a free one)")
     p.add_argument(
         "--token",
         help="required on every request; needed for a non-loopback --host (or MEMOS_FEEDBACK_UI_TOKEN)",
