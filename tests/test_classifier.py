@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from memos_feedback.classify import classifier as clf
 from memos_feedback.classify import rules
 from memos_feedback.classify.classifier import classify_feedback
+from memos_feedback.devtools import gate as gate_tool
 from memos_feedback.devtools.eval import EvalReport, evaluate, load_labels
 from memos_feedback.errors import InvalidInputError
 from memos_feedback.types import ClassifiedFeedback, Shape
@@ -669,8 +670,8 @@ def test_frame_checks_allow_for_a_word_cut_short() -> None:
 def test_generated_gate_module_is_up_to_date() -> None:
     # The gate is derived from the rules' sources ahead of time (import would
     # otherwise pay ~0.5 s). A rule edited without regenerating fails here.
-    path = clf._gate_path()
-    expected = clf._render_gate_module(clf._derive_gate_data())
+    path = gate_tool._gate_path()
+    expected = gate_tool._render_gate_module(clf._derive_gate_data())
     committed = path.read_text(encoding="utf-8") if path.exists() else ""
     assert committed == expected, f"{path.name} is stale: regenerate it with `{clf._REGENERATE}`"
 

@@ -37,8 +37,8 @@ every match of that rule must contain: a whole ASCII word ("thanks"), a
 character ("谢", "?") or an ASCII fragment ("hallucinat"). Those keys are
 derived from each rule's own source (``_Deriver``: literal strings forced by
 the pattern, with ``\\b`` / ``\\s`` telling where words end), ahead of time
-into the generated ``_classifier_gate.py`` (``python -m
-memos_feedback.classifier --write-gate``; a stale module is detected by a
+into the generated ``gate_table.py`` (``python -m
+memos_feedback.devtools.gate --write-gate``; a stale module is detected by a
 fingerprint of the rule sources and derived afresh), so the rules file stays
 the single source of truth and a rule whose keys cannot be derived simply
 always runs. Per message the gate costs one
@@ -61,7 +61,6 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 import regex
@@ -899,7 +898,7 @@ class _GateData(NamedTuple):
 
     Derived by ``_derive_gate_data`` (reading the rules' sources with
     ``re._parser``, ~0.5 s); kept in the generated module
-    ``_classifier_gate.py`` so that importing the classifier does not pay it.
+    ``gate_table.py`` so that importing the classifier does not pay it.
     """
 
     fingerprint: str  # of the rule sources it was derived from
@@ -909,7 +908,7 @@ class _GateData(NamedTuple):
 
 
 _GATE_MODULE: Final = "memos_feedback.classify.gate_table"
-_REGENERATE: Final = "python -m memos_feedback.classifier --write-gate"
+_REGENERATE: Final = "python -m memos_feedback.devtools.gate --write-gate"
 
 
 def _rules_fingerprint() -> str:
@@ -933,63 +932,13 @@ def _store(required: _Required) -> _Stored:
 
 
 def _derive_gate_data() -> _GateData:
-    """Derive the gate from the rules' sources (the generator path)."""
+    """Derive the gate from the rules' sources (the generator, and a stale table at import)."""
     deriver = _Deriver()
     parts = _cue_parts(rules.CUES, deriver)
     required = [_store(deriver.gate_keys(mask.source)) for mask in rules.MASKS]
     required += [_store(part.required) for part in parts]
     frames = tuple(_store(deriver.gate_keys(frame.pattern)) for frame in _GATED_FRAMES)
     return _GateData(_rules_fingerprint(), tuple((p.cue, p.source) for p in parts), tuple(required), frames)
-
-
-def _render_gate_module(data: _GateData) -> str:
-    """The source of ``_classifier_gate.py`` for ``data``.
-
-    Records are JSON strings, one a line: a module of string constants
-    compiles in a few milliseconds where the same data as nested tuples takes
-    ~40 ms (imports compile from source when bytecode is not cached).
-    """
-
-    def record(value: object) -> str:
-        return f"    {json.dumps(value, ensure_ascii=False, separators=(',', ':'))!r},"
-
-    lines = [
-        '"""Gate keys of the classifier\'s rules: GENERATED, do not edit.',
-        "",
-        "Derived from ``_classifier_rules.py`` by ``classifier._derive_gate_data``.",
-        "After changing a rule (or the derivation), regenerate with:",
-        "",
-        f"    {_REGENERATE}",
-        "",
-        "Each record is one JSON value. PARTS: the cue parts, [index in CUES, pattern",
-        "source]; gate index = len(MASKS) + position. REQUIRED: per gate index (masks,",
-        "then cue parts) its requirements, rarest first, every match containing one key",
-        "of each: [[whole ASCII words, characters and character pairs], [ASCII",
-        "fragments]]. FRAMES: the same per frame of classifier._GATED_FRAMES.",
-        '"""',
-        "",
-        "# fmt: off",
-        "# ruff: noqa: E501",
-        f"FINGERPRINT = {data.fingerprint!r}",
-        "",
-        "PARTS: tuple[str, ...] = (",
-        *(record(part) for part in data.parts),
-        ")",
-        "",
-        "REQUIRED: tuple[str, ...] = (",
-        *(record(required) for required in data.required),
-        ")",
-        "",
-        "FRAMES: tuple[str, ...] = (",
-        *(record(required) for required in data.frames),
-        ")",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def _gate_path() -> Path:
-    return Path(__file__).with_name("gate_table.py")
 
 
 def _read_stored(records: Sequence[str]) -> tuple[_Stored, ...]:
@@ -1878,33 +1827,3 @@ def _verbatim(value: str | None, text: str) -> str | None:
         if folded not in unicodedata.normalize("NFKC", text).casefold():
             return None
     return value
-
-
-def _main(argv: Sequence[str] | None = None) -> int:
-    """``--write-gate``: regenerate ``_classifier_gate.py``; ``--check-gate``: fail if stale."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m memos_feedback.classifier")
-    group = parser.add_mutually_exclusive_group(required=True)
-    group.add_argument("--write-gate", action="store_true", help="regenerate the gate module")
-    group.add_argument("--check-gate", action="store_true", help="exit 1 if the gate module is stale")
-    args = parser.parse_args(argv)
-    text = _render_gate_module(_derive_gate_data())
-    path = _gate_path()
-    current = path.read_text(encoding="utf-8") if path.exists() else None
-    if args.check_gate:
-        if current != text:
-            print(f"{path} is stale; regenerate with: {_REGENERATE}")
-            return 1
-        print(f"{path} is up to date")
-        return 0
-    if current != text:
-        path.write_text(text, encoding="utf-8")
-        print(f"wrote {path}")
-    else:
-        print(f"{path} unchanged")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main())
