@@ -1,7 +1,7 @@
 """Generate the classifier's gate table (offline tooling).
 
 ``python -m memos_feedback.devtools.gate --write-gate`` derives the gate
-from the rules (``classify.classifier._derive_gate_data``) and writes it to
+from the rules (``classify.gate_data._derive_gate_data``) and writes it to
 ``memos_feedback/classify/gate_table.py``; ``--check-gate`` exits 1 when the
 committed table differs from a fresh derivation. At run time the classifier
 only reads that table.
@@ -13,8 +13,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..classify import classifier
-from ..classify.classifier import _REGENERATE, _derive_gate_data, _GateData
+from ..classify import gate_data
+from ..classify.gate_data import _REGENERATE, _derive_gate_data, _GateData
 
 __all__: list[str] = []
 
@@ -34,7 +34,7 @@ def _render_gate_module(data: _GateData) -> str:
         '"""Gate keys of the classifier\'s rules: GENERATED, do not edit.',
         "",
         "Derived from ``memos_feedback/classify/rules.py`` by",
-        "``memos_feedback.classify.classifier._derive_gate_data``.",
+        "``memos_feedback.classify.gate_data._derive_gate_data``.",
         "After changing a rule (or the derivation), regenerate with:",
         "",
         f"    {_REGENERATE}",
@@ -43,7 +43,7 @@ def _render_gate_module(data: _GateData) -> str:
         "source]; gate index = len(MASKS) + position. REQUIRED: per gate index (masks,",
         "then cue parts) its requirements, rarest first, every match containing one key",
         "of each: [[whole ASCII words, characters and character pairs], [ASCII",
-        "fragments]]. FRAMES: the same per frame of classifier._GATED_FRAMES.",
+        "fragments]]. FRAMES: the same per frame of gate_data._GATED_FRAMES.",
         '"""',
         "",
         "# fmt: off",
@@ -68,7 +68,7 @@ def _render_gate_module(data: _GateData) -> str:
 
 def _gate_path() -> Path:
     """The generated module, beside the code that reads it."""
-    return Path(classifier.__file__).with_name("gate_table.py")
+    return Path(gate_data.__file__).with_name("gate_table.py")
 
 
 def _main(argv: Sequence[str] | None = None) -> int:
