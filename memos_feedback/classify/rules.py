@@ -3057,6 +3057,8 @@ TOKEN: Final = compile_pattern(
     r"|\S"
 )
 
+# The reference ``extract._is_cjk`` is tested against (it reads the same two
+# ranges without a regex call).
 CJK: Final = compile_pattern(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 QUOTES: Final = "`\"'“”‘’「」『』"
