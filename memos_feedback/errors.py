@@ -17,7 +17,8 @@ can catch everything with a single ``except MemosFeedbackError``::
     ├── RepairJobDeadError     a queued repair ended in the dead-letter state
     ├── SubscriberClosedError  a call on a subscriber after ``close()``
     ├── TriggersNotPersistedError  ``close()`` gave up with triggers still only in memory
-    └── MissingExtraError      an adapter imported without its extra (also an ``ImportError``)
+    ├── MissingExtraError      an adapter imported without its extra (also an ``ImportError``)
+    └── TrainingUnavailableError  training asked for without scikit-learn (extra [train])
 
 SQLAlchemy and driver exceptions never reach callers raw: the store wraps
 them into ``StoreError`` (keeping the original as ``__cause__``).
@@ -40,6 +41,7 @@ __all__ = [
     "StoreBusyError",
     "StoreError",
     "SubscriberClosedError",
+    "TrainingUnavailableError",
     "TriggersNotPersistedError",
 ]
 
@@ -164,3 +166,7 @@ class MissingExtraError(MemosFeedbackError, ImportError):
             f"{module} needs the [{extra}] extra ({missing} is not installed): "
             f"pip install 'memos-feedback[{extra}]'"
         )
+
+
+class TrainingUnavailableError(MemosFeedbackError):
+    """scikit-learn, which only training needs, is not installed."""

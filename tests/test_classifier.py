@@ -17,9 +17,9 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memos_feedback.classify import classifier as clf
-from memos_feedback.classify import rules
+from memos_feedback.classify import extract, gate, gate_data, prepare, rules
 from memos_feedback.classify.classifier import classify_feedback
+from memos_feedback.devtools import gate as gate_tool
 from memos_feedback.devtools.eval import EvalReport, evaluate, load_labels
 from memos_feedback.errors import InvalidInputError
 from memos_feedback.types import ClassifiedFeedback, Shape
@@ -541,12 +541,12 @@ _rule_like_text = st.lists(_word, max_size=12).map(" ".join) | st.text(max_size=
 
 # Everything the gate decides on, in gate order: masks, then cue parts.
 _GATED = [mask.pattern for mask in rules.MASKS] + [
-    regex.compile(part.source, part.flags) for part in clf._CUE_PARTS
+    regex.compile(part.source, part.flags) for part in gate._CUE_PARTS
 ]
 
 
 def _assert_gate_is_sound(text: str) -> None:
-    present = set(clf._GATE.candidates(clf._keys_of(text)))
+    present = set(gate._GATE.candidates(gate._keys_of(text)))
     for index, pattern in enumerate(_GATED):
         if index not in present:
             assert pattern.search(text) is None, (pattern.pattern, text)
@@ -569,7 +569,7 @@ def test_gate_passes_the_texts_a_rule_matches(data: st.DataObject) -> None:
 
 def test_every_rule_is_gated() -> None:
     # A rule whose keys cannot be derived would run on every message.
-    assert clf._GATE.first_free == 0
+    assert gate._GATE.first_free == 0
 
 
 def test_gate_never_skips_a_matching_rule_on_known_texts() -> None:
@@ -589,12 +589,12 @@ _FRAMES = [
     item
     for name in dir(rules)
     for item in (getattr(rules, name) if isinstance(getattr(rules, name), tuple) else (getattr(rules, name),))
-    if id(item) in clf._FRAME_CHECKS
+    if id(item) in gate._FRAME_CHECKS
 ]
 
 
 def test_every_gated_frame_is_known() -> None:
-    assert len({id(frame) for frame in _FRAMES}) == len(clf._FRAME_CHECKS)
+    assert len({id(frame) for frame in _FRAMES}) == len(gate._FRAME_CHECKS)
 
 
 def _text_for_a_frame() -> st.SearchStrategy[str]:
@@ -610,15 +610,15 @@ def _text_for_a_frame() -> st.SearchStrategy[str]:
 def test_frame_checks_never_skip_a_matching_frame(text: str, cut: int) -> None:
     # Frames also search up to an endpos, which can cut a word short; those
     # that extraction runs over the whole text only never search that way.
-    whole = {id(frame) for frame in clf._WHOLE_TEXT_FRAMES}
-    view = clf._View.build(text, text, clf._keys_of(text))
+    whole = {id(frame) for frame in gate._WHOLE_TEXT_FRAMES}
+    view = prepare._View.build(text, text, gate._keys_of(text))
     for frame in _FRAMES:
         if frame.search(text) or (id(frame) not in whole and frame.search(text, 0, cut)):
             assert view.may_match(frame), (frame.pattern, text, cut)
 
 
 def test_whole_text_frames_are_gated_frames() -> None:
-    assert {id(frame) for frame in clf._WHOLE_TEXT_FRAMES} <= set(clf._FRAME_CHECKS)
+    assert {id(frame) for frame in gate._WHOLE_TEXT_FRAMES} <= set(gate._FRAME_CHECKS)
 
 
 def test_clause_breaks_read_by_the_standard_library_are_the_same() -> None:
@@ -626,7 +626,7 @@ def test_clause_breaks_read_by_the_standard_library_are_the_same() -> None:
     for code in range(0x3100):
         ch = chr(code)
         for text in (f"a,{ch}b", f"a{ch}-{ch}b", f"a{ch}", f"x.{ch}", ch, f"a.{ch}\n", f"q {ch}— b"):
-            ours = [m.span() for m in clf._CLAUSE_BREAK.finditer(text)]
+            ours = [m.span() for m in prepare._CLAUSE_BREAK.finditer(text)]
             assert ours == [m.span() for m in rules.CLAUSE_BREAK.finditer(text)], repr(text)
 
 
@@ -635,13 +635,13 @@ def test_is_cjk_agrees_with_the_rule() -> None:
         if 0xD800 <= code < 0xE000:
             continue
         token = chr(code) + "a"
-        assert clf._is_cjk(token) == bool(rules.CJK.match(token)), hex(code)
-    assert not clf._is_cjk("")
+        assert extract._is_cjk(token) == bool(rules.CJK.match(token)), hex(code)
+    assert not extract._is_cjk("")
 
 
 @given(_rule_like_text)
 def test_clause_breaks_match_the_rule(text: str) -> None:
-    assert [m.span() for m in clf._CLAUSE_BREAK.finditer(text)] == [
+    assert [m.span() for m in prepare._CLAUSE_BREAK.finditer(text)] == [
         m.span() for m in rules.CLAUSE_BREAK.finditer(text)
     ]
 
@@ -651,7 +651,7 @@ def test_clause_breaks_match_the_rule(text: str) -> None:
 def test_cue_parts_find_the_match_of_the_whole_cue(text: str) -> None:
     for index, cue in enumerate(rules.CUES):
         whole = cue.pattern.search(text)
-        parts = [clf._part_search(i)(text) for i in range(len(_GATED)) if clf._PART_CUE[i] == index]
+        parts = [gate._part_search(i)(text) for i in range(len(_GATED)) if gate._PART_CUE[i] == index]
         found = [m for m in parts if m is not None]
         best = min(found, key=lambda m: m.start()) if found else None  # first on a tie
         assert (best.span() if best else None) == (whole.span() if whole else None), cue.name
@@ -660,7 +660,7 @@ def test_cue_parts_find_the_match_of_the_whole_cue(text: str) -> None:
 def test_frame_checks_allow_for_a_word_cut_short() -> None:
     text = "ok, fine thoughts"
     assert rules.TRAILING_SOFTENER.search(text, 0, len("ok, fine though"))  # "though" + endpos
-    assert clf._View.build(text, text, clf._keys_of(text)).may_match(rules.TRAILING_SOFTENER)
+    assert prepare._View.build(text, text, gate._keys_of(text)).may_match(rules.TRAILING_SOFTENER)
 
 
 # ---------------------------------------------------------------------------
@@ -669,36 +669,36 @@ def test_frame_checks_allow_for_a_word_cut_short() -> None:
 def test_generated_gate_module_is_up_to_date() -> None:
     # The gate is derived from the rules' sources ahead of time (import would
     # otherwise pay ~0.5 s). A rule edited without regenerating fails here.
-    path = clf._gate_path()
-    expected = clf._render_gate_module(clf._derive_gate_data())
+    path = gate_tool._gate_path()
+    expected = gate_tool._render_gate_module(gate_data._derive_gate_data())
     committed = path.read_text(encoding="utf-8") if path.exists() else ""
-    assert committed == expected, f"{path.name} is stale: regenerate it with `{clf._REGENERATE}`"
+    assert committed == expected, f"{path.name} is stale: regenerate it with `{gate_data._REGENERATE}`"
 
 
 def test_import_uses_the_generated_gate() -> None:
     from memos_feedback.classify import gate_table as gate
 
-    assert clf._rules_fingerprint() == gate.FINGERPRINT, f"stale gate: run `{clf._REGENERATE}`"
-    assert clf._derive_gate_data() == clf._GATE_DATA
+    assert gate_data._rules_fingerprint() == gate.FINGERPRINT, f"stale gate: run `{gate_data._REGENERATE}`"
+    assert gate_data._derive_gate_data() == gate_data._GATE_DATA
 
 
 def test_a_stale_gate_is_derived_at_import(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(clf, "_rules_fingerprint", lambda: "edited rules")
+    monkeypatch.setattr(gate_data, "_rules_fingerprint", lambda: "edited rules")
     with caplog.at_level(logging.WARNING, logger="memos_feedback.classifier"):
-        data = clf._load_gate_data()
+        data = gate_data._load_gate_data()
     assert "--write-gate" in caplog.text
-    assert data.parts == clf._GATE_DATA.parts and data.required == clf._GATE_DATA.required
+    assert data.parts == gate_data._GATE_DATA.parts and data.required == gate_data._GATE_DATA.required
 
 
 def test_cue_parts_split_word_groups() -> None:
-    assert clf._distributed(r"\b(?:a|b\s{1,3}(?:c|d))\b") == [r"\b(?:a)\b", r"\b(?:b\s{1,3}(?:c|d))\b"]
-    assert clf._distributed(r"(?:a|b)") == ["(?:a)", "(?:b)"]
+    assert gate_data._distributed(r"\b(?:a|b\s{1,3}(?:c|d))\b") == [r"\b(?:a)\b", r"\b(?:b\s{1,3}(?:c|d))\b"]
+    assert gate_data._distributed(r"(?:a|b)") == ["(?:a)", "(?:b)"]
     # Anything else around the group stays whole.
-    assert clf._distributed(r"\b(?:a|b)\s") == [r"\b(?:a|b)\s"]
-    assert clf._distributed(r"\b(?:a|b)(?:c|d)\b") == [r"\b(?:a|b)(?:c|d)\b"]
-    assert clf._distributed(r"x(?:a|b)") == [r"x(?:a|b)"]
+    assert gate_data._distributed(r"\b(?:a|b)\s") == [r"\b(?:a|b)\s"]
+    assert gate_data._distributed(r"\b(?:a|b)(?:c|d)\b") == [r"\b(?:a|b)(?:c|d)\b"]
+    assert gate_data._distributed(r"x(?:a|b)") == [r"x(?:a|b)"]
 
 
 # ---------------------------------------------------------------------------

@@ -1,15 +1,16 @@
 """Gate keys of the classifier's rules: GENERATED, do not edit.
 
-Derived from ``_classifier_rules.py`` by ``classifier._derive_gate_data``.
+Derived from ``memos_feedback/classify/rules.py`` by
+``memos_feedback.classify.gate_data._derive_gate_data``.
 After changing a rule (or the derivation), regenerate with:
 
-    python -m memos_feedback.classifier --write-gate
+    python -m memos_feedback.devtools.gate --write-gate
 
 Each record is one JSON value. PARTS: the cue parts, [index in CUES, pattern
 source]; gate index = len(MASKS) + position. REQUIRED: per gate index (masks,
 then cue parts) its requirements, rarest first, every match containing one key
 of each: [[whole ASCII words, characters and character pairs], [ASCII
-fragments]]. FRAMES: the same per frame of classifier._GATED_FRAMES.
+fragments]]. FRAMES: the same per frame of gate_data._GATED_FRAMES.
 """
 
 # fmt: off

@@ -30,7 +30,7 @@ import json
 import math
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -133,9 +133,6 @@ class LearnedModel:
                 raise ValueError(f"feature {g!r}: expected idf and {len(classes)} weights")
         meta = {k: v for k, v in obj.items() if k not in ("features", "intercepts", "classes")}
         return cls(classes, intercepts, features, meta)
-
-    def iter_rows(self) -> Iterator[tuple[str, Sequence[float]]]:
-        return iter(self.features.items())
 
 
 def load_model(path: str | Path = MODEL_PATH) -> LearnedModel:

@@ -2,7 +2,8 @@
 
 Everything here is data: which phrasings count as evidence for which shape,
 and the frames the extractor anchors on. The logic that uses them lives in
-``classifier.py``.
+the other modules of ``classify``: ``prepare``, ``score`` and ``extract``, and
+the gate (``derive``, ``gate_data``, ``gate``).
 
 Conventions every pattern follows, so that matching stays linear in the
 input (see ALGORITHMS.md, "Feedback classifier"):
@@ -69,7 +70,7 @@ class _Rule:
 
     Compiling all ~180 masks and cues would cost about 0.2 s at import,
     while a message runs only a handful of them (and the classifier mostly
-    runs parts of cues, see ``classifier._CUE_PARTS``): ``pattern`` compiles
+    runs parts of cues, see ``gate._CUE_PARTS``): ``pattern`` compiles
     on first access and keeps the result.
     """
 
@@ -500,7 +501,7 @@ _CN_DEMONSTRATIVE = r"(?:这|那|此|它|本|上面|刚才|原来|之前|现在|
 def top_level_alternatives(source: str) -> list[str]:
     """The top-level alternatives of a pattern's source (itself when it has none).
 
-    Shared with ``classifier`` (cutting cues for the gate).
+    Shared with ``gate_data`` (cutting cues for the gate).
     """
     parts: list[str] = []
     depth = start = i = 0
@@ -3028,7 +3029,7 @@ CORRECTION_FRAMES: Final[tuple[regex.Pattern[str], ...]] = (
 
 
 # ---------------------------------------------------------------------------
-# Text preparation and extraction: lexicons and frames used by classifier.py.
+# Text preparation and extraction: lexicons and frames used by prepare.py and extract.py.
 # ---------------------------------------------------------------------------
 
 CONTROL: Final = compile_pattern(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u2028\u2029\ufeff]")
@@ -3056,6 +3057,8 @@ TOKEN: Final = compile_pattern(
     r"|\S"
 )
 
+# The reference ``extract._is_cjk`` is tested against (it reads the same two
+# ranges without a regex call).
 CJK: Final = compile_pattern(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 QUOTES: Final = "`\"'“”‘’「」『』"

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..classify.learned import FORMAT, MODEL_PATH, NGRAM_RANGE, LearnedModel, ngrams
-from ..errors import MemosFeedbackError
+from ..errors import TrainingUnavailableError
 
 __all__ = [
     "CALIBRATION_FILES",
@@ -262,10 +262,6 @@ def train(
     meta["evaluation"] = evaluation
     model = LearnedModel(model.classes, model.intercepts, model.features, meta)
     return model, {"seconds": round(time.perf_counter() - started, 1)}
-
-
-class TrainingUnavailableError(MemosFeedbackError):
-    """scikit-learn, which only training needs, is not installed."""
 
 
 MISSING_SKLEARN: Final = "training needs scikit-learn: pip install 'memos-feedback[train]'"
