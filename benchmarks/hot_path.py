@@ -311,7 +311,7 @@ def bench_classifier(s: Settings) -> list[Row]:
     try:
         # Imported by name: the module is being written in parallel and may
         # be missing or mid-edit; any failure is reported, not raised.
-        classify_feedback = importlib.import_module("memos_feedback.classifier").classify_feedback
+        classify_feedback = importlib.import_module("memos_feedback.classify").classify_feedback
     except Exception as exc:  # missing or mid-edit: report and go on
         return [Row("classify_feedback", None, f"classifier: not available ({type(exc).__name__}: {exc})")]
     if not DEV_SET.exists():

@@ -69,7 +69,7 @@ def test_inference_needs_neither_sklearn_nor_numpy() -> None:
 
 
 def test_model_is_loaded_lazily_not_at_import() -> None:
-    code = "import memos_feedback.learned as l\nimport memos_feedback\nassert l._shipped is None\n"
+    code = "import memos_feedback.classify.learned as l\nimport memos_feedback\nassert l._shipped is None\n"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
