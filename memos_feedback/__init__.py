@@ -1,15 +1,17 @@
 """memos-feedback: closes the feedback loop of LLM agents.
 
-The pipeline, in the order the package's modules read: ``signals`` (stuck
-tools) and ``classifier`` (user feedback) trigger; ``queue`` keeps the
-trigger durably; ``repair`` runs the guards, ``evidence`` and
-``synthesize`` (``llm``, ``prompts``, ``sanitize``), persists into the
-``store`` and merges into policy ``boundary`` blocks (``attach``); every
-step goes out on the ``events`` bus and into the ``audit`` log.
-``subscriber`` wires it all for a host.
-"""
+``signals`` (stuck tools) and ``classify`` (user feedback) trigger; the
+``runtime`` keeps the trigger durably in its queue; ``repair`` runs the
+guards, reads the evidence, writes the lesson (``synthesis``) into the
+``store`` and attaches it to policies as an ``@repair`` block (``text``);
+``recall`` brings it back into the next prompt and ``outcomes`` learns
+whether it worked. Every step goes out on the ``events`` bus.
+docs/ARCHITECTURE.md draws the layers.
 
-from __future__ import annotations
+What a host needs is exported here (``__all__``, guarded by
+tests/test_public_api.py); everything else is reachable through its
+subpackage and may change between minor versions.
+"""
 
 from .classify.classifier import classify_feedback
 from .config import FeedbackConfig
@@ -28,6 +30,7 @@ from .errors import (
     StoreBusyError,
     StoreError,
     SubscriberClosedError,
+    TrainingUnavailableError,
     TriggersNotPersistedError,
 )
 from .events import (
@@ -38,12 +41,21 @@ from .events import (
     RepairJobDead,
     RepairJobDiscarded,
     RepairJobFailed,
+    RepairJobPurged,
+    RepairJobRequeued,
     RepairJobRetrying,
+    RepairOutcome,
     RepairPersisted,
+    RepairReviewed,
+    RepairReviewFlagged,
     RepairSkipped,
+    RepairStale,
+    RepairSuperseded,
     RepairTriggered,
+    event_to_dict,
 )
 from .recall import Guidance, GuidanceItem, RecallConfig, guidance_for
+from .recall.embeddings import Embedder
 from .repair.attach import attach_repair_to_policies
 from .repair.run import RepairDeps, run_repair
 from .runtime.audit import AuditLog
@@ -73,6 +85,7 @@ __all__ = [
     "ConfigError",
     "DecisionRepairDraft",
     "DecisionRepairRow",
+    "Embedder",
     "FailureBurst",
     "FailureRecord",
     "FailureSignals",
@@ -102,12 +115,19 @@ __all__ = [
     "RepairJobDeadError",
     "RepairJobDiscarded",
     "RepairJobFailed",
+    "RepairJobPurged",
+    "RepairJobRequeued",
     "RepairJobRetrying",
     "RepairLLM",
+    "RepairOutcome",
     "RepairPersisted",
     "RepairQueue",
     "RepairResult",
+    "RepairReviewFlagged",
+    "RepairReviewed",
     "RepairSkipped",
+    "RepairStale",
+    "RepairSuperseded",
     "RepairTriggered",
     "SchemaError",
     "Shape",
@@ -118,6 +138,7 @@ __all__ = [
     "SynthesisOutcome",
     "ToolCall",
     "TraceRow",
+    "TrainingUnavailableError",
     "TriggersNotPersistedError",
     "__version__",
     "attach_feedback_subscriber",
@@ -125,6 +146,7 @@ __all__ = [
     "cap_trace",
     "classify_feedback",
     "context_hash_of",
+    "event_to_dict",
     "gather_repair_evidence",
     "guidance_for",
     "merge_repair_block",

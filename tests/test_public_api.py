@@ -1,0 +1,55 @@
+"""The public API is a decision: ``memos_feedback.__all__`` lists exactly the
+names a host imports from the package root, every event the bus emits and
+every error of the tree among them."""
+
+from __future__ import annotations
+
+import inspect
+import types
+
+import memos_feedback
+from memos_feedback import errors, events
+
+
+def test_all_lists_every_public_root_name_once() -> None:
+    # The order is ruff's (RUF022, checked by `make lint`).
+    public = [
+        name
+        for name, value in vars(memos_feedback).items()
+        if (not name.startswith("_") or name == "__version__") and not isinstance(value, types.ModuleType)
+    ]
+    assert len(memos_feedback.__all__) == len(set(memos_feedback.__all__))
+    assert set(memos_feedback.__all__) == set(public)
+
+
+def test_every_exported_name_resolves() -> None:
+    for name in memos_feedback.__all__:
+        assert getattr(memos_feedback, name) is not None, name
+
+
+def test_every_event_class_is_exported() -> None:
+    emitted = {
+        name
+        for name, value in vars(events).items()
+        if inspect.isclass(value) and issubclass(value, events.FeedbackEvent)
+    }
+    assert emitted <= set(memos_feedback.__all__)
+
+
+def test_every_error_is_exported_and_under_the_root() -> None:
+    tree = {
+        name
+        for name, value in vars(errors).items()
+        if inspect.isclass(value) and issubclass(value, BaseException)
+    }
+    assert tree == set(errors.__all__)
+    assert tree <= set(memos_feedback.__all__)
+    for name in tree:
+        assert issubclass(getattr(errors, name), errors.MemosFeedbackError), name
+
+
+def test_internals_stay_out() -> None:
+    # Job finalisers, queue rows and the store's statements are the
+    # library's own plumbing, reached through their subpackages if at all.
+    for name in ("Finalizer", "JobRow", "EnqueueResult", "Prepared", "LeaseLostError"):
+        assert name not in memos_feedback.__all__
