@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .errors import InvalidInputError
 
-__all__ = ["check_step", "check_str", "check_tool_context"]
+__all__ = ["check_int", "check_step", "check_str", "check_tool_context"]
 
 
 def check_str(name: str, value: object) -> None:
@@ -13,12 +13,22 @@ def check_str(name: str, value: object) -> None:
         raise InvalidInputError(f"{name} must be a str, got {type(value).__name__}")
 
 
-def check_step(value: object) -> None:
-    # bool is an int subclass; True as a step is a bug in the caller.
+def check_int(name: str, value: object, *, lo: int | None = None, hi: int | None = None) -> int:
+    """``value`` as an int within ``[lo, hi]`` (either bound optional), or ``InvalidInputError``."""
+    # bool is an int subclass; True as a count or a step is a bug in the caller.
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInputError(f"step must be an int, got {type(value).__name__}")
-    if value < 0:
-        raise InvalidInputError(f"step must be >= 0, got {value}")
+        raise InvalidInputError(f"{name} must be an int, got {type(value).__name__}")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        if hi is None:
+            raise InvalidInputError(f"{name} must be >= {lo}, got {value}")
+        if lo is None:
+            raise InvalidInputError(f"{name} must be <= {hi}, got {value}")
+        raise InvalidInputError(f"{name} must be an int in [{lo}, {hi}], got {value}")
+    return value
+
+
+def check_step(value: object) -> None:
+    check_int("step", value, lo=0)
 
 
 def check_tool_context(tool_id: object, context: object) -> None:

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple, get_args
 
-from ._checks import check_step, check_str, check_tool_context
+from ._checks import check_int, check_step, check_str, check_tool_context
 from .errors import InvalidInputError
 
 __all__ = [
@@ -300,8 +300,7 @@ def _check_record_fields(
     check_tool_context(tool_id, context)
     check_step(step)
     check_str("reason", reason)
-    if isinstance(ts, bool) or not isinstance(ts, int):
-        raise InvalidInputError(f"ts must be an int (epoch ms), got {type(ts).__name__}")
+    check_int("ts", ts)
     for name, value in (("session_id", session_id), ("episode_id", episode_id), ("trace_id", trace_id)):
         if value is not None and not isinstance(value, str):
             raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 from sqlalchemy.orm import Session
 
+from .._checks import check_int
 from ..errors import InvalidInputError
 from ..limits import MAX_LIMIT
 from ..types import now_ms
@@ -100,15 +101,11 @@ def check_number(name: str, value: object) -> float:
 def check_millis(name: str, value: object) -> int:
     if value is None:
         return now_ms()
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_MILLIS:
-        raise InvalidInputError(f"{name} must be epoch milliseconds (int in [0, 2**63-1]), got {value!r:.80}")
-    return value
+    return check_int(name, value, lo=0, hi=MAX_MILLIS)
 
 
 def check_limit(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:
-        raise InvalidInputError(f"limit must be an int in [1, {MAX_LIMIT}], got {value!r:.80}")
-    return value
+    return check_int("limit", value, lo=1, hi=MAX_LIMIT)
 
 
 def check_str_tuple(name: str, values: object) -> tuple[str, ...]:

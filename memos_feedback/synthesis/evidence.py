@@ -30,6 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._checks import check_int
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError
 from ..types import TraceRow
@@ -171,8 +172,7 @@ def cap_trace(trace: TraceRow, n: int) -> TraceRow:
     """
     if not isinstance(trace, TraceRow):
         raise InvalidInputError(f"trace must be a TraceRow, got {type(trace).__name__}")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise InvalidInputError(f"n must be a positive int, got {n!r}")
+    check_int("n", n, lo=1)
     user, agent = _tail(trace.user_text, n), _tail(trace.agent_text, n)
     reflection = None if trace.reflection is None else _tail(trace.reflection, n)
     if user is trace.user_text and agent is trace.agent_text and reflection is trace.reflection:
@@ -342,9 +342,7 @@ def _trace_text(trace: TraceRow) -> str:
 def _per_side_limit(limit: int | None, cfg: FeedbackConfig) -> int:
     if limit is None:
         return cfg.evidence_limit
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise InvalidInputError(f"limit must be a positive int, got {limit!r}")
-    return limit
+    return check_int("limit", limit, lo=1)
 
 
 def _split(

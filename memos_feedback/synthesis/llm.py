@@ -38,6 +38,7 @@ from contextvars import ContextVar
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from .._checks import check_int
 from ..errors import InvalidInputError, LLMError, LLMReplyError, LLMTransientError
 from ..text.sanitize import check_text
 
@@ -120,9 +121,7 @@ class OpenAIRepairLLM:
         env = os.environ if environ is None else environ
         self.model = _resolve_model(model, env)
         self.timeout = _positive_seconds(timeout)
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise InvalidInputError(f"max_retries must be an int >= 0, got {max_retries!r}")
-        self.max_retries = max_retries
+        self.max_retries = check_int("max_retries", max_retries, lo=0)
         self.temperature = _opt_temperature(temperature)
         self.max_tokens = _opt_max_tokens(max_tokens)
         self.base_url = _opt_text("base_url", base_url) or _opt_text(ENV_BASE_URL, env.get(ENV_BASE_URL))

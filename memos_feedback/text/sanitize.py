@@ -49,6 +49,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
+from .._checks import check_int
 from ..errors import InvalidInputError
 
 __all__ = ["DEFAULT_CAP", "ELLIPSIS", "REDACTED", "SCAN_LIMIT", "check_text", "sanitize_line"]
@@ -204,8 +205,7 @@ def sanitize_line(text: str, cap: int = DEFAULT_CAP) -> str:
     """
     if not isinstance(text, str):
         raise InvalidInputError(f"text must be a str, got {type(text).__name__}")
-    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
-        raise InvalidInputError(f"cap must be a positive int, got {cap!r}")
+    check_int("cap", cap, lo=1)
     if len(text) <= _MEMO_MAX_CHARS:
         return _sanitize_memo(text, cap)
     return _sanitize(text, cap)
