@@ -91,7 +91,7 @@ def cmd_queue_retry(args: argparse.Namespace) -> int:
     from ..feed.actions import requeue_job
 
     with open_db(args) as store:
-        job = requeue_job(store, args.id)  # logs repair.job.requeued (issue 13)
+        job = requeue_job(store, args.id)  # also logged as repair.job.requeued
     print(f"{job.id} pending again (attempts reset)")
     return 0
 
@@ -108,7 +108,7 @@ def cmd_queue_purge(args: argparse.Namespace) -> int:
             count = RepairQueue(store).prune_done(args.done_before)
             print(f"{count} done job(s) purged")
             return 0
-        purge_job(store, args.id)  # logs repair.job.purged (issue 13)
+        purge_job(store, args.id)  # also logged as repair.job.purged
     print(f"{args.id} purged")
     return 0
 

@@ -92,7 +92,7 @@ def _repair_line(row: Any) -> str:
 
 
 def cmd_repairs_list(args: argparse.Namespace) -> int:
-    # Outcomes (issue 11): status filter and served/held/recurred columns.
+    # With each repair's outcome counts, so a reviewer sees which lessons work.
     from ..outcomes.report import list_line, list_with_outcomes, with_counts
 
     with open_db(args, read_only=True) as store:
@@ -108,7 +108,7 @@ def cmd_repairs_list(args: argparse.Namespace) -> int:
 
 
 def cmd_repairs_show(args: argparse.Namespace) -> int:
-    from ..outcomes.report import history_lines  # outcomes (issue 11)
+    from ..outcomes.report import history_lines
 
     with open_db(args, read_only=True) as store:
         row = store.repairs.get(args.id)
@@ -128,7 +128,7 @@ def cmd_repairs_verdict(args: argparse.Namespace) -> int:
     from ..feed.actions import review_repair
 
     with open_db(args) as store:
-        row = review_repair(store, args.id, args.verdict)  # logs repair.reviewed (issue 13)
+        row = review_repair(store, args.id, args.verdict)  # also logged as repair.reviewed
     print(_repair_line(row))
     return 0
 

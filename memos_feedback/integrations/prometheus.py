@@ -66,7 +66,7 @@ class SubscriberCollector:
             family = core.GaugeMetricFamily(f"{self._prefix}_queue_{name}", f"repair queue {name}")
             family.add_metric([], float(value))
             yield family
-        yield from self._outcome_gauges()  # outcomes (issue 11)
+        yield from self._outcome_gauges()  # served / held / recurred per repair status
 
     def _outcome_gauges(self) -> Iterator[Any]:
         """Repairs by status and the share of settled servings that held (two small queries)."""

@@ -204,8 +204,8 @@ def _newest_of(family: tuple[str, ...]) -> Select[Any]:
     return select(func.max(DecisionRepairModel.ts)).where(
         DecisionRepairModel.context_hash == bindparam("context_hash"),
         or_(*(DecisionRepairModel.trigger == t for t in family)),
-        # Outcomes (issue 11): a stale or superseded repair stopped applying; it
-        # must not hold back the next attempt at its context.
+        # A stale or superseded repair stopped applying; it must not hold
+        # back the next attempt at its context.
         DecisionRepairModel.status.is_(None),
     )
 
@@ -354,7 +354,7 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
             # repair for this context while we were synthesizing.
             written = None if run.in_cooldown(conn) else _write_repair(conn, run, draft, recall_fields, taken)
     except BaseException:
-        if deps.events is not None:  # buffered events the failed write took (issue 13)
+        if deps.events is not None:  # the failed write took its buffered events with it
             deps.events.hand_back(taken)
         raise
     if written is None:
@@ -389,7 +389,7 @@ def _run_in_one_transaction(run: _Run, feedback: ClassifiedFeedback | None) -> R
             _lock_context(conn, run.inp.context_hash)
             done = _read_synthesize_write(conn, run, feedback, taken)
     except BaseException:
-        if deps.events is not None:  # buffered events the failed write took (issue 13)
+        if deps.events is not None:  # the failed write took its buffered events with it
             deps.events.hand_back(taken)
         raise
     if isinstance(done, str):
@@ -617,7 +617,8 @@ def _write_repair(
     if (defer_index or deps.store.defers_search_index) and conn.dialect.name == "sqlite":
         defer_search_index(conn, repair_id)
     write_repair_row(conn, values)
-    # Outcomes (issue 11): older repairs this one contradicts are retired with it.
+    # Older repairs this one contradicts are retired in the same commit, so
+    # recall never serves both.
     superseded = supersede_new(conn, deps.store, values)
     attached: tuple[str, ...] = ()
     if deps.config.attach_to_policy and draft.attach_to_policy_ids:
@@ -634,6 +635,8 @@ def _write_repair(
     ]
     if attached:
         written.append(RepairAttached(repair_id=repair_id, policy_ids=attached))
-    if deps.events is not None:  # issue 13: last statement, see feed/log.py
+    # The event-log rows go last: they commit with the repair or not at all
+    # (store/event_log.py).
+    if deps.events is not None:
         taken.extend(deps.events.write_in(conn, written))
     return repair_id, attached, [*written, *superseded]
