@@ -21,6 +21,9 @@ from ._checks import check_int, check_step, check_str, check_tool_context
 from .errors import InvalidInputError
 
 __all__ = [
+    "EXTRACTED_FIELDS",
+    "REPAIR_SHAPES",
+    "REPAIR_SHAPE_VALUES",
     "SEVERITIES",
     "TRIGGERS",
     "ClassifiedFeedback",
@@ -135,10 +138,16 @@ class Shape(enum.Enum):
     @property
     def triggers_repair(self) -> bool:
         """True when the message asks the agent to change what it did."""
-        return self in _REPAIR_SHAPES
+        return self in REPAIR_SHAPES
 
 
-_REPAIR_SHAPES = frozenset({Shape.NEGATIVE, Shape.CORRECTION, Shape.CONSTRAINT, Shape.PREFERENCE})
+# The shapes that ask the agent to change what it did: each writes a repair.
+REPAIR_SHAPES: frozenset[Shape] = frozenset(
+    {Shape.NEGATIVE, Shape.CORRECTION, Shape.CONSTRAINT, Shape.PREFERENCE}
+)
+REPAIR_SHAPE_VALUES: frozenset[str] = frozenset(s.value for s in REPAIR_SHAPES)
+# What a classification extracts from a message, in the order they are shown.
+EXTRACTED_FIELDS: tuple[str, ...] = ("prefer", "avoid", "correction", "constraint")
 
 
 @dataclass(frozen=True, slots=True)

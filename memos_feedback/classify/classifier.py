@@ -55,7 +55,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Final, NamedTuple
 
-from ..types import _REPAIR_SHAPES, ClassifiedFeedback, Shape
+from ..types import REPAIR_SHAPES, ClassifiedFeedback, Shape
 from . import context as _context
 from .extract import _extract_constraint, _extract_correction, _extract_preference
 from .learned import LearnedModel, shipped_model
@@ -89,7 +89,7 @@ _OVERRIDE_UNKNOWN: Final = 0.5
 # 0.909 to 0.917 (0.4-0.7 were within half a point).
 _OVERRIDE_REPAIR: Final = 0.5
 # A fixed order (not the frozenset's, which varies with hash seeds): the sum is the same every run.
-_REPAIR_VALUES: Final = tuple(s.value for s in Shape if s in _REPAIR_SHAPES)
+_REPAIR_VALUES: Final = tuple(s.value for s in Shape if s in REPAIR_SHAPES)
 
 
 class Combined(NamedTuple):

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final, Protocol
 
-from ..types import ClassifiedFeedback, Shape
+from ..types import EXTRACTED_FIELDS, ClassifiedFeedback, Shape
 from .classifier import classify_feedback
 
 __all__ = ["DEFAULT_THRESHOLD", "LLM_CONFIDENCE", "JsonLLM", "build_messages", "classify_feedback_llm"]
@@ -34,7 +34,6 @@ DEFAULT_THRESHOLD: Final = 0.75
 LLM_CONFIDENCE: Final = 0.8
 SCHEMA_NAME: Final = "feedback_shape"
 _MAX_TEXT: Final = 2000
-_FIELDS: Final = ("prefer", "avoid", "correction", "constraint")
 _ALLOWED: Final = {
     "preference": ("prefer", "avoid"),
     "correction": ("correction",),
@@ -76,7 +75,7 @@ def _parse(reply: object, text: str) -> ClassifiedFeedback | None:
         shape = Shape(reply.get("shape"))
     except ValueError:
         return None
-    fields: dict[str, str | None] = dict.fromkeys(_FIELDS)
+    fields: dict[str, str | None] = dict.fromkeys(EXTRACTED_FIELDS)
     for name in _ALLOWED.get(shape.value, ()):
         value = reply.get(name)
         if isinstance(value, str):

@@ -45,11 +45,10 @@ from pathlib import Path
 from typing import Any
 
 from ..classify.classifier import classify_feedback
-from ..types import ClassifiedFeedback, Shape
+from ..types import EXTRACTED_FIELDS, ClassifiedFeedback, Shape
 
 __all__ = [
     "CONFIDENCE_BINS",
-    "EXTRACTED_FIELDS",
     "EvalDataError",
     "EvalReport",
     "LabelledMessage",
@@ -65,7 +64,6 @@ __all__ = [
     "reliability",
 ]
 
-EXTRACTED_FIELDS = ("prefer", "avoid", "correction", "constraint")
 _SHAPES = tuple(s.value for s in Shape)
 _QUOTE_CHARS = "`\"'“”‘’「」『』«»"
 

@@ -46,11 +46,10 @@ from ..repair.run import RepairDeps, run_repair
 from ..signals import FailureSignals, context_hash_of
 from ..store import Store, open_store
 from ..store.models import DecisionRepairModel
-from ..types import FailureRecord, RepairInput, ToolCall
+from ..types import REPAIR_SHAPE_VALUES, FailureRecord, RepairInput, ToolCall
 
 __all__ = ["Rate", "RecallCase", "RecallReport", "evaluate_recall", "load_cases", "main"]
 
-_ACTIONABLE = ("negative", "correction", "constraint", "preference")
 
 
 class RecallDataError(ValueError):
@@ -157,7 +156,7 @@ def _write_repair(store: Store, case: RecallCase, deps: RepairDeps) -> str | Non
     feedback = r["feedback"].strip()
     if feedback:
         shape = classify_feedback(feedback).shape.value
-        trigger = "user." + shape if shape in _ACTIONABLE else "manual"
+        trigger = "user." + shape if shape in REPAIR_SHAPE_VALUES else "manual"
         inp = RepairInput(
             trigger=trigger,
             context_hash=context_hash_of(tool, ctx),

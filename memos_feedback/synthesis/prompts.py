@@ -25,7 +25,7 @@ from typing import Protocol
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError
 from ..text.sanitize import check_text
-from ..types import TraceRow
+from ..types import EXTRACTED_FIELDS, TraceRow
 from .evidence import RepairEvidence, cap_trace
 
 __all__ = [
@@ -69,7 +69,6 @@ class FeedbackSignal(Protocol):
     def constraint(self) -> str | None: ...
 
 
-_FEEDBACK_TEXT_FIELDS = ("prefer", "avoid", "correction", "constraint")
 _MISSING = object()
 
 
@@ -81,12 +80,12 @@ def check_feedback(feedback: object) -> None:
     """
     if feedback is None:
         return
-    for field in ("shape", "confidence", *_FEEDBACK_TEXT_FIELDS):
+    for field in ("shape", "confidence", *EXTRACTED_FIELDS):
         if getattr(feedback, field, _MISSING) is _MISSING:
             raise InvalidInputError(
                 f"feedback must look like ClassifiedFeedback (no {field!r} on {type(feedback).__name__})"
             )
-    for field in _FEEDBACK_TEXT_FIELDS:
+    for field in EXTRACTED_FIELDS:
         value = getattr(feedback, field)
         if value is not None:
             check_text(f"feedback.{field}", value)

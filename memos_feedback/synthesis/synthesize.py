@@ -33,7 +33,7 @@ from typing import Any
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError, LLMError, LLMTransientError
 from ..text.sanitize import DEFAULT_CAP, SCAN_LIMIT, check_text, sanitize_line
-from ..types import SEVERITIES, DecisionRepairDraft, Severity, ToolCall, TraceRow
+from ..types import REPAIR_SHAPE_VALUES, SEVERITIES, DecisionRepairDraft, Severity, ToolCall, TraceRow
 from .evidence import RepairEvidence
 from .llm import RepairLLM
 from .prompts import REPAIR_SCHEMA_NAME, FeedbackSignal, build_repair_messages, check_feedback, feedback_shape
@@ -52,7 +52,6 @@ SKIP_LLM_FAILED = "llm-failed"
 
 # Shapes that say the previous step was wrong: the repair is a warning.
 _WARN_SHAPES = frozenset({"negative", "correction"})
-_ACTIONABLE_SHAPES = frozenset({"negative", "correction", "constraint", "preference"})
 _CONFIDENCE_BOTH_SIDES = 0.6
 _CONFIDENCE_ONE_SIDE = 0.4
 # Raw text taken from a trace before sanitising; long enough for one line.
@@ -335,7 +334,7 @@ def _subject(tool_id: str | None) -> str:
 def _actionable(feedback: FeedbackSignal | None) -> bool:
     if feedback is None:
         return False
-    if feedback_shape(feedback) in _ACTIONABLE_SHAPES:
+    if feedback_shape(feedback) in REPAIR_SHAPE_VALUES:
         return True
     return any((feedback.prefer, feedback.avoid, feedback.correction, feedback.constraint))
 
