@@ -34,7 +34,8 @@ from benchmarks.repair_path import SESSION, seed
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.events import FeedbackBus
 from memos_feedback.feed import FeedStore
-from memos_feedback.repair.run import RepairDeps, run_repair
+from memos_feedback.repair.deps import RepairDeps
+from memos_feedback.repair.run import run_repair
 from memos_feedback.runtime.queue import RepairQueue
 from memos_feedback.runtime.subscriber import attach_feedback_subscriber
 from memos_feedback.store import open_store

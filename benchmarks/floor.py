@@ -25,7 +25,8 @@ from sqlalchemy import event
 
 from benchmarks.hot_path import machine
 from benchmarks.repair_probe import CONFIG, SESSION, seed
-from memos_feedback.repair.run import RepairDeps, run_repair
+from memos_feedback.repair.deps import RepairDeps
+from memos_feedback.repair.run import run_repair
 from memos_feedback.runtime.queue import RepairQueue, input_from_payload
 from memos_feedback.store import Store, open_store
 from memos_feedback.store.engine import WRITE_OPTION

@@ -57,7 +57,8 @@ from .events import (
 from .recall import Guidance, GuidanceItem, RecallConfig, guidance_for
 from .recall.embeddings import Embedder
 from .repair.attach import attach_repair_to_policies
-from .repair.run import RepairDeps, run_repair
+from .repair.deps import RepairDeps
+from .repair.run import run_repair
 from .runtime.audit import AuditLog
 from .runtime.queue import RepairQueue
 from .runtime.subscriber import CloseReport, FeedbackSubscriber, attach_feedback_subscriber

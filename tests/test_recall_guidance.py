@@ -14,7 +14,8 @@ from memos_feedback.errors import ConfigError, InvalidInputError
 from memos_feedback.recall import Guidance, GuidanceItem, RecallConfig, guidance_for
 from memos_feedback.recall.categories import category_for
 from memos_feedback.recall.terms import is_tool_report
-from memos_feedback.repair.run import RepairDeps, run_repair
+from memos_feedback.repair.deps import RepairDeps
+from memos_feedback.repair.run import run_repair
 from memos_feedback.runtime.queue import input_from_payload
 from memos_feedback.signals import context_hash_of
 from memos_feedback.store import Store

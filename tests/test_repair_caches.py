@@ -145,7 +145,7 @@ def test_template_lines_of_short_and_long_traces_answer_alike() -> None:
 
 def test_source_text_kept_is_build_source_text() -> None:
     from memos_feedback.recall.indexing import build_source_text
-    from memos_feedback.repair.run import _source_text_memo
+    from memos_feedback.repair.write import _source_text_memo
 
     args = ("Prefer: uv", "Avoid: pip", "pip.install", "ctx", "use uv", ("E1", "E1", "E2"), "trace tail")
     expected = build_source_text(

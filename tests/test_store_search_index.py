@@ -19,7 +19,8 @@ import pytest
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.recall import guidance_for
 from memos_feedback.recall.frequencies import DocumentFrequencies
-from memos_feedback.repair.run import RepairDeps, run_repair
+from memos_feedback.repair.deps import RepairDeps
+from memos_feedback.repair.run import run_repair
 from memos_feedback.store import Store, checkpoint, open_store
 from memos_feedback.store.search_index import has_deferred, index_deferred
 from memos_feedback.types import RepairInput

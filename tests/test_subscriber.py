@@ -316,7 +316,8 @@ def test_a_job_rolled_back_to_its_savepoint_leaves_nothing_to_index(store: Store
     """A repair deferred to the group's index statement, then undone, is neither stored nor indexed."""
     if store.dialect != "sqlite":
         pytest.skip("group commit (savepoints, the deferred index) is SQLite's")
-    from memos_feedback.repair.run import RepairDeps, stage_repair
+    from memos_feedback.repair.deps import RepairDeps
+    from memos_feedback.repair.run import stage_repair
     from memos_feedback.runtime.subscriber import _savepoint
     from memos_feedback.store.search_index import index_deferred
 

@@ -42,7 +42,8 @@ from ..errors import InvalidInputError, MemosFeedbackError
 from ..recall.config import RecallConfig
 from ..recall.embeddings import Embedder
 from ..recall.guidance import guidance_for
-from ..repair.run import RepairDeps, run_repair
+from ..repair.deps import RepairDeps
+from ..repair.run import run_repair
 from ..signals import FailureSignals, context_hash_of
 from ..store import Store, open_store
 from ..store.models import DecisionRepairModel

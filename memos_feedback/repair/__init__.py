@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from ..types import RepairInput, RepairResult
-from .run import RepairDeps, run_repair
+from .deps import RepairDeps
+from .run import run_repair
 
 __all__ = ["RepairDeps", "RepairInput", "RepairResult", "run_repair"]

@@ -13,43 +13,28 @@ the write are all that one transaction (ALGORITHMS.md, "run_repair").
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import logging
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Select, bindparam, func, or_, select, text
+from sqlalchemy import Select, bindparam, func, or_, select
 from sqlalchemy.engine import Connection
-from sqlalchemy.orm import Session
 
 from ..classify.classifier import classify_feedback
-from ..config import FeedbackConfig
 from ..errors import InvalidInputError
 from ..events import (
-    FeedbackBus,
     FeedbackClassified,
     FeedbackEvent,
-    RepairAttached,
-    RepairPersisted,
     RepairSkipped,
     RepairTriggered,
 )
-from ..outcomes.supersede import supersede_new
-from ..recall.categories import category_for
-from ..recall.config import RecallConfig
 from ..recall.embeddings import check_embedder
-from ..recall.indexing import RecallFields, build_source_text, embed_fields
-from ..store import Store
 from ..store.engine import Prepared
 from ..store.models import DecisionRepairModel
 from ..store.reads import Executor, policy_boundaries_with_episodes, session_traces
-from ..store.repositories import repair_values, write_repair_row
-from ..store.search_index import defer_search_index
 from ..synthesis.evidence import RepairEvidence, evidence_window, split_evidence
-from ..synthesis.llm import RepairLLM
 from ..synthesis.synthesize import SynthesisOutcome, synthesize_draft
 from ..types import (
     TRIGGERS,
@@ -58,9 +43,9 @@ from ..types import (
     RepairInput,
     RepairResult,
     TraceRow,
-    now_ms,
 )
-from .attach import attach_in
+from .deps import RepairDeps
+from .write import context_lock_key, lock_context, recall_fields_of, write_repair
 
 __all__ = [
     "RepairDeps",
@@ -73,67 +58,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("memos_feedback.repair")
-
-
-# Called inside the persisting transaction (a Core connection), after the
-# repair row is written; raising aborts (rolls back) the whole write.
-Finalizer = Callable[[Connection, str], None]
-
-
-class EventWriter(Protocol):
-    """Logs events inside a transaction (``memos_feedback.feed.FeedStore``)."""
-
-    def write_in(
-        self, session: Session | Connection, events: Sequence[FeedbackEvent] = ()
-    ) -> list[dict[str, Any]]: ...
-
-    def hand_back(self, rows: list[dict[str, Any]]) -> None: ...
-
-
-_DEFAULT_RECALL = RecallConfig()
-
-
-@dataclass(slots=True)
-class RepairDeps:
-    """Collaborators of ``run_repair``; only ``store`` is required."""
-
-    store: Store
-    config: FeedbackConfig = field(default_factory=FeedbackConfig)
-    bus: FeedbackBus | None = None
-    llm: RepairLLM | None = None
-    # An ``memos_feedback.recall.Embedder``: when set, each repair's embedding
-    # is computed here, in the worker, and stored with it.
-    embedder: Any = None
-    # One shared default (RecallConfig is frozen): validating a fresh one
-    # costs more than a template repair's synthesis, and the worker builds
-    # deps for every job.
-    recall: RecallConfig = field(default_factory=lambda: _DEFAULT_RECALL)
-    clock: Callable[[], int] = now_ms
-    # The durable queue sets these per job: retry transient LLM errors
-    # instead of degrading, and commit the job's state with the repair.
-    raise_transient: bool = False
-    finalize: Finalizer | None = None
-    # Issue 13: the durable event log; repair.persisted/attached commit with the repair.
-    events: EventWriter | None = None
-
-
-def context_lock_key(context_hash: str) -> int:
-    """A signed 64-bit advisory-lock key for a context hash."""
-    try:
-        raw = int(context_hash[:16], 16)
-    except ValueError:
-        raw = int.from_bytes(hashlib.sha1(context_hash.encode()).digest()[:8], "big")
-    return raw - (1 << 64) if raw >= 1 << 63 else raw
-
-
-_LOCK_CONTEXT_PG = text("SELECT pg_advisory_xact_lock(:k)")
-
-
-def _lock_context(conn: Connection, context_hash: str) -> None:
-    # SQLite needs nothing more: the write transaction began IMMEDIATE and
-    # holds the database's only write lock until commit.
-    if conn.dialect.name == "postgresql":
-        conn.execute(_LOCK_CONTEXT_PG, {"k": context_lock_key(context_hash)})
 
 
 class _Run:
@@ -258,65 +182,6 @@ def _about(inp: RepairInput, feedback: ClassifiedFeedback | None) -> str:
     return " ".join(p for p in parts if p)
 
 
-def _source_text(
-    preference: str,
-    anti_pattern: str,
-    tool_id: str | None,
-    context: str | None,
-    user_text: str | None,
-    reasons: tuple[str, ...],
-    trace_text: str | None,
-) -> str:
-    return build_source_text(
-        preference=preference,
-        anti_pattern=anti_pattern,
-        tool_id=tool_id,
-        context=context,
-        user_text=user_text,
-        reasons=reasons,
-        trace_text=trace_text,
-    )
-
-
-# build_source_text is a pure function of its arguments (sanitizing a
-# line per part), and consecutive repairs of a tool repeat them: the same
-# two lines, tool and failing trace. Short inputs only, as the sanitizer's
-# own memo: an entry stays small.
-_MEMO_TEXT = 4_096
-_source_text_memo = functools.lru_cache(maxsize=1_024)(_source_text)
-
-
-def _recall_fields(
-    inp: RepairInput,
-    deps: RepairDeps,
-    feedback: ClassifiedFeedback | None,
-    evidence: RepairEvidence,
-    draft: DecisionRepairDraft,
-) -> RecallFields:
-    """Category, project, search text and (with an embedder) embedding of a new repair."""
-    worst = min(evidence.low, key=lambda t: t.value, default=None)
-    trace_text = None if worst is None else (worst.agent_text or worst.reflection or "")
-    parts = (
-        draft.preference,
-        draft.anti_pattern,
-        inp.tool_id,
-        inp.context,
-        inp.user_text,
-        tuple(f.reason for f in inp.failures),
-        trace_text,
-    )
-    if sum(len(p) for p in parts[:5] if p) + len(trace_text or "") <= _MEMO_TEXT:
-        source_text = _source_text_memo(*parts)
-    else:
-        source_text = _source_text(*parts)
-    category = category_for(
-        inp.trigger, feedback.shape.value if feedback is not None else None, has_success=bool(evidence.high)
-    )
-    project = inp.project if inp.project is not None else deps.recall.default_project
-    fields = RecallFields(category=category, project=project, source_text=source_text)
-    return embed_fields(fields, check_embedder(deps.embedder))
-
-
 def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
     """Run the guards, synthesize, persist and attach one repair (§6)."""
     if not isinstance(input, RepairInput):
@@ -344,15 +209,15 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
         return run.skip(outcome.skipped_reason or "insufficient-evidence")
     draft = outcome.draft
     # Computed before the write transaction: an embedding can take a while.
-    recall_fields = _recall_fields(input, deps, feedback, evidence, draft)
+    recall_fields = recall_fields_of(input, deps, feedback, evidence, draft)
 
     taken: list[dict[str, Any]] = []
     try:
         with deps.store.connection(write=True, action="persisting a repair") as conn:
-            _lock_context(conn, input.context_hash)
+            lock_context(conn, input.context_hash)
             # Re-checked under the lock: another process may have written a
             # repair for this context while we were synthesizing.
-            written = None if run.in_cooldown(conn) else _write_repair(conn, run, draft, recall_fields, taken)
+            written = None if run.in_cooldown(conn) else write_repair(conn, run, draft, recall_fields, taken)
     except BaseException:
         if deps.events is not None:  # the failed write took its buffered events with it
             deps.events.hand_back(taken)
@@ -386,7 +251,7 @@ def _run_in_one_transaction(run: _Run, feedback: ClassifiedFeedback | None) -> R
     taken: list[dict[str, Any]] = []
     try:
         with deps.store.connection(write=True, action="persisting a repair") as conn:
-            _lock_context(conn, run.inp.context_hash)
+            lock_context(conn, run.inp.context_hash)
             done = _read_synthesize_write(conn, run, feedback, taken)
     except BaseException:
         if deps.events is not None:  # the failed write took its buffered events with it
@@ -404,7 +269,7 @@ def _read_synthesize_write(
     taken: list[dict[str, Any]],
     defer_index: bool = False,
 ) -> str | tuple[DecisionRepairDraft, tuple[str, tuple[str, ...], list[FeedbackEvent]]]:
-    """The single transaction's work: a skip reason, or the draft and what ``_write_repair`` wrote."""
+    """The single transaction's work: a skip reason, or the draft and what ``write_repair`` wrote."""
     inp = run.inp
     read = _read_evidence(conn, run, feedback)
     if isinstance(read, str):
@@ -419,10 +284,10 @@ def _read_synthesize_write(
     if outcome.draft is None:
         return outcome.skipped_reason or "insufficient-evidence"
     draft = outcome.draft
-    recall_fields = _recall_fields(inp, run.deps, feedback, evidence, draft)
+    recall_fields = recall_fields_of(inp, run.deps, feedback, evidence, draft)
     # The policies' boundaries were read in this transaction: attaching
     # need not read them again (on SQLite; PostgreSQL still locks the rows).
-    written = _write_repair(conn, run, draft, recall_fields, taken, known=policies, defer_index=defer_index)
+    written = write_repair(conn, run, draft, recall_fields, taken, known=policies, defer_index=defer_index)
     return draft, written
 
 
@@ -471,7 +336,7 @@ def stage_repair(
         raise InvalidInputError("stage_repair needs local synthesis (no LLM, no embedder)")
     run = _Run(input, deps)
     feedback = _classify(run)
-    _lock_context(conn, input.context_hash)
+    lock_context(conn, input.context_hash)
     done = _read_synthesize_write(conn, run, feedback, taken, defer_index)
 
     if isinstance(done, str):
@@ -496,16 +361,6 @@ def _synthesize(
         attach_to_policy_ids=policy_ids,
         raise_transient=deps.raise_transient,
     )
-
-
-def _persisted(
-    run: _Run, draft: DecisionRepairDraft, written: tuple[str, tuple[str, ...], list[FeedbackEvent]]
-) -> RepairResult:
-    repair_id, attached, events = written
-    for event in events:
-        run.emit(event)
-    logger.info("repair %s persisted for %s (%s)", repair_id, run.inp.context_hash, run.inp.trigger)
-    return run.result(repair_id=repair_id, draft=draft, attached=attached)
 
 
 def _read_evidence(
@@ -567,76 +422,11 @@ def _session_traces(conn: Connection, session_id: str, limit: int) -> Sequence[T
     return traces
 
 
-def _write_repair(
-    conn: Connection,
-    run: _Run,
-    draft: DecisionRepairDraft,
-    recall: RecallFields,
-    taken: list[dict[str, Any]],
-    known: dict[str, str] | None = None,
-    defer_index: bool = False,
-) -> tuple[str, tuple[str, ...], list[FeedbackEvent]]:
-    """The writes of a repair, in the caller's transaction (context lock held).
-
-    Everything a repair changes commits here together: the repair row
-    (recall columns included), the older repairs it supersedes, the policy
-    blocks it attaches to, the caller's bookkeeping (``finalize``: the queue
-    marks the job done) and the events that report it in the durable log,
-    so a crash leaves all of it or none of it. Returns the events to emit
-    on the bus after the commit (supersede events among them; those are
-    logged batched, like every outcome event). ``taken`` receives the
-    buffered events the log write took, for the caller to hand back if the
-    transaction fails.
-    """
-    inp, deps = run.inp, run.deps
-    values = repair_values(
-        context_hash=inp.context_hash,
-        trigger=inp.trigger,
-        preference=draft.preference,
-        anti_pattern=draft.anti_pattern,
-        severity=draft.severity,
-        confidence=draft.confidence,
-        tool_id=inp.tool_id,
-        context=inp.context,
-        session_id=inp.session_id,
-        high_value_trace_ids=draft.high_value_trace_ids,
-        low_value_trace_ids=draft.low_value_trace_ids,
-        ts=run.started if run.started > 0 else None,
-    )
-    values.update(
-        category=recall.category,
-        project=recall.project,
-        source_text=recall.source_text,
-        embedding=recall.embedding,
-        embedding_model=recall.embedding_model,
-    )
-    repair_id: str = values["id"]
-    # Before the insert: its trigger then leaves the index row to the group's
-    # caller or the store's background thread (store/search_index.py).
-    # SQLite only (PostgreSQL's trigram index is the table's own GIN index).
-    if (defer_index or deps.store.defers_search_index) and conn.dialect.name == "sqlite":
-        defer_search_index(conn, repair_id)
-    write_repair_row(conn, values)
-    # Older repairs this one contradicts are retired in the same commit, so
-    # recall never serves both.
-    superseded = supersede_new(conn, deps.store, values)
-    attached: tuple[str, ...] = ()
-    if deps.config.attach_to_policy and draft.attach_to_policy_ids:
-        attached = attach_in(conn, draft, known)
-    if deps.finalize is not None:
-        deps.finalize(conn, repair_id)
-    written: list[FeedbackEvent] = [
-        RepairPersisted(
-            context_hash=inp.context_hash,
-            repair_id=repair_id,
-            confidence=draft.confidence,
-            severity=draft.severity,
-        )
-    ]
-    if attached:
-        written.append(RepairAttached(repair_id=repair_id, policy_ids=attached))
-    # The event-log rows go last: they commit with the repair or not at all
-    # (store/event_log.py).
-    if deps.events is not None:
-        taken.extend(deps.events.write_in(conn, written))
-    return repair_id, attached, [*written, *superseded]
+def _persisted(
+    run: _Run, draft: DecisionRepairDraft, written: tuple[str, tuple[str, ...], list[FeedbackEvent]]
+) -> RepairResult:
+    repair_id, attached, events = written
+    for event in events:
+        run.emit(event)
+    logger.info("repair %s persisted for %s (%s)", repair_id, run.inp.context_hash, run.inp.trigger)
+    return run.result(repair_id=repair_id, draft=draft, attached=attached)

@@ -59,7 +59,8 @@ from ..limits import (
     clean_optional,
     clean_text,
 )
-from ..repair.run import context_lock_key, cooldown_family
+from ..repair.run import cooldown_family
+from ..repair.write import context_lock_key
 from ..store import Store
 from ..store.engine import Prepared
 from ..store.models import DecisionRepairModel, RepairJobCountModel, RepairJobModel

@@ -76,7 +76,8 @@ from ..events import (
     RepairSkipped,
 )
 from ..recall.guidance import Guidance, guidance_for
-from ..repair.run import RepairDeps, StagedRepair, local_synthesis, run_repair, stage_repair
+from ..repair.deps import RepairDeps
+from ..repair.run import StagedRepair, local_synthesis, run_repair, stage_repair
 from ..signals import FailureBurst, FailureSignals, context_hash_of
 from ..store import Store
 from ..store.event_log import FeedStore

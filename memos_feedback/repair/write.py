@@ -1,0 +1,184 @@
+"""The write of one repair: serialized per context, the row with its recall
+fields, the repairs it supersedes, the policy blocks, the caller's job
+bookkeeping and the event-log rows, all in one transaction."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from ..events import FeedbackEvent, RepairAttached, RepairPersisted
+from ..outcomes.supersede import supersede_new
+from ..recall.categories import category_for
+from ..recall.embeddings import check_embedder
+from ..recall.indexing import RecallFields, build_source_text, embed_fields
+from ..store.repositories import repair_values, write_repair_row
+from ..store.search_index import defer_search_index
+from ..synthesis.evidence import RepairEvidence
+from ..types import ClassifiedFeedback, DecisionRepairDraft, RepairInput
+from .attach import attach_in
+from .deps import RepairDeps
+
+if TYPE_CHECKING:
+    from .run import _Run
+
+__all__ = ["context_lock_key", "lock_context", "recall_fields_of", "write_repair"]
+
+
+def context_lock_key(context_hash: str) -> int:
+    """A signed 64-bit advisory-lock key for a context hash."""
+    try:
+        raw = int(context_hash[:16], 16)
+    except ValueError:
+        raw = int.from_bytes(hashlib.sha1(context_hash.encode()).digest()[:8], "big")
+    return raw - (1 << 64) if raw >= 1 << 63 else raw
+
+
+_LOCK_CONTEXT_PG = text("SELECT pg_advisory_xact_lock(:k)")
+
+
+def lock_context(conn: Connection, context_hash: str) -> None:
+    # SQLite needs nothing more: the write transaction began IMMEDIATE and
+    # holds the database's only write lock until commit.
+    if conn.dialect.name == "postgresql":
+        conn.execute(_LOCK_CONTEXT_PG, {"k": context_lock_key(context_hash)})
+
+
+def _source_text(
+    preference: str,
+    anti_pattern: str,
+    tool_id: str | None,
+    context: str | None,
+    user_text: str | None,
+    reasons: tuple[str, ...],
+    trace_text: str | None,
+) -> str:
+    return build_source_text(
+        preference=preference,
+        anti_pattern=anti_pattern,
+        tool_id=tool_id,
+        context=context,
+        user_text=user_text,
+        reasons=reasons,
+        trace_text=trace_text,
+    )
+
+
+# build_source_text is a pure function of its arguments (sanitizing a
+# line per part), and consecutive repairs of a tool repeat them: the same
+# two lines, tool and failing trace. Short inputs only, as the sanitizer's
+# own memo: an entry stays small.
+_MEMO_TEXT = 4_096
+
+
+_source_text_memo = functools.lru_cache(maxsize=1_024)(_source_text)
+
+
+def recall_fields_of(
+    inp: RepairInput,
+    deps: RepairDeps,
+    feedback: ClassifiedFeedback | None,
+    evidence: RepairEvidence,
+    draft: DecisionRepairDraft,
+) -> RecallFields:
+    """Category, project, search text and (with an embedder) embedding of a new repair."""
+    worst = min(evidence.low, key=lambda t: t.value, default=None)
+    trace_text = None if worst is None else (worst.agent_text or worst.reflection or "")
+    parts = (
+        draft.preference,
+        draft.anti_pattern,
+        inp.tool_id,
+        inp.context,
+        inp.user_text,
+        tuple(f.reason for f in inp.failures),
+        trace_text,
+    )
+    if sum(len(p) for p in parts[:5] if p) + len(trace_text or "") <= _MEMO_TEXT:
+        source_text = _source_text_memo(*parts)
+    else:
+        source_text = _source_text(*parts)
+    category = category_for(
+        inp.trigger, feedback.shape.value if feedback is not None else None, has_success=bool(evidence.high)
+    )
+    project = inp.project if inp.project is not None else deps.recall.default_project
+    fields = RecallFields(category=category, project=project, source_text=source_text)
+    return embed_fields(fields, check_embedder(deps.embedder))
+
+
+def write_repair(
+    conn: Connection,
+    run: _Run,
+    draft: DecisionRepairDraft,
+    recall: RecallFields,
+    taken: list[dict[str, Any]],
+    known: dict[str, str] | None = None,
+    defer_index: bool = False,
+) -> tuple[str, tuple[str, ...], list[FeedbackEvent]]:
+    """The writes of a repair, in the caller's transaction (context lock held).
+
+    Everything a repair changes commits here together: the repair row
+    (recall columns included), the older repairs it supersedes, the policy
+    blocks it attaches to, the caller's bookkeeping (``finalize``: the queue
+    marks the job done) and the events that report it in the durable log,
+    so a crash leaves all of it or none of it. Returns the events to emit
+    on the bus after the commit (supersede events among them; those are
+    logged batched, like every outcome event). ``taken`` receives the
+    buffered events the log write took, for the caller to hand back if the
+    transaction fails.
+    """
+    inp, deps = run.inp, run.deps
+    values = repair_values(
+        context_hash=inp.context_hash,
+        trigger=inp.trigger,
+        preference=draft.preference,
+        anti_pattern=draft.anti_pattern,
+        severity=draft.severity,
+        confidence=draft.confidence,
+        tool_id=inp.tool_id,
+        context=inp.context,
+        session_id=inp.session_id,
+        high_value_trace_ids=draft.high_value_trace_ids,
+        low_value_trace_ids=draft.low_value_trace_ids,
+        ts=run.started if run.started > 0 else None,
+    )
+    values.update(
+        category=recall.category,
+        project=recall.project,
+        source_text=recall.source_text,
+        embedding=recall.embedding,
+        embedding_model=recall.embedding_model,
+    )
+    repair_id: str = values["id"]
+    # Before the insert: its trigger then leaves the index row to the group's
+    # caller or the store's background thread (store/search_index.py).
+    # SQLite only (PostgreSQL's trigram index is the table's own GIN index).
+    if (defer_index or deps.store.defers_search_index) and conn.dialect.name == "sqlite":
+        defer_search_index(conn, repair_id)
+    write_repair_row(conn, values)
+    # Older repairs this one contradicts are retired in the same commit, so
+    # recall never serves both.
+    superseded = supersede_new(conn, deps.store, values)
+    attached: tuple[str, ...] = ()
+    if deps.config.attach_to_policy and draft.attach_to_policy_ids:
+        attached = attach_in(conn, draft, known)
+    if deps.finalize is not None:
+        deps.finalize(conn, repair_id)
+    written: list[FeedbackEvent] = [
+        RepairPersisted(
+            context_hash=inp.context_hash,
+            repair_id=repair_id,
+            confidence=draft.confidence,
+            severity=draft.severity,
+        )
+    ]
+    if attached:
+        written.append(RepairAttached(repair_id=repair_id, policy_ids=attached))
+    # The event-log rows go last: they commit with the repair or not at all
+    # (store/event_log.py).
+    if deps.events is not None:
+        taken.extend(deps.events.write_in(conn, written))
+    return repair_id, attached, [*written, *superseded]
