@@ -828,7 +828,7 @@ def test_extracted_fields_are_substrings_of_the_input(text: str) -> None:
             assert _norm(value) in whole, (name, value)
 
 
-# Families added against the fourth set (tests/data/feedback_fourth.jsonl, see ALGORITHMS.md):
+# Families added against the fourth set (tests/data/feedback_phrasing_variety.jsonl, see ALGORITHMS.md):
 # each family with the project's own phrasings, none of them a line of that set.
 FOURTH_SET_FAMILIES: list[tuple[Shape, str]] = [
     # preference: "X please, not Y" with a two-word tool, "let's do X, not Y", "try X for this",
@@ -1025,7 +1025,7 @@ def test_fourth_set_extraction(text: str, field: str, value: str) -> None:
     assert getattr(classify_feedback(text), field) == value
 
 
-# Families added against tests/data/feedback_sixth.jsonl (Chinese and mixed phrasing); the
+# Families added against tests/data/feedback_chinese_mixed.jsonl (Chinese and mixed phrasing); the
 # sentences are the project's own, not lines of the set.
 SIXTH_SET_FAMILIES: list[tuple[Shape, str]] = [
     # approval without a praise word: slang, "一次就过", the error gone, "这版可以", "就按这个来"

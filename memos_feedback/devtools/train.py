@@ -58,21 +58,21 @@ __all__ = [
 # Labelled sets the model learns from (tests/data/).
 TRAINING_FILES: Final = (
     "feedback_dev.jsonl",
-    "feedback_extra.jsonl",
-    "feedback_third.jsonl",
-    "feedback_fourth.jsonl",
-    "feedback_sixth.jsonl",
-    "feedback_seventh.jsonl",
+    "feedback_generalisation.jsonl",
+    "feedback_english_hard_phrasings.jsonl",
+    "feedback_phrasing_variety.jsonl",
+    "feedback_chinese_mixed.jsonl",
+    "feedback_english_variety.jsonl",
     "feedback_families.jsonl",
     "feedback_composed.jsonl",
     "feedback_suite.jsonl",
-    "feedback_eighth.jsonl",
+    "feedback_families_more.jsonl",
 )
 # Untouched hold-outs: never trained or tuned on; only scored.
-HOLDOUT_FILES: Final = ("feedback_holdout.jsonl", "feedback_fifth.jsonl", "feedback_ninth.jsonl")
+HOLDOUT_FILES: Final = ("feedback_holdout.jsonl", "feedback_holdout_many_voices.jsonl", "feedback_holdout_families.jsonl")
 # Training files the rules were never tuned on: the rules' answers on them are
 # as good as on unseen text, so the combination is calibrated on them.
-CALIBRATION_FILES: Final = ("feedback_families.jsonl", "feedback_eighth.jsonl")
+CALIBRATION_FILES: Final = ("feedback_families.jsonl", "feedback_families_more.jsonl")
 
 SEED: Final = 14
 C: Final = 10.0
