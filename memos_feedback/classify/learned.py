@@ -5,7 +5,7 @@ multinomial logistic regression over TF-IDF weighted character n-grams
 (1 to 4 characters, inside word boundaries, words padded with a space:
 the ``char_wb`` analyzer of scikit-learn, re-implemented here as
 ``ngrams`` and used by the trainer too, so training and inference read a
-message the same way). ``python -m memos_feedback.train`` fits it and
+message the same way). ``memos-feedback train`` fits it and
 writes ``data/classifier_model.json``: JSON with sorted keys, floats to
 six significant digits, no pickle. Per n-gram it stores the inverse
 document frequency and one weight per shape.
@@ -136,7 +136,7 @@ class LearnedModel:
 
 
 def load_model(path: str | Path = MODEL_PATH) -> LearnedModel:
-    """Read a model file written by ``memos_feedback.train``."""
+    """Read a model file written by ``memos_feedback.devtools.train``."""
     with open(path, encoding="utf-8") as fh:
         return LearnedModel.from_json(json.load(fh))
 

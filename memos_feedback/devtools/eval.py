@@ -1,8 +1,8 @@
 """Score the feedback classifier against a labelled JSON Lines file.
 
-    python -m memos_feedback.eval LABELS.jsonl [--errors N] [--by-lang] [--json] [--no-context]
-    python -m memos_feedback.eval recall CASES.jsonl [--mode lexical|semantic|both] [--json]
-    python -m memos_feedback.eval calibration [LABELS.jsonl ...] [--json]
+    memos-feedback eval LABELS.jsonl [--errors N] [--by-lang] [--json] [--no-context]
+    memos-feedback eval recall CASES.jsonl [--mode lexical|semantic|both] [--json]
+    memos-feedback eval calibration [LABELS.jsonl ...] [--json]
 
 Figures, as ``feedback-shapes.md`` ("How a classifier is scored") defines them:
 
@@ -25,7 +25,7 @@ the classifier as context unless ``--no-context`` is given
 ``calibration`` prints a reliability table: the classifier's reported
 confidence in bins (``CONFIDENCE_BINS``) against the observed shape accuracy
 in each bin, per file (default: the untouched hold-outs of
-``memos_feedback.train.HOLDOUT_FILES``), with the expected calibration error
+``devtools.train.HOLDOUT_FILES``), with the expected calibration error
 (bin-weighted mean |confidence - accuracy|). ``reliability(records)``
 returns the same rows.
 
@@ -341,7 +341,7 @@ def expected_calibration_error(table: Sequence[ReliabilityBin]) -> float:
 
 def _calibration_main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m memos_feedback.eval calibration",
+        prog="memos-feedback eval calibration",
         description="Reliability table: reported confidence against observed shape accuracy.",
     )
     parser.add_argument(
@@ -428,7 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args_in[:1] == ["calibration"]:
         return _calibration_main(args_in[1:])
     parser = argparse.ArgumentParser(
-        prog="python -m memos_feedback.eval", description="Score the feedback classifier on labelled JSONL."
+        prog="memos-feedback eval", description="Score the feedback classifier on labelled JSONL."
     )
     parser.add_argument("labels", help="JSON Lines file: one {id, text, shape, lang, ...} object a line")
     parser.add_argument(

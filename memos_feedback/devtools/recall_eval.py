@@ -1,7 +1,7 @@
 """Score guidance recall on a labelled file (schema: ``tests/data/RECALL.md``).
 
-    python -m memos_feedback.eval recall FILE [--mode lexical|semantic|both] [--json]
-    python -m memos_feedback.eval recall FILE --mode lexical|semantic --db URL
+    memos-feedback eval recall FILE [--mode lexical|semantic|both] [--json]
+    memos-feedback eval recall FILE --mode lexical|semantic --db URL
 
 ``--db`` names an empty database (PostgreSQL, say) for one mode: the cases'
 repairs stay in it, so a second mode, or a second run, needs another one.
@@ -281,7 +281,7 @@ def _embedder(model: str | None) -> Embedder:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m memos_feedback.eval recall", description="Score guidance recall on labelled JSONL."
+        prog="memos-feedback eval recall", description="Score guidance recall on labelled JSONL."
     )
     parser.add_argument("cases", help="JSON Lines file, one case a line (tests/data/RECALL.md)")
     parser.add_argument("--mode", choices=("lexical", "semantic", "both"), default="both")

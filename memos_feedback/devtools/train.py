@@ -1,6 +1,6 @@
 """Train the learned tier of the feedback classifier and write its artefact.
 
-    python -m memos_feedback.train [--data-dir tests/data] [--out PATH] [--check]
+    memos-feedback train [--data-dir tests/data] [--out PATH] [--check]
     memos-feedback train [same options]     (the same code: ``add_arguments`` / ``run``)
 
 Reads the labelled JSON Lines files in ``TRAINING_FILES`` (never the
@@ -268,7 +268,7 @@ MISSING_SKLEARN: Final = "training needs scikit-learn: pip install 'memos-feedba
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``python -m memos_feedback.train`` and ``memos-feedback train`` (one definition)."""
+    """The options of ``memos-feedback train`` and ``memos-feedback train`` (one definition)."""
     parser.add_argument("--data-dir", type=Path, default=None, help="labelled data (default: tests/data)")
     parser.add_argument("--out", type=Path, default=MODEL_PATH, help="artefact path")
     parser.add_argument(
@@ -286,7 +286,7 @@ def run(args: argparse.Namespace) -> int:
     if args.check:
         current = json.loads(Path(args.out).read_text(encoding="utf-8")).get("data_sha256")
         if current != data_sha256(data_dir):
-            print(f"{args.out} is stale; retrain with: python -m memos_feedback.train")
+            print(f"{args.out} is stale; retrain with: memos-feedback train")
             return 1
         print(f"{args.out} is up to date")
         return 0
@@ -304,7 +304,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m memos_feedback.train", description="Train the classifier's learned tier."
+        prog="memos-feedback train", description="Train the classifier's learned tier."
     )
     add_arguments(parser)
     try:
