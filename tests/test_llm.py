@@ -157,6 +157,17 @@ def test_deadline_does_not_leak_into_the_next_call(server: ChatServer) -> None:
     assert llm.complete_json(MESSAGES, "decision_repair") == REPLY
 
 
+def test_a_read_reply_hands_its_connection_back_for_the_next_call(server: ChatServer) -> None:
+    # The transport's body stream must close httpcore's on response close;
+    # otherwise the connection stays checked out and every call opens a new one.
+    llm = OpenAIRepairLLM("m", base_url=server.base_url, api_key="k", timeout=2.0)
+    server.script(Behaviour.ok(json.dumps(REPLY)), Behaviour.ok(json.dumps(REPLY)))
+    assert llm.complete_json(MESSAGES, "decision_repair") == REPLY
+    assert llm.complete_json(MESSAGES, "decision_repair") == REPLY
+    ports = [r.client_port for r in server.requests]
+    assert len(ports) == 2 and ports[0] == ports[1] != 0, ports
+
+
 def test_hang_is_a_timeout(server: ChatServer) -> None:
     llm = OpenAIRepairLLM("m", base_url=server.base_url, api_key="k", timeout=0.3)
     server.script(Behaviour.hang())

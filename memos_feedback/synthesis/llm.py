@@ -33,7 +33,8 @@ import logging
 import math
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -359,7 +360,7 @@ def _deadline_http_client(timeout: float) -> httpx2.Client:
 
 
 @lru_cache(maxsize=1)
-def _deadline_transport_class() -> type[httpx2.HTTPTransport]:
+def _deadline_transport_class() -> type[httpx2.BaseTransport]:
     # Built on first use, on the HTTP stack the SDK uses: recent openai
     # releases ship it as httpx2/httpcore2, older ones as httpx/httpcore
     # (the same API under another name).
@@ -420,11 +421,63 @@ def _deadline_transport_class() -> type[httpx2.HTTPTransport]:
         def sleep(self, seconds: float) -> None:
             self._inner.sleep(seconds)
 
-    class DeadlineTransport(httpx.HTTPTransport):
+    # httpcore's exceptions as httpx's public ones, as httpx's own transport
+    # maps them: the SDK turns httpx.TimeoutException into APITimeoutError
+    # (and anything else into APIConnectionError), so an expired deadline
+    # must reach it as an httpx timeout. Narrowest first, so the first match
+    # wins (an httpcore.ReadTimeout is also an httpcore.TimeoutException).
+    error_map: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
+        (httpcore.ConnectTimeout, httpx.ConnectTimeout),
+        (httpcore.ReadTimeout, httpx.ReadTimeout),
+        (httpcore.WriteTimeout, httpx.WriteTimeout),
+        (httpcore.PoolTimeout, httpx.PoolTimeout),
+        (httpcore.TimeoutException, httpx.TimeoutException),
+        (httpcore.ConnectError, httpx.ConnectError),
+        (httpcore.ReadError, httpx.ReadError),
+        (httpcore.WriteError, httpx.WriteError),
+        (httpcore.NetworkError, httpx.NetworkError),
+        (httpcore.ProxyError, httpx.ProxyError),
+        (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+        (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+        (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
+        (httpcore.ProtocolError, httpx.ProtocolError),
+    )
+
+    @contextmanager
+    def httpx_errors() -> Iterator[None]:
+        try:
+            yield
+        except Exception as exc:
+            for source, target in error_map:
+                if isinstance(exc, source):
+                    raise target(str(exc)) from exc
+            raise
+
+    class DeadlineResponseStream(httpx.SyncByteStream):
+        # The body is read lazily, after handle_request has returned, so its
+        # reads (and their deadline timeouts) need the same mapping.
+        def __init__(self, inner: Iterable[bytes]) -> None:
+            self._inner = inner
+
+        def __iter__(self) -> Iterator[bytes]:
+            with httpx_errors():
+                yield from self._inner
+
+        def close(self) -> None:
+            # Closing httpcore's stream hands the connection back to the pool
+            # (or drops it if the body was not read to the end).
+            close = getattr(self._inner, "close", None)
+            if close is not None:
+                close()
+
+    class DeadlineTransport(httpx.BaseTransport):
+        # Our own transport on httpx's public transport API: httpx's
+        # HTTPTransport takes no network backend, and replacing its pool
+        # would mean writing a private attribute of another library.
         def __init__(self) -> None:
-            super().__init__()
-            # httpx builds its pool with the default backend and has no
-            # argument for another one; swap in the same pool on ours.
+            # httpx's defaults for a plain HTTPTransport: TLS verified against
+            # the usual CA bundle (SSL_CERT_FILE / SSL_CERT_DIR honoured),
+            # httpx.DEFAULT_LIMITS, HTTP/1.1 only.
             self._pool = httpcore.ConnectionPool(
                 ssl_context=httpx.create_ssl_context(),
                 max_connections=100,
@@ -432,6 +485,40 @@ def _deadline_transport_class() -> type[httpx2.HTTPTransport]:
                 keepalive_expiry=5.0,
                 network_backend=DeadlineBackend(),
             )
+
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            stream = request.stream
+            if not isinstance(stream, httpx.SyncByteStream):
+                # Only an AsyncClient sends an async body; this pool is sync.
+                raise TypeError("DeadlineTransport needs a synchronous request body")
+            core_request = httpcore.Request(
+                method=request.method,
+                url=httpcore.URL(
+                    scheme=request.url.raw_scheme,
+                    host=request.url.raw_host,
+                    port=request.url.port,
+                    target=request.url.raw_path,
+                ),
+                headers=request.headers.raw,
+                content=stream,
+                # Carries httpx's per-operation timeouts ("timeout"), which
+                # the backend shortens to the deadline.
+                extensions=request.extensions,
+            )
+            with httpx_errors():
+                core_response = self._pool.handle_request(core_request)
+            body = core_response.stream
+            if not isinstance(body, Iterable):  # pragma: no cover - a sync pool's body is sync
+                raise TypeError("httpcore returned an asynchronous body from a synchronous pool")
+            return httpx.Response(
+                status_code=core_response.status,
+                headers=core_response.headers,
+                stream=DeadlineResponseStream(body),
+                extensions=core_response.extensions,
+            )
+
+        def close(self) -> None:
+            self._pool.close()
 
     return DeadlineTransport
 

@@ -115,6 +115,8 @@ class RecordedRequest:
     body: bytes
     json: Any = None
     received_at: float = field(default_factory=time.monotonic)
+    # The client's source port: requests with the same one shared a connection.
+    client_port: int = 0
 
     def messages(self) -> list[dict[str, Any]]:
         if isinstance(self.json, dict) and isinstance(self.json.get("messages"), list):
@@ -308,7 +310,10 @@ def _make_handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 parsed = None
             headers = {k.lower(): v for k, v in self.headers.items()}
-            behaviour = server._record(RecordedRequest("POST", self.path, headers, body, parsed))
+            port = int(self.client_address[1])
+            behaviour = server._record(
+                RecordedRequest("POST", self.path, headers, body, parsed, client_port=port)
+            )
             if self.path.rstrip("/") != CHAT_PATH:
                 self._send(404, _error_body(404, f"no route {self.path}"))
                 return
