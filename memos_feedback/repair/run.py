@@ -14,7 +14,6 @@ the write are all that one transaction (ALGORITHMS.md, "run_repair").
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
 import weakref
 from collections.abc import Callable, Sequence
@@ -44,6 +43,7 @@ from ..recall.embeddings import check_embedder
 from ..recall.indexing import RecallFields, build_source_text, embed_fields
 from ..store import Store
 from ..store.engine import Prepared
+from ..store.jobs import context_lock_key
 from ..store.models import DecisionRepairModel
 from ..store.repositories import (
     Executor,
@@ -120,15 +120,6 @@ class RepairDeps:
     finalize: Finalizer | None = None
     # Issue 13: the durable event log; repair.persisted/attached commit with the repair.
     events: EventWriter | None = None
-
-
-def context_lock_key(context_hash: str) -> int:
-    """A signed 64-bit advisory-lock key for a context hash."""
-    try:
-        raw = int(context_hash[:16], 16)
-    except ValueError:
-        raw = int.from_bytes(hashlib.sha1(context_hash.encode()).digest()[:8], "big")
-    return raw - (1 << 64) if raw >= 1 << 63 else raw
 
 
 _LOCK_CONTEXT_PG = text("SELECT pg_advisory_xact_lock(:k)")
