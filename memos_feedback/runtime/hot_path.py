@@ -70,7 +70,6 @@ class HotPath:
         context: str,
         step: int,
         reason: str,
-        ts_ns: int,
         session_id: str | None,
         episode_id: str | None,
         trace_id: str | None,
@@ -79,8 +78,9 @@ class HotPath:
         with self.lock:
             self.apply_steps_locked()
             try:
+                # Timed after the earlier steps are applied: none of them is newer.
                 return self._apply_failure(
-                    tool_id, context, step, reason, ts_ns, session_id, episode_id, trace_id
+                    tool_id, context, step, reason, time.time_ns(), session_id, episode_id, trace_id
                 )
             except Exception as exc:  # the agent loop must not crash on a bad step
                 self.bad_call(exc)

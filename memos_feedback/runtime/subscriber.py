@@ -15,7 +15,7 @@ Threads and what they own:
   now (``record_tool_failure_now``, ``sync_signals``, ``flush``, a user
   message or a served guidance of a session). Nothing is logged here (a
   slow log handler must not slow a tool step): bad calls are counted, and
-  the enqueuer logs a summary at most every ``_BAD_CALL_LOG_EVERY`` seconds.
+  the enqueuer logs a summary at most every ``hot_path._BAD_CALL_LOG_EVERY`` s.
   ``submit_user_feedback`` and ``run_once`` commit their job before they
   return (a correction the user typed survives a crash).
 * the enqueuer — every ``buffer_flush_ms`` (or at once when woken) applies
@@ -265,9 +265,7 @@ class FeedbackSubscriber:
         if self._closed:
             self._hot.bad_call("record_tool_failure after close()")
             return None
-        return self._hot.record_failure_now(
-            tool_id, context, step, reason, _time_ns(), session_id, episode_id, trace_id
-        )
+        return self._hot.record_failure_now(tool_id, context, step, reason, session_id, episode_id, trace_id)
 
     def sync_signals(self) -> None:
         """Apply every tool step recorded so far to ``signals``, on this thread.
