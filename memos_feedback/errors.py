@@ -8,6 +8,7 @@ can catch everything with a single ``except MemosFeedbackError``::
     ├── StoreError             anything that went wrong talking to the database
     │   ├── NotFoundError      an id that is not in the table
     │   ├── StoreBusyError     transient: database locked/busy, deadlock
+    │   ├── LeaseLostError     a repair job was taken over by another worker (its lease had lapsed)
     │   └── SchemaError        the database revision is unknown to this code
     ├── InvalidInputError      wrong type or value passed to a public call
     ├── AuditLogError          the audit file could not be opened or appended to
@@ -33,6 +34,7 @@ __all__ = [
     "LLMError",
     "LLMReplyError",
     "LLMTransientError",
+    "LeaseLostError",
     "MemosFeedbackError",
     "MissingExtraError",
     "NotFoundError",
@@ -88,6 +90,10 @@ class NotFoundError(StoreError):
 
 class StoreBusyError(StoreError):
     """A transient database condition (locked, busy, deadlock); retrying may succeed."""
+
+
+class LeaseLostError(StoreError):
+    """The job was taken over by another worker (our lease had expired)."""
 
 
 class SchemaError(StoreError):

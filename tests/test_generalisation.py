@@ -1,14 +1,17 @@
 """Floors on the independently written labelled sets in tests/data/.
 
-``feedback_generalisation``, ``feedback_english_hard_phrasings``, ``feedback_phrasing_variety``, ``feedback_chinese_mixed`` and
-``feedback_english_variety`` were used to tune the rules, so their floors guard against regressions.
-``feedback_holdout``,
-``feedback_holdout_many_voices`` and ``feedback_holdout_families`` were never used for tuning or training (only
-their aggregate figures were looked at, and they vetoed rule deletions): their floors
-are set below the measured figures and are the closest thing here to the hidden set.
-The learned tier is trained on every other set (``memos_feedback.train.TRAINING_FILES``).
-See tests/data/README.md, HOLDOUT.md, ENGLISH_HARD_PHRASINGS.md, PHRASING_VARIETY.md, HOLDOUT_MANY_VOICES.md, CHINESE_MIXED.md, ENGLISH_VARIETY.md
-and HOLDOUT_FAMILIES.md.
+``feedback_generalisation``, ``feedback_english_hard_phrasings``,
+``feedback_phrasing_variety``, ``feedback_chinese_mixed`` and
+``feedback_english_variety`` were used to tune the rules, so their floors
+guard against regressions. ``feedback_holdout``,
+``feedback_holdout_many_voices`` and ``feedback_holdout_families`` were never
+used for tuning or training (only their aggregate figures were looked at,
+and they vetoed rule deletions): their floors are set below the measured
+figures and are the closest thing here to the hidden set. The learned tier
+is trained on every other set (``devtools.train.TRAINING_FILES``). See
+tests/data/README.md and the set's own notes (HOLDOUT.md,
+ENGLISH_HARD_PHRASINGS.md, PHRASING_VARIETY.md, HOLDOUT_MANY_VOICES.md,
+CHINESE_MIXED.md, ENGLISH_VARIETY.md, HOLDOUT_FAMILIES.md).
 """
 
 from __future__ import annotations

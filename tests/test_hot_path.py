@@ -17,8 +17,9 @@ from memos_feedback.config import FeedbackConfig
 from memos_feedback.events import FeedbackBus
 from memos_feedback.outcomes import HELD
 from memos_feedback.outcomes.ledger import history, open_servings
+from memos_feedback.runtime.hot_path import _STEP_BACKLOG
 from memos_feedback.runtime.queue import RepairQueue
-from memos_feedback.runtime.subscriber import _STEP_BACKLOG, FeedbackSubscriber, attach_feedback_subscriber
+from memos_feedback.runtime.subscriber import FeedbackSubscriber, attach_feedback_subscriber
 from memos_feedback.signals import context_hash_of
 from memos_feedback.store import Store, ToolCall
 from tests.support.freezing import wait_for

@@ -51,5 +51,5 @@ def test_every_error_is_exported_and_under_the_root() -> None:
 def test_internals_stay_out() -> None:
     # Job finalisers, queue rows and the store's statements are the
     # library's own plumbing, reached through their subpackages if at all.
-    for name in ("Finalizer", "JobRow", "EnqueueResult", "Prepared", "LeaseLostError"):
+    for name in ("Finalizer", "JobRow", "EnqueueResult", "Prepared", "EventWriter"):
         assert name not in memos_feedback.__all__

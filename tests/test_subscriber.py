@@ -12,8 +12,9 @@ from sqlalchemy import update
 
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.events import FeedbackBus, FeedbackEvent
+from memos_feedback.runtime.enqueuer import burst_input as _burst_input
 from memos_feedback.runtime.queue import RepairQueue, job_id_for
-from memos_feedback.runtime.subscriber import FeedbackSubscriber, _burst_input, attach_feedback_subscriber
+from memos_feedback.runtime.subscriber import FeedbackSubscriber, attach_feedback_subscriber
 from memos_feedback.signals import FailureBurst, context_hash_of
 from memos_feedback.store import Store, ToolCall
 from memos_feedback.store.models import RepairJobModel
@@ -318,7 +319,7 @@ def test_a_job_rolled_back_to_its_savepoint_leaves_nothing_to_index(store: Store
         pytest.skip("group commit (savepoints, the deferred index) is SQLite's")
     from memos_feedback.repair.deps import RepairDeps
     from memos_feedback.repair.run import stage_repair
-    from memos_feedback.runtime.subscriber import _savepoint
+    from memos_feedback.runtime.workers import _savepoint
     from memos_feedback.store.search_index import index_deferred
 
     add_history(store)

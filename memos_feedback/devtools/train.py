@@ -69,7 +69,11 @@ TRAINING_FILES: Final = (
     "feedback_families_more.jsonl",
 )
 # Untouched hold-outs: never trained or tuned on; only scored.
-HOLDOUT_FILES: Final = ("feedback_holdout.jsonl", "feedback_holdout_many_voices.jsonl", "feedback_holdout_families.jsonl")
+HOLDOUT_FILES: Final = (
+    "feedback_holdout.jsonl",
+    "feedback_holdout_many_voices.jsonl",
+    "feedback_holdout_families.jsonl",
+)
 # Training files the rules were never tuned on: the rules' answers on them are
 # as good as on unseen text, so the combination is calibrated on them.
 CALIBRATION_FILES: Final = ("feedback_families.jsonl", "feedback_families_more.jsonl")

@@ -20,6 +20,7 @@ import threading
 import time
 from collections import deque
 
+from .._loop import wake_loop
 from ..events import FeedbackBus
 from ..store import Store
 from .ledger import write_batch
@@ -79,21 +80,22 @@ class OutcomeRecorder:
         return left
 
     def _run(self) -> None:
-        backoff = 0.05
-        while True:
-            self._wake.wait(timeout=self._flush)
-            self._wake.clear()
-            ok = self._drain()
-            if self._closing.is_set() and (ok or not self.pending()):
-                return
-            if ok:
-                backoff = 0.05
-            else:
-                if self._closing.wait(backoff):
-                    # Closing with the database down: one more try, then give up to close().
-                    self._drain()
-                    return
-                backoff = min(backoff * 2, 1.0)
+        wake_loop(
+            self._drain,
+            wake=self._wake,
+            period=self._flush,
+            closing=self._closing,
+            last_round=lambda ok: ok or not self.pending(),
+            pause=self._pause,
+        )
+
+    def _pause(self, delay: float) -> bool:
+        """After a failed round: wait ``delay`` s; True (the loop ends) when closing began."""
+        if self._closing.wait(delay):
+            # Closing with the database down: one more try, then give up to close().
+            self._drain()
+            return True
+        return False
 
     def _drain(self) -> bool:
         while self._served or self._settled:

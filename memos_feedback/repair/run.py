@@ -45,12 +45,11 @@ from ..types import (
     TraceRow,
 )
 from .deps import RepairDeps
-from .write import context_lock_key, lock_context, recall_fields_of, write_repair
+from .write import lock_context, recall_fields_of, write_repair
 
 __all__ = [
     "RepairDeps",
     "StagedRepair",
-    "context_lock_key",
     "cooldown_family",
     "local_synthesis",
     "run_repair",

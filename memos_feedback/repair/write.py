@@ -5,7 +5,6 @@ bookkeeping and the event-log rows, all in one transaction."""
 from __future__ import annotations
 
 import functools
-import hashlib
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
@@ -16,6 +15,7 @@ from ..outcomes.supersede import supersede_new
 from ..recall.categories import category_for
 from ..recall.embeddings import check_embedder
 from ..recall.indexing import RecallFields, build_source_text, embed_fields
+from ..store.jobs import context_lock_key
 from ..store.repositories import repair_values, write_repair_row
 from ..store.search_index import defer_search_index
 from ..synthesis.evidence import RepairEvidence
@@ -26,16 +26,7 @@ from .deps import RepairDeps
 if TYPE_CHECKING:
     from .run import _Run
 
-__all__ = ["context_lock_key", "lock_context", "recall_fields_of", "write_repair"]
-
-
-def context_lock_key(context_hash: str) -> int:
-    """A signed 64-bit advisory-lock key for a context hash."""
-    try:
-        raw = int(context_hash[:16], 16)
-    except ValueError:
-        raw = int.from_bytes(hashlib.sha1(context_hash.encode()).digest()[:8], "big")
-    return raw - (1 << 64) if raw >= 1 << 63 else raw
+__all__ = ["lock_context", "recall_fields_of", "write_repair"]
 
 
 _LOCK_CONTEXT_PG = text("SELECT pg_advisory_xact_lock(:k)")

@@ -43,6 +43,7 @@ from sqlalchemy import Connection, Table, bindparam, delete, event, func, insert
 from sqlalchemy.orm import Session
 
 from .._failpoints import failpoint
+from .._loop import wake_loop
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError, MemosFeedbackError
 from ..events import EVENT_KINDS, FeedbackEvent, event_to_dict
@@ -283,19 +284,27 @@ class FeedStore:
             logger.warning("could not write %d buffered event(s): %s", len(self._pending), exc)
 
     def _run(self) -> None:
+        if self._stop.is_set():  # closed before the thread ran: close() writes what is left
+            return
         every = self.config.events_flush_ms / 1000
-        while not self._stop.is_set():
-            self._wake.wait(every)
-            self._wake.clear()
-            try:
-                self.flush()
-                if time.monotonic() - self._pruned_at >= self.config.events_prune_every_ms / 1000:
-                    self._pruned_at = time.monotonic()
-                    self.prune()
-            except MemosFeedbackError as exc:
-                logger.warning("event log write failed, will retry: %s", exc)
-            except Exception:  # the flusher must outlive any bug
-                logger.exception("unexpected error in the event log thread")
+        wake_loop(self._flush_and_prune, wake=self._wake, period=every, closing=self._stop)
+
+    def _flush_and_prune(self) -> bool:
+        """One round of the thread: write the buffer, prune when due.
+
+        Errors are logged and retried at the next wake-up; the period
+        already spaces the tries, so a round always counts as done.
+        """
+        try:
+            self.flush()
+            if time.monotonic() - self._pruned_at >= self.config.events_prune_every_ms / 1000:
+                self._pruned_at = time.monotonic()
+                self.prune()
+        except MemosFeedbackError as exc:
+            logger.warning("event log write failed, will retry: %s", exc)
+        except Exception:  # the flusher must outlive any bug
+            logger.exception("unexpected error in the event log thread")
+        return True
 
     def prune(self, now: int | None = None) -> int:
         """Delete events older than ``events_max_age_ms`` and beyond the newest ``events_max_count``."""

@@ -1,0 +1,180 @@
+"""``HotPath``: tool steps as the host records them, applied in order.
+
+``FeedbackSubscriber.record_tool_failure`` / ``record_tool_success``
+append the raw arguments (and the time) to ``steps`` and return: no
+validation, no lock, no failure window. Whoever holds ``lock`` (the
+enqueuer, or a call that needs the steps applied now) pops them, oldest
+first, through ``FailureSignals`` (validation included); a burst they make
+goes to ``bursts`` for the enqueuer. Nothing is logged on the recording
+thread (a slow log handler must not slow a tool step): bad calls are
+counted, and a background thread logs a summary at most every
+``_BAD_CALL_LOG_EVERY`` seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from ..config import FeedbackConfig
+from ..errors import InvalidInputError
+from ..signals import FailureBurst, FailureSignals
+from ..types import FailureRecord
+from .outcomes import SubscriberOutcomes
+
+__all__ = ["HotPath"]
+
+logger = logging.getLogger("memos_feedback.subscriber")
+
+# At most one summary of ignored hot-path calls per this many seconds.
+_BAD_CALL_LOG_EVERY = 10.0
+# Tool steps waiting for the enqueuer beyond this many are applied by the
+# recording thread itself: a caller that records faster than the enqueuer
+# keeps up (a tight retry loop) pays for its steps instead of growing memory
+# without bound. ~10,000 tuples are about 1.5 MB.
+_STEP_BACKLOG = 10_000
+
+
+class HotPath:
+    """The recorded tool steps, the bursts they made, and the count of ignored calls."""
+
+    def __init__(self, signals: FailureSignals, config: FeedbackConfig, outcomes: SubscriberOutcomes) -> None:
+        self.config = config
+        self._record_failure = signals.record_failure
+        self._record_success = signals.record_success
+        # Tool steps as the hot path recorded them, raw and unvalidated: an
+        # 8-tuple for a failure, a 4-tuple for a success (apply_steps_locked).
+        # Only a holder of ``lock`` pops, so steps are applied in order.
+        self.steps: deque[tuple[Any, ...]] = deque()
+        self.lock = threading.Lock()
+        # Bursts the steps made (deque appends are thread-safe and cheap),
+        # for the enqueuer, which is woken by ``wake``.
+        self.bursts: deque[FailureBurst] = deque()
+        self.wake = threading.Event()
+        # session id -> (tool, context) of its newest tool step.
+        self.tool_in_play: dict[str, tuple[str, str]] = {}
+        self.outcomes = outcomes
+        # The dict itself, not a method: a membership test is all a tool step pays.
+        self._open_sessions = outcomes.open.sessions
+        self.bad_calls = 0
+        self._bad_reported = 0
+        self._last_bad = ""
+        self._bad_logged_at = 0.0
+
+    def record_failure_now(
+        self,
+        tool_id: str,
+        context: str,
+        step: int,
+        reason: str,
+        session_id: str | None,
+        episode_id: str | None,
+        trace_id: str | None,
+    ) -> FailureBurst | None:
+        """Apply the steps recorded so far, then this failure; its burst, if any. Never raises."""
+        with self.lock:
+            self.apply_steps_locked()
+            try:
+                # Timed after the earlier steps are applied: none of them is newer.
+                return self._apply_failure(
+                    tool_id, context, step, reason, time.time_ns(), session_id, episode_id, trace_id
+                )
+            except Exception as exc:  # the agent loop must not crash on a bad step
+                self.bad_call(exc)
+                return None
+
+    def sync(self) -> None:
+        """Apply every tool step recorded so far, on this thread."""
+        with self.lock:
+            self.apply_steps_locked()
+
+    def catch_up(self) -> None:
+        # Back-pressure, not a wait: when another thread is applying steps
+        # already, the backlog is shrinking and this call just returns.
+        if self.lock.acquire(blocking=False):
+            try:
+                self.apply_steps_locked()
+            finally:
+                self.lock.release()
+
+    def apply_steps_locked(self) -> None:
+        """Apply the recorded steps, oldest first (``lock`` held)."""
+        steps = self.steps
+        popleft = steps.popleft
+        while steps:
+            item = popleft()
+            try:
+                if len(item) == 8:
+                    self._apply_failure(*item)
+                else:
+                    self._apply_success(*item)
+            except Exception as exc:  # one bad step must not stop the others
+                self.bad_call(exc)
+
+    def _apply_failure(
+        self,
+        tool_id: Any,
+        context: Any,
+        step: Any,
+        reason: Any,
+        ts_ns: int,
+        session_id: Any,
+        episode_id: Any,
+        trace_id: Any,
+    ) -> FailureBurst | None:
+        # FailureRecord validates every field (InvalidInputError names the bad one).
+        record = FailureRecord(
+            tool_id, context, step, reason, ts_ns // 1_000_000, session_id, episode_id, trace_id
+        )
+        burst = self._record_failure(record)
+        if session_id is not None:
+            self._in_play(session_id, tool_id, context)
+            if burst is not None and session_id in self._open_sessions:  # outcomes: a burst recurred
+                self.outcomes.tool_step(session_id, tool_id, context, ok=False)
+        if burst is not None:
+            self.bursts.append(burst)
+            self.wake.set()
+        return burst
+
+    def _apply_success(self, tool_id: Any, context: Any, step: Any, session_id: Any) -> None:
+        if session_id is not None and not isinstance(session_id, str):
+            raise InvalidInputError(f"session_id must be a str or None, got {type(session_id).__name__}")
+        self._record_success(tool_id, context, step)
+        if session_id is not None:
+            self._in_play(session_id, tool_id, context)
+            if session_id in self._open_sessions:  # outcomes: the served guidance held
+                self.outcomes.tool_step(session_id, tool_id, context, ok=True)
+
+    def _in_play(self, session_id: str, tool_id: str, context: str) -> None:
+        """Remember the session's newest tool step: a correction typed next is about it."""
+        in_play = self.tool_in_play
+        in_play[session_id] = (tool_id, context)
+        if len(in_play) > self.config.max_tracked_contexts:
+            # Bounded like the failure windows: forget the oldest session.
+            # (Under a race another thread may pop first; that is harmless.)
+            in_play.pop(next(iter(in_play)), None)
+
+    def bad_call(self, why: object) -> None:
+        # Plain attribute writes: a lost increment under a race only makes
+        # the logged count approximate, and the hot path takes no lock.
+        self.bad_calls += 1
+        self._last_bad = why if isinstance(why, str) else str(why)
+
+    def log_bad_calls(self, *, force: bool = False) -> None:
+        """Log, from a background thread, how many hot-path calls were ignored."""
+        count = self.bad_calls
+        if count == self._bad_reported:
+            return
+        now = time.monotonic()
+        if not force and now - self._bad_logged_at < _BAD_CALL_LOG_EVERY:
+            return
+        logger.warning(
+            "ignored %d tool-step call(s) since the last report (last: %s)",
+            count - self._bad_reported,
+            self._last_bad,
+        )
+        self._bad_reported = count
+        self._bad_logged_at = now
