@@ -46,6 +46,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from .._checks import check_int
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError, LeaseLostError, NotFoundError, StoreBusyError
 from ..limits import (
@@ -349,8 +350,7 @@ class RepairQueue:
         On SQLite the batch is one statement (``_RUN_TAKE_MANY_SQLITE``,
         which takes the same jobs), returned in queue order.
         """
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_CLAIM_BATCH:
-            raise InvalidInputError(f"limit must be an int in [1, {MAX_CLAIM_BATCH}], got {limit!r:.80}")
+        check_int("limit", limit, lo=1, hi=MAX_CLAIM_BATCH)
         now = now_ms() if now is None else now
         horizon = self._due_horizon(now)
         lease_until = now + self.config.lease_ms
@@ -430,10 +430,8 @@ class RepairQueue:
         holds the write lock for long; stops after ``max_batches`` (None:
         until nothing is left). Dead jobs stay: they wait for an operator.
         """
-        if isinstance(before, bool) or not isinstance(before, int):
-            raise InvalidInputError(f"before must be epoch milliseconds (int), got {before!r:.80}")
-        if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_LIMIT:
-            raise InvalidInputError(f"batch must be an int in [1, {MAX_LIMIT}], got {batch!r:.80}")
+        check_int("before", before)
+        check_int("batch", batch, lo=1, hi=MAX_LIMIT)
         total = rounds = 0
         while max_batches is None or rounds < max_batches:
             with self.store.connection(write=True, action="pruning done jobs") as conn:
@@ -471,8 +469,7 @@ class RepairQueue:
         """Jobs in queue order, optionally of one status; at most ``limit`` (1..10,000)."""
         if status is not None and status not in JOB_STATUSES:
             raise InvalidInputError(f"status must be one of {JOB_STATUSES}, got {status!r}")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-            raise InvalidInputError(f"limit must be an int in [1, {MAX_LIMIT}], got {limit!r}")
+        check_int("limit", limit, lo=1, hi=MAX_LIMIT)
         with self.store.session(action="listing jobs") as s:
             return store_jobs.list_jobs(s, status, limit)
 

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from .._checks import check_int
 from ..classify.classifier import classify_feedback
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError, MemosFeedbackError, StoreError, SubscriberClosedError
@@ -130,8 +131,7 @@ class FeedbackSubscriber:
         rng: random.Random | None = None,
         owner: str | None = None,
     ) -> None:
-        if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
-            raise InvalidInputError(f"workers must be an int in [1, {MAX_WORKERS}], got {workers!r}")
+        check_int("workers", workers, lo=1, hi=MAX_WORKERS)
         poll = _number_in("poll_interval", poll_interval, *POLL_INTERVAL_RANGE)
         if config is not None and not isinstance(config, FeedbackConfig):
             raise InvalidInputError(f"config must be a FeedbackConfig, got {type(config).__name__}")

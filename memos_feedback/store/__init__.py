@@ -19,6 +19,7 @@ from types import TracebackType
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session
 
+from .._checks import check_int
 from ..errors import InvalidInputError, SchemaError, StoreBusyError, StoreError
 from ..types import DecisionRepairRow, PolicyRow, ToolCall, TraceRow
 from . import checkpoint, migrate
@@ -54,11 +55,7 @@ logger = logging.getLogger("memos_feedback.store")
 
 
 def _busy_timeout(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_BUSY_TIMEOUT_MS:
-        raise InvalidInputError(
-            f"busy_timeout_ms must be an int in [0, {MAX_BUSY_TIMEOUT_MS}], got {value!r:.80}"
-        )
-    return value
+    return check_int("busy_timeout_ms", value, lo=0, hi=MAX_BUSY_TIMEOUT_MS)
 
 
 def _flag(name: str, value: object) -> bool:

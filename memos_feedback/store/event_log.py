@@ -42,6 +42,7 @@ from typing import Any, cast
 from sqlalchemy import Connection, Table, bindparam, delete, event, func, insert, select, text
 from sqlalchemy.orm import Session
 
+from .._checks import check_int
 from .._failpoints import failpoint
 from .._loop import wake_loop
 from ..config import FeedbackConfig
@@ -351,10 +352,8 @@ class FeedStore:
         self, after_seq: int = 0, kinds: Iterable[str] | None = None, limit: int = 500
     ) -> list[EventRecord]:
         """Committed events with ``seq > after_seq``, oldest first, at most ``limit``."""
-        if isinstance(after_seq, bool) or not isinstance(after_seq, int) or after_seq < 0:
-            raise InvalidInputError(f"after_seq must be an int >= 0, got {after_seq!r}")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= _READ_CAP:
-            raise InvalidInputError(f"limit must be an int in [1, {_READ_CAP}], got {limit!r}")
+        check_int("after_seq", after_seq, lo=0)
+        check_int("limit", limit, lo=1, hi=_READ_CAP)
         wanted = _check_kinds(kinds)
         stmt = select(_TABLE).where(_TABLE.c.seq > bindparam("after")).order_by(_TABLE.c.seq).limit(limit)
         if wanted is not None:
