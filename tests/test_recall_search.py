@@ -7,10 +7,10 @@ from sqlalchemy import event, insert
 from memos_feedback.outcomes import counts_for
 from memos_feedback.outcomes.states import CONTRADICTED, HELD, RECURRED
 from memos_feedback.recall import Guidance, guidance_for
+from memos_feedback.recall.eligibility import eligible
 from memos_feedback.recall.frequencies import RARE_DF, DocumentFrequencies, idf, term_expression
 from memos_feedback.recall.search import (
     MAX_SEARCH_TERMS,
-    eligible,
     fetch_candidates,
     lexical_candidate_ids,
     read_candidates,

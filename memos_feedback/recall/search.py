@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
 from sqlalchemy import (
-    BigInteger,
     ColumnElement,
     CompoundSelect,
     Float,
@@ -57,6 +56,7 @@ from ..store.engine import Prepared
 from ..store.models import SQLITE_FTS_TABLE, DecisionRepairModel, RepairOutcomeModel
 from ..store.reads import in_list, list_param
 from ..store.search_index import TAIL_SQL
+from .eligibility import ELIGIBLE, Eligibility
 from .frequencies import (
     DF_BATCH,
     DF_CAP,
@@ -73,8 +73,6 @@ __all__ = [
     "MAX_SEARCH_TERMS",
     "Candidate",
     "CandidateRead",
-    "Eligibility",
-    "eligible",
     "fetch_candidates",
     "lexical_candidate_ids",
     "read_candidates",
@@ -142,57 +140,13 @@ _COLUMNS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Eligibility:
-    """Which repairs may be offered: global or of ``project``; validated, or written since ``fresh_after``."""
-
-    project: str | None
-    fresh_after: int
-
-    def params(self) -> dict[str, Any]:
-        # Projects are never "" (callers' values are stripped, "" means none),
-        # so "" stands for "no project": only global repairs match twice.
-        return {"e_project": self.project or "", "e_fresh_after": self.fresh_after}
-
-
-def eligible(project: str | None, now_ms: int, unvalidated_max_age_ms: int) -> Eligibility:
-    """Never rejected, still active; global or of ``project``; validated, or younger than the age limit."""
-    return Eligibility(project, now_ms - unvalidated_max_age_ms)
-
-
-# Built once per dialect with bound parameters: every statement below is then
-# one compiled-cache hit instead of an expression tree rebuilt per call.
-#
-# The project test differs by dialect, on purpose. SQLite: through coalesce,
-# because an indexable project test tempts its planner into scanning every
-# row of the project (half the table) instead of a few primary keys.
-# PostgreSQL: on the column itself, because it has statistics for the
-# column but not for coalesce(...): an expression's guessed selectivity
-# (0.5 %) made it read and sort every repair of a tool instead of walking
-# the (tool_id, ts) index newest first until it had enough.
-def _eligible(postgresql_dialect: bool) -> ColumnElement[bool]:
-    project = bindparam("e_project", type_=String)
-    if postgresql_dialect:
-        scoped = or_(M.project.is_(None), M.project == project)
-    else:
-        coalesced = func.coalesce(M.project, "")
-        scoped = or_(coalesced == "", project == coalesced)
-    return and_(
-        M.rejected.is_(False),
-        M.status.is_(None),  # outcomes: a stale or superseded repair (status set) is never offered
-        scoped,
-        or_(M.validated.is_(True), M.ts >= bindparam("e_fresh_after", type_=BigInteger)),
-    )
-
-
-_ELIGIBLE = {True: _eligible(True), False: _eligible(False)}
 _LIMIT = bindparam("lim", type_=Integer)
 
 
 def _newest(key: ColumnElement[Any], name: str, postgresql_dialect: bool) -> Select[Any]:
     return (
         select(M.id)
-        .where(key == bindparam(name, type_=String), _ELIGIBLE[postgresql_dialect])
+        .where(key == bindparam(name, type_=String), ELIGIBLE[postgresql_dialect])
         .order_by(M.ts.desc())
         .limit(_LIMIT)
     )
@@ -206,7 +160,7 @@ _SAME_TOOL = {pg: _newest(cast(ColumnElement[Any], M.tool_id), "tool_id", pg) fo
 
 def _fetch_statement(postgresql_dialect: bool) -> Select[Any]:
     ids = in_list(cast(ColumnElement[Any], M.id), "ids", postgresql_dialect)
-    return cast(Select[Any], select(*_COLUMNS).where(ids, _ELIGIBLE[postgresql_dialect]).order_by(M.id))
+    return cast(Select[Any], select(*_COLUMNS).where(ids, ELIGIBLE[postgresql_dialect]).order_by(M.id))
 
 
 _FETCH = {True: _fetch_statement(True), False: _fetch_statement(False)}
@@ -350,16 +304,16 @@ def _lexical(
         for cte, count in _fresh_counts(fresh):
             tests.append(and_(M.id.in_(select(cte.c.id)), count < bindparam("rare_cap", type_=Integer)))
             weights.append(_idf_of(count))
-        stmt = select(M.id).where(or_(*tests), _ELIGIBLE[True])
+        stmt = select(M.id).where(or_(*tests), ELIGIBLE[True])
     elif by_ids:
         # SQLite, every term given as the ids its count found (never some of
         # them: ``read_candidates``): no text search at all.
         tests = [in_list(cast(ColumnElement[Any], M.id), f"t{i}", False) for i in range(n_terms)]
-        stmt = select(M.id).where(or_(*tests), _ELIGIBLE[False])
+        stmt = select(M.id).where(or_(*tests), ELIGIBLE[False])
     else:
         terms = [bindparam(f"t{i}", type_=String) for i in range(n_terms)]
         tests = [func.instr(func.lower(_FTS_HITS.c.doc), t) > 0 for t in terms]
-        stmt = select(M.id).join(_FTS_HITS, _FTS_HITS.c.repair_id == M.id).where(_ELIGIBLE[False])
+        stmt = select(M.id).join(_FTS_HITS, _FTS_HITS.c.repair_id == M.id).where(ELIGIBLE[False])
     weight: ColumnElement[float] = literal(0.0)
     for test, w in zip(tests, weights, strict=True):
         weight = weight + case((test, w), else_=0.0)
@@ -482,14 +436,14 @@ def _candidates_statement(shape: _Shape) -> CompoundSelect[Any] | Select[Any]:
             extra.append(_NEWER_EMBEDDED)
         extra += [count for _, count in _fresh_counts(counted)]
         stmt = select(*_COLUMNS, *extra).select_from(M.__table__.outerjoin(_OUTCOMES_OF_ROW, true()))
-        return cast(Select[Any], stmt.where(M.id.in_(union_all(*ids).scalar_subquery()), _ELIGIBLE[pg]))
+        return cast(Select[Any], stmt.where(M.id.in_(union_all(*ids).scalar_subquery()), ELIGIBLE[pg]))
     # Wrapped: SQLite allows no ORDER BY or LIMIT in a compound's members.
     parts: list[Select[Any]] = [
         select(*source.with_only_columns(*_COLUMNS).subquery().c) for source in sources
     ]
     values = func.json_each(bindparam("vector_ids", type_=String)).table_valued("value")
     given = M.id.in_(select(values.c.value))
-    parts.append(cast(Select[Any], select(*_COLUMNS).where(given, _ELIGIBLE[pg])))
+    parts.append(cast(Select[Any], select(*_COLUMNS).where(given, ELIGIBLE[pg])))
     return union_all(*parts)
 
 
