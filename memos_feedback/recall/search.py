@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
@@ -56,6 +56,13 @@ from ..store.engine import Prepared
 from ..store.models import SQLITE_FTS_TABLE, DecisionRepairModel, RepairOutcomeModel
 from ..store.reads import in_list, list_param
 from ..store.search_index import TAIL_SQL
+from .candidates import (
+    COLUMNS,
+    LIMIT,
+    SAME_CONTEXT,
+    SAME_TOOL,
+    Candidate,
+)
 from .eligibility import ELIGIBLE, Eligibility
 from .frequencies import (
     DF_BATCH,
@@ -71,13 +78,9 @@ from .frequencies import (
 
 __all__ = [
     "MAX_SEARCH_TERMS",
-    "Candidate",
     "CandidateRead",
-    "fetch_candidates",
     "lexical_candidate_ids",
     "read_candidates",
-    "same_context_candidate_ids",
-    "same_tool_candidate_ids",
     "search_terms",
 ]
 
@@ -89,81 +92,6 @@ _RARE_SHARE = 20
 _RARE_FLOOR = 20
 
 
-class Candidate(NamedTuple):
-    """The columns of a repair that ranking needs.
-
-    A named tuple, not a dataclass: it is made straight from the row
-    (``_make``), a hundred times per ``guidance_for``, without a frozen
-    dataclass's per-field ``__setattr__``.
-    """
-
-    id: str
-    ts: int
-    context_hash: str
-    tool_id: str | None
-    context: str | None
-    trigger: str
-    preference: str
-    anti_pattern: str
-    severity: str
-    confidence: float
-    validated: bool
-    category: str | None
-    project: str | None
-    source_text: str
-    session_id: str | None
-
-
-_COLUMNS = (
-    M.id,
-    M.ts,
-    M.context_hash,
-    M.tool_id,
-    M.context,
-    M.trigger,
-    M.preference,
-    M.anti_pattern,
-    M.severity,
-    M.confidence,
-    M.validated,
-    M.category,
-    M.project,
-    # A repair written before recall had no source text: it is read as its
-    # lesson (the fallback is computed here, so a row becomes a Candidate as is).
-    func.coalesce(
-        func.nullif(M.source_text, ""),
-        literal("do: ") + M.preference + literal("\navoid: ") + M.anti_pattern,
-    ).label("source_text"),
-    # No embedding: cosines come from the in-process matrix (``vectors``),
-    # and a blob per row is most of a row's bytes.
-    M.session_id,
-)
-
-
-_LIMIT = bindparam("lim", type_=Integer)
-
-
-def _newest(key: ColumnElement[Any], name: str, postgresql_dialect: bool) -> Select[Any]:
-    return (
-        select(M.id)
-        .where(key == bindparam(name, type_=String), ELIGIBLE[postgresql_dialect])
-        .order_by(M.ts.desc())
-        .limit(_LIMIT)
-    )
-
-
-_SAME_CONTEXT = {
-    pg: _newest(cast(ColumnElement[Any], M.context_hash), "context_hash", pg) for pg in (True, False)
-}
-_SAME_TOOL = {pg: _newest(cast(ColumnElement[Any], M.tool_id), "tool_id", pg) for pg in (True, False)}
-
-
-def _fetch_statement(postgresql_dialect: bool) -> Select[Any]:
-    ids = in_list(cast(ColumnElement[Any], M.id), "ids", postgresql_dialect)
-    return cast(Select[Any], select(*_COLUMNS).where(ids, ELIGIBLE[postgresql_dialect]).order_by(M.id))
-
-
-_FETCH = {True: _fetch_statement(True), False: _fetch_statement(False)}
 # Unranked: FTS5's bm25 costs as much again as the trigram match itself
 # (it counts every trigram's postings). The hits are few by construction —
 # only rare terms search, and the limit covers their document frequencies —
@@ -180,30 +108,6 @@ _FTS_HITS = (
 )
 # The search reads at most this many matches (before eligibility).
 _FTS_MAX = 2_000
-
-
-def fetch_candidates(reader: Reader, ids: Iterable[str], where: Eligibility) -> list[Candidate]:
-    """The eligible repairs among ``ids`` (order unspecified)."""
-    wanted = sorted(set(ids))
-    if not wanted:
-        return []
-    pg = is_postgresql(reader)
-    params = {**where.params(), "ids": list_param(wanted, pg)}
-    return [Candidate._make(r) for r in reader.execute(_FETCH[pg], params)]
-
-
-def same_context_candidate_ids(
-    reader: Reader, context_hash: str, where: Eligibility, limit: int
-) -> list[str]:
-    """Newest eligible repairs written for exactly this (tool, context)."""
-    params = {**where.params(), "context_hash": context_hash, "lim": limit}
-    return list(reader.scalars(_SAME_CONTEXT[is_postgresql(reader)], params))
-
-
-def same_tool_candidate_ids(reader: Reader, tool_id: str, where: Eligibility, limit: int) -> list[str]:
-    """Newest eligible repairs written for ``tool_id``."""
-    params = {**where.params(), "tool_id": tool_id, "lim": limit}
-    return list(reader.scalars(_SAME_TOOL[is_postgresql(reader)], params))
 
 
 def _rare_cap(total: int | None) -> int:
@@ -320,7 +224,7 @@ def _lexical(
     if not postgresql_dialect and not by_ids:
         # A match of a term's rarest trigrams that lacks the term itself is not a match.
         stmt = stmt.where(or_(*tests))
-    return stmt.order_by(weight.desc(), M.ts.desc()).limit(_LIMIT)
+    return stmt.order_by(weight.desc(), M.ts.desc()).limit(LIMIT)
 
 
 def _lexical_params(
@@ -385,7 +289,7 @@ _NEWER_EMBEDDED = (
     .exists()
     .label("newer_embedded")
 )
-_N_COLUMNS = len(_COLUMNS)
+_N_COLUMNS = len(COLUMNS)
 
 
 class _Shape(NamedTuple):
@@ -425,7 +329,7 @@ def _candidates_statement(shape: _Shape) -> CompoundSelect[Any] | Select[Any]:
     """
     pg, n_terms, by_ids, newer, fresh, counted = shape
     searched = (_lexical(pg, n_terms, by_ids, fresh),) if n_terms or fresh else ()
-    sources = (*searched, _SAME_CONTEXT[pg], _SAME_TOOL[pg])
+    sources = (*searched, SAME_CONTEXT[pg], SAME_TOOL[pg])
     if pg:
         # Wrapped: as on SQLite, every member of the compound is a plain select.
         ids = [select(source.subquery().c.id) for source in sources]
@@ -435,15 +339,15 @@ def _candidates_statement(shape: _Shape) -> CompoundSelect[Any] | Select[Any]:
         if newer:
             extra.append(_NEWER_EMBEDDED)
         extra += [count for _, count in _fresh_counts(counted)]
-        stmt = select(*_COLUMNS, *extra).select_from(M.__table__.outerjoin(_OUTCOMES_OF_ROW, true()))
+        stmt = select(*COLUMNS, *extra).select_from(M.__table__.outerjoin(_OUTCOMES_OF_ROW, true()))
         return cast(Select[Any], stmt.where(M.id.in_(union_all(*ids).scalar_subquery()), ELIGIBLE[pg]))
     # Wrapped: SQLite allows no ORDER BY or LIMIT in a compound's members.
     parts: list[Select[Any]] = [
-        select(*source.with_only_columns(*_COLUMNS).subquery().c) for source in sources
+        select(*source.with_only_columns(*COLUMNS).subquery().c) for source in sources
     ]
     values = func.json_each(bindparam("vector_ids", type_=String)).table_valued("value")
     given = M.id.in_(select(values.c.value))
-    parts.append(cast(Select[Any], select(*_COLUMNS).where(given, ELIGIBLE[pg])))
+    parts.append(cast(Select[Any], select(*COLUMNS).where(given, ELIGIBLE[pg])))
     return union_all(*parts)
 
 
