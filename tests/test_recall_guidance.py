@@ -499,7 +499,8 @@ def test_the_one_statement_candidate_read_returns_what_the_separate_reads_did(
     )
     from memos_feedback.recall.eligibility import eligible
     from memos_feedback.recall.frequencies import DocumentFrequencies
-    from memos_feedback.recall.search import lexical_candidate_ids, read_candidates
+    from memos_feedback.recall.lexical import lexical_candidate_ids
+    from memos_feedback.recall.search import read_candidates
 
     ids = _insert_repairs(store, 60)
     now = now_ms()

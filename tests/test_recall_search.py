@@ -14,7 +14,8 @@ from memos_feedback.recall.candidates import (
 )
 from memos_feedback.recall.eligibility import eligible
 from memos_feedback.recall.frequencies import RARE_DF, DocumentFrequencies, idf, term_expression
-from memos_feedback.recall.search import MAX_SEARCH_TERMS, lexical_candidate_ids, read_candidates
+from memos_feedback.recall.lexical import MAX_SEARCH_TERMS, lexical_candidate_ids
+from memos_feedback.recall.search import read_candidates
 from memos_feedback.store import Store
 from memos_feedback.store.models import DecisionRepairModel, RepairOutcomeModel
 from memos_feedback.types import new_id, now_ms
