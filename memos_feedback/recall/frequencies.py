@@ -292,7 +292,7 @@ def term_expression(term: str) -> str:
     """The FTS5 expression that finds ``term``: its rarest trigrams when known to be rare, else its phrase.
 
     The rows found by trigrams contain them all; those that contain the
-    term itself are told by ``instr`` (``_verify``, and ``_lexical``'s filter).
+    term itself are told by ``instr`` (``_verify``, and ``lexical.lexical_statement``'s filter).
     """
     hit = _expressions.get(term)
     return _fts_phrase(term) if hit is None else hit[0]

@@ -52,11 +52,13 @@ from ..signals import context_hash_of
 from ..store import Store
 from ..text.sanitize import sanitize_line
 from ..types import now_ms
+from .candidates import Candidate
 from .config import RecallConfig
+from .eligibility import eligible
 from .embeddings import Embedder, check_embedder
 from .frequencies import DocumentFrequencies
 from .scoring import Passed, Scorer, Weights
-from .search import Candidate, CandidateRead, eligible, read_candidates
+from .search import CandidateRead, read_candidates
 from .terms import error_identifiers, glossed, is_tool_report, query_terms
 from .vectors import Similarities, similarities
 

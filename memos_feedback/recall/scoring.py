@@ -18,10 +18,10 @@ import threading
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from .candidates import Candidate
 from .config import RecallConfig
 from .frequencies import idf
 from .indexing import embedding_text
-from .search import Candidate
 from .terms import comparable, contains_term
 
 __all__ = ["PAIR_WEIGHT", "Passed", "Scorer", "Weights"]

@@ -1,503 +1,36 @@
-"""Read-only queries behind ``guidance_for``: eligibility and the candidates.
+"""The candidates of one ``guidance_for`` call, read in one statement (``read_candidates``).
 
-Everything here reads; nothing writes. A call's candidates come from one
-statement (``read_candidates``): the exact (tool, context), the tool's
-newest, the nearest embeddings' ids, and the database's text search:
+Everything here reads; nothing writes. The sources — the exact (tool,
+context) and the tool's newest (``candidates``), the nearest embeddings'
+ids, and the database's text search over the query's rarer terms
+(``lexical``) — are united in the candidates' statement (``statement``),
+which keeps only the repairs that may be served (``eligibility``).
 
-* SQLite — ``decision_repairs_fts`` (FTS5, trigram tokenizer), ``MATCH`` on
-  the query's terms OR-ed together, plus the repairs written in the last
-  second or so that wait to be indexed (the tail, ``store/search_index.py``),
-  read and tested with ``instr`` directly;
-* PostgreSQL — ``source_text ILIKE '%term%'`` OR-ed (the ``pg_trgm`` GIN
-  index serves it);
-
-on both, the matches with the most IDF weight of terms first (``_lexical``).
-Only the rarer terms search (``search_terms``); their document frequencies,
-how a term is matched on SQLite, and the ids a fresh count found come from
-``frequencies``. A term counted in the same call is searched by those ids
-(on SQLite only when every term searched was, since one FTS5 query serves
-all terms otherwise: the usual case of a query whose one rare term is a new
-identifier).
+Document frequencies, how a term is matched on SQLite, and the ids a fresh
+count found come from ``frequencies``. A term counted in the same call is
+searched by those ids (on SQLite only when every term searched was, since
+one FTS5 query serves all terms otherwise: the usual case of a query whose
+one rare term is a new identifier). On PostgreSQL, terms not counted yet
+are counted in the candidates' statement itself when they fit
+(``counting``), which spares the count a round trip of its own.
 """
 
 from __future__ import annotations
 
-import functools
 import operator
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, cast
-
-from sqlalchemy import (
-    BigInteger,
-    ColumnElement,
-    CompoundSelect,
-    Float,
-    Integer,
-    Select,
-    String,
-    and_,
-    any_,
-    bindparam,
-    case,
-    column,
-    func,
-    literal,
-    or_,
-    select,
-    text,
-    true,
-    union_all,
-)
-from sqlalchemy.dialects import postgresql
+from typing import Any
 
 from ..outcomes.estimate import OutcomeCounts
-from ..outcomes.states import CONTRADICTED, HELD, RECURRED
-from ..store.engine import Prepared
-from ..store.models import SQLITE_FTS_TABLE, DecisionRepairModel, RepairOutcomeModel
-from ..store.reads import in_list, list_param
-from ..store.search_index import TAIL_SQL
-from .frequencies import (
-    DF_BATCH,
-    DF_CAP,
-    RARE_DF,
-    Reader,
-    count_terms,
-    idf,
-    is_postgresql,
-    like_pattern,
-    term_expression,
-)
-
-__all__ = [
-    "MAX_SEARCH_TERMS",
-    "Candidate",
-    "CandidateRead",
-    "Eligibility",
-    "eligible",
-    "fetch_candidates",
-    "lexical_candidate_ids",
-    "read_candidates",
-    "same_context_candidate_ids",
-    "same_tool_candidate_ids",
-    "search_terms",
-]
-
-M = DecisionRepairModel
-# At most this many (the rarest) of a query's terms select candidates by text.
-MAX_SEARCH_TERMS = 8
-# The rare cap (``RARE_DF``) shrinks to 5 % of a small store, never below 20.
-_RARE_SHARE = 20
-_RARE_FLOOR = 20
-
-
-class Candidate(NamedTuple):
-    """The columns of a repair that ranking needs.
-
-    A named tuple, not a dataclass: it is made straight from the row
-    (``_make``), a hundred times per ``guidance_for``, without a frozen
-    dataclass's per-field ``__setattr__``.
-    """
-
-    id: str
-    ts: int
-    context_hash: str
-    tool_id: str | None
-    context: str | None
-    trigger: str
-    preference: str
-    anti_pattern: str
-    severity: str
-    confidence: float
-    validated: bool
-    category: str | None
-    project: str | None
-    source_text: str
-    session_id: str | None
-
-
-_COLUMNS = (
-    M.id,
-    M.ts,
-    M.context_hash,
-    M.tool_id,
-    M.context,
-    M.trigger,
-    M.preference,
-    M.anti_pattern,
-    M.severity,
-    M.confidence,
-    M.validated,
-    M.category,
-    M.project,
-    # A repair written before recall had no source text: it is read as its
-    # lesson (the fallback is computed here, so a row becomes a Candidate as is).
-    func.coalesce(
-        func.nullif(M.source_text, ""),
-        literal("do: ") + M.preference + literal("\navoid: ") + M.anti_pattern,
-    ).label("source_text"),
-    # No embedding: cosines come from the in-process matrix (``vectors``),
-    # and a blob per row is most of a row's bytes.
-    M.session_id,
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Eligibility:
-    """Which repairs may be offered: global or of ``project``; validated, or written since ``fresh_after``."""
-
-    project: str | None
-    fresh_after: int
-
-    def params(self) -> dict[str, Any]:
-        # Projects are never "" (callers' values are stripped, "" means none),
-        # so "" stands for "no project": only global repairs match twice.
-        return {"e_project": self.project or "", "e_fresh_after": self.fresh_after}
-
-
-def eligible(project: str | None, now_ms: int, unvalidated_max_age_ms: int) -> Eligibility:
-    """Never rejected, still active; global or of ``project``; validated, or younger than the age limit."""
-    return Eligibility(project, now_ms - unvalidated_max_age_ms)
-
-
-# Built once per dialect with bound parameters: every statement below is then
-# one compiled-cache hit instead of an expression tree rebuilt per call.
-#
-# The project test differs by dialect, on purpose. SQLite: through coalesce,
-# because an indexable project test tempts its planner into scanning every
-# row of the project (half the table) instead of a few primary keys.
-# PostgreSQL: on the column itself, because it has statistics for the
-# column but not for coalesce(...): an expression's guessed selectivity
-# (0.5 %) made it read and sort every repair of a tool instead of walking
-# the (tool_id, ts) index newest first until it had enough.
-def _eligible(postgresql_dialect: bool) -> ColumnElement[bool]:
-    project = bindparam("e_project", type_=String)
-    if postgresql_dialect:
-        scoped = or_(M.project.is_(None), M.project == project)
-    else:
-        coalesced = func.coalesce(M.project, "")
-        scoped = or_(coalesced == "", project == coalesced)
-    return and_(
-        M.rejected.is_(False),
-        M.status.is_(None),  # outcomes: a stale or superseded repair (status set) is never offered
-        scoped,
-        or_(M.validated.is_(True), M.ts >= bindparam("e_fresh_after", type_=BigInteger)),
-    )
-
-
-_ELIGIBLE = {True: _eligible(True), False: _eligible(False)}
-_LIMIT = bindparam("lim", type_=Integer)
-
-
-def _newest(key: ColumnElement[Any], name: str, postgresql_dialect: bool) -> Select[Any]:
-    return (
-        select(M.id)
-        .where(key == bindparam(name, type_=String), _ELIGIBLE[postgresql_dialect])
-        .order_by(M.ts.desc())
-        .limit(_LIMIT)
-    )
-
-
-_SAME_CONTEXT = {
-    pg: _newest(cast(ColumnElement[Any], M.context_hash), "context_hash", pg) for pg in (True, False)
-}
-_SAME_TOOL = {pg: _newest(cast(ColumnElement[Any], M.tool_id), "tool_id", pg) for pg in (True, False)}
-
-
-def _fetch_statement(postgresql_dialect: bool) -> Select[Any]:
-    ids = in_list(cast(ColumnElement[Any], M.id), "ids", postgresql_dialect)
-    return cast(Select[Any], select(*_COLUMNS).where(ids, _ELIGIBLE[postgresql_dialect]).order_by(M.id))
-
-
-_FETCH = {True: _fetch_statement(True), False: _fetch_statement(False)}
-# Unranked: FTS5's bm25 costs as much again as the trigram match itself
-# (it counts every trigram's postings). The hits are few by construction —
-# only rare terms search, and the limit covers their document frequencies —
-# so ranking them after the join is cheap (``_lexical``). The tail (repairs
-# not indexed yet, a few rows) joins them unfiltered: ``_lexical`` keeps
-# the rows that contain a term, indexed or not.
-_FTS_HITS = (
-    text(
-        f"SELECT repair_id, doc FROM (SELECT repair_id, doc FROM {SQLITE_FTS_TABLE} "
-        f"WHERE {SQLITE_FTS_TABLE} MATCH :match LIMIT :fts_limit) UNION ALL {TAIL_SQL}"
-    )
-    .columns(column("repair_id", String), column("doc", String))
-    .subquery("hits")
-)
-# The search reads at most this many matches (before eligibility).
-_FTS_MAX = 2_000
-
-
-def fetch_candidates(reader: Reader, ids: Iterable[str], where: Eligibility) -> list[Candidate]:
-    """The eligible repairs among ``ids`` (order unspecified)."""
-    wanted = sorted(set(ids))
-    if not wanted:
-        return []
-    pg = is_postgresql(reader)
-    params = {**where.params(), "ids": list_param(wanted, pg)}
-    return [Candidate._make(r) for r in reader.execute(_FETCH[pg], params)]
-
-
-def same_context_candidate_ids(
-    reader: Reader, context_hash: str, where: Eligibility, limit: int
-) -> list[str]:
-    """Newest eligible repairs written for exactly this (tool, context)."""
-    params = {**where.params(), "context_hash": context_hash, "lim": limit}
-    return list(reader.scalars(_SAME_CONTEXT[is_postgresql(reader)], params))
-
-
-def same_tool_candidate_ids(reader: Reader, tool_id: str, where: Eligibility, limit: int) -> list[str]:
-    """Newest eligible repairs written for ``tool_id``."""
-    params = {**where.params(), "tool_id": tool_id, "lim": limit}
-    return list(reader.scalars(_SAME_TOOL[is_postgresql(reader)], params))
-
-
-def _rare_cap(total: int | None) -> int:
-    """A term in this many repairs or more selects no candidate by text (``lexical_candidate_ids``)."""
-    return RARE_DF if total is None else max(_RARE_FLOOR, min(RARE_DF, total // _RARE_SHARE))
-
-
-def search_terms(
-    terms: Sequence[str], frequencies: Mapping[str, int] | None = None, total: int | None = None
-) -> list[str]:
-    """The terms that select candidates by text (``lexical_candidate_ids`` says which)."""
-    cap = _rare_cap(total)
-    rare = [t for t in terms if len(t) >= 3 and (frequencies is None or frequencies.get(t, 0) < cap)]
-    if frequencies is not None and len(rare) > MAX_SEARCH_TERMS:
-        # The rarest say the most and have the shortest postings: the
-        # search's cost follows the terms it ORs, so it takes only those.
-        rare = sorted(rare, key=lambda t: frequencies.get(t, 0))[:MAX_SEARCH_TERMS]
-    return rare
-
-
-def lexical_candidate_ids(
-    reader: Reader,
-    terms: Sequence[str],
-    where: Eligibility,
-    limit: int,
-    frequencies: Mapping[str, int] | None = None,
-    total: int | None = None,
-) -> list[str]:
-    """Eligible repairs matching the query's rarer terms (3+ characters each), best first.
-
-    Ranked by the IDF weight of the terms matched over the terms fewer
-    than ``RARE_DF`` repairs (or 5 % of ``total``, at least 20) contain — the
-    ``MAX_SEARCH_TERMS`` rarest of them — so the work follows those terms'
-    postings, not the table. A query whose every term is common selects no
-    candidate by text: such terms cannot tell a few hundred repairs apart,
-    and candidates found by tool, context or embedding are still scored on
-    them.
-    """
-    rare = search_terms(terms, frequencies, total)
-    if not rare:
-        return []
-    pg = is_postgresql(reader)
-    params = {**where.params(), **_lexical_params(rare, pg, limit, frequencies, total), "lim": limit}
-    return list(reader.scalars(_lexical(pg, len(rare)), params))
-
-
-@functools.cache
-def _fresh_count(i: int) -> tuple[Any, ColumnElement[int]]:
-    """PostgreSQL: term ``:f{i}`` (an ILIKE pattern) counted inside another statement.
-
-    A CTE of its matches (up to ``:df_cap``) and its count: what
-    ``DocumentFrequencies.of`` would read in a round trip of its own. A CTE
-    referenced more than once is materialised, so the trigram scan runs
-    once. Built once per position: every statement refers to the same one.
-    """
-    pattern = bindparam(f"f{i}", type_=String)
-    matches = select(M.id).where(M.source_text.ilike(pattern, escape="\\"))
-    cte = matches.limit(bindparam("df_cap", type_=Integer)).cte(f"fresh{i}")
-    return cte, select(func.count()).select_from(cte).scalar_subquery()
-
-
-def _fresh_counts(n: int) -> list[tuple[Any, ColumnElement[int]]]:
-    return [_fresh_count(i) for i in range(n)]
-
-
-def _idf_of(count: ColumnElement[int]) -> ColumnElement[float]:
-    """``idf`` in SQL, of a count in the statement (``:idf_n``: the total, at least 1)."""
-    n = bindparam("idf_n", type_=Float)
-    return cast(ColumnElement[float], func.ln(1.0 + n / func.greatest(count, 1)) / func.ln(1.0 + n))
-
-
-@functools.cache
-def _lexical(
-    postgresql_dialect: bool, n_terms: int, by_ids: tuple[bool, ...] = (), fresh: int = 0
-) -> Select[Any]:
-    """The text search over ``n_terms`` terms, built once per (dialect, count, ``by_ids``, ``fresh``).
-
-    Matches are ranked by the summed IDF weight (``:w0``…) of the terms they
-    contain — the measure ``guidance_for`` scores by — then newest first.
-    On SQLite the FTS5 index finds the matches and ``instr`` on the
-    matched text (ASCII-case-folded by ``lower``; the terms are case-folded
-    already) tells which terms each contains. On PostgreSQL, term ``i``
-    with ``by_ids[i]`` is given as the ids its count found (module docstring),
-    and ``fresh`` more terms are counted in the same statement
-    (``_fresh_counts``): each selects only when its count is under the rare
-    cap (``:rare_cap``), weighted by the IDF of that count.
-    """
-    tests: list[ColumnElement[bool]]
-    weights: list[ColumnElement[float]] = [bindparam(f"w{i}", type_=Float) for i in range(n_terms)]
-    if postgresql_dialect:
-        ids = by_ids or (False,) * n_terms
-        tests = [
-            M.id == any_(bindparam(f"t{i}", type_=postgresql.ARRAY(String)))
-            if ids[i]
-            else M.source_text.ilike(bindparam(f"t{i}", type_=String), escape="\\")
-            for i in range(n_terms)
-        ]
-        for cte, count in _fresh_counts(fresh):
-            tests.append(and_(M.id.in_(select(cte.c.id)), count < bindparam("rare_cap", type_=Integer)))
-            weights.append(_idf_of(count))
-        stmt = select(M.id).where(or_(*tests), _ELIGIBLE[True])
-    elif by_ids:
-        # SQLite, every term given as the ids its count found (never some of
-        # them: ``read_candidates``): no text search at all.
-        tests = [in_list(cast(ColumnElement[Any], M.id), f"t{i}", False) for i in range(n_terms)]
-        stmt = select(M.id).where(or_(*tests), _ELIGIBLE[False])
-    else:
-        terms = [bindparam(f"t{i}", type_=String) for i in range(n_terms)]
-        tests = [func.instr(func.lower(_FTS_HITS.c.doc), t) > 0 for t in terms]
-        stmt = select(M.id).join(_FTS_HITS, _FTS_HITS.c.repair_id == M.id).where(_ELIGIBLE[False])
-    weight: ColumnElement[float] = literal(0.0)
-    for test, w in zip(tests, weights, strict=True):
-        weight = weight + case((test, w), else_=0.0)
-    if not postgresql_dialect and not by_ids:
-        # A match of a term's rarest trigrams that lacks the term itself is not a match.
-        stmt = stmt.where(or_(*tests))
-    return stmt.order_by(weight.desc(), M.ts.desc()).limit(_LIMIT)
-
-
-def _lexical_params(
-    rare: Sequence[str],
-    postgresql_dialect: bool,
-    limit: int,
-    frequencies: Mapping[str, int] | None,
-    total: int | None,
-    matched: Mapping[str, Sequence[str]] | None = None,
-) -> dict[str, Any]:
-    n = max(total or 0, 1)
-    params: dict[str, Any] = {
-        f"w{i}": idf(frequencies.get(t, 0), n) if frequencies is not None else 1.0 for i, t in enumerate(rare)
-    }
-    if postgresql_dialect:
-        ids = matched or {}
-        params.update({f"t{i}": list(ids[t]) if t in ids else like_pattern(t) for i, t in enumerate(rare)})
-        return params
-    if matched:  # every term by id (``read_candidates``)
-        params.update({f"t{i}": list_param(matched[t], False) for i, t in enumerate(rare)})
-        return params
-    # Every match of the rare terms when their frequencies are known (each
-    # is below the rare cap), else four per candidate wanted.
-    known = sum(frequencies.get(t, 0) for t in rare) if frequencies is not None else 0
-    params.update({f"t{i}": t for i, t in enumerate(rare)})
-    params["match"] = " OR ".join(term_expression(t) for t in rare)
-    # A term's trigrams match a little more than the term does: room for that.
-    params["fts_limit"] = min(max(limit * 4, 2 * known), _FTS_MAX)
-    return params
-
-
-# PostgreSQL: each candidate's outcome counts, read in the candidates'
-# statement (a LATERAL aggregate over its outcome rows, one index probe a
-# candidate) instead of a statement of their own: a round trip costs more
-# there than the probes (docs/PERFORMANCE.md, "Recall"). SQLite reads
-# them separately (``counts_for``), for the candidates that pass the gate.
-_O = RepairOutcomeModel
-
-
-_OUTCOMES_OF_ROW = (
-    select(
-        func.count().filter(_O.kind == HELD).label("held"),
-        func.count().filter(_O.kind == RECURRED).label("recurred"),
-        func.count().filter(_O.kind == CONTRADICTED).label("contradicted"),
-        func.max(_O.ts).filter(_O.kind == HELD).label("last_held"),
-    )
-    .where(_O.repair_id == M.id)
-    .lateral("outcomes")
-)
-
-# PostgreSQL, with embeddings: whether a repair was embedded after the
-# in-process matrix was last read (``vectors``' refresh condition), asked in
-# the same round trip; ``guidance_for`` reads them and asks again when so.
-_EMBEDDED = M.__table__.alias("embedded")
-_NEWER_EMBEDDED = (
-    select(literal(1))
-    .where(
-        _EMBEDDED.c.id > bindparam("newer_than", type_=String),
-        _EMBEDDED.c.embedding_model == bindparam("embedding_model", type_=String),
-        _EMBEDDED.c.embedding.is_not(None),
-    )
-    .exists()
-    .label("newer_embedded")
-)
-_N_COLUMNS = len(_COLUMNS)
-
-
-class _Shape(NamedTuple):
-    """What a candidates' statement is built for: its cache key (``_candidates_statement``)."""
-
-    postgresql_dialect: bool
-    n_terms: int
-    by_ids: tuple[bool, ...] = ()
-    newer: bool = False
-    fresh: int = 0
-    counted: int = 0
-
-
-@functools.cache
-def _candidates_statement(shape: _Shape) -> CompoundSelect[Any] | Select[Any]:
-    """Every candidate source and the rows they select, as one statement.
-
-    The sources: the text search (when there are terms), the exact (tool,
-    context) and the tool — each its own subquery with the order and limit
-    of its separate read — and the ids given (nearest embeddings). A NULL
-    ``context_hash`` or ``tool_id`` and an empty ``vector_ids`` select
-    nothing. Rows come in no particular order, and on SQLite a repair that
-    several sources find comes back once from each (``read_candidates``
-    keeps one, in id order).
-
-    SQLite: each source selects its eligible rows whole, united with
-    ``UNION ALL``. A row is read where its source finds it, not looked up
-    again by id: that second visit of every row was a third of the
-    statement's time. PostgreSQL: the sources' ids are united and the rows
-    read by key, each with its outcome counts, then (with ``newer``) the
-    newer-embeddings flag, then the counts of ``counted`` terms counted in
-    the statement, the first ``fresh`` of which also search
-    (``read_candidates``' ``counting``). Its whole-row form would be twice
-    as long, past the 4 kB up to which psycopg caches a statement's
-    conversion: parsing it again on every call cost more than the lookups
-    it saves.
-    """
-    pg, n_terms, by_ids, newer, fresh, counted = shape
-    searched = (_lexical(pg, n_terms, by_ids, fresh),) if n_terms or fresh else ()
-    sources = (*searched, _SAME_CONTEXT[pg], _SAME_TOOL[pg])
-    if pg:
-        # Wrapped: as on SQLite, every member of the compound is a plain select.
-        ids = [select(source.subquery().c.id) for source in sources]
-        ids.append(select(func.unnest(bindparam("vector_ids", type_=postgresql.ARRAY(String)))))
-        o = _OUTCOMES_OF_ROW.c
-        extra: list[Any] = [o.held, o.recurred, o.contradicted, o.last_held]
-        if newer:
-            extra.append(_NEWER_EMBEDDED)
-        extra += [count for _, count in _fresh_counts(counted)]
-        stmt = select(*_COLUMNS, *extra).select_from(M.__table__.outerjoin(_OUTCOMES_OF_ROW, true()))
-        return cast(Select[Any], stmt.where(M.id.in_(union_all(*ids).scalar_subquery()), _ELIGIBLE[pg]))
-    # Wrapped: SQLite allows no ORDER BY or LIMIT in a compound's members.
-    parts: list[Select[Any]] = [
-        select(*source.with_only_columns(*_COLUMNS).subquery().c) for source in sources
-    ]
-    values = func.json_each(bindparam("vector_ids", type_=String)).table_valued("value")
-    given = M.id.in_(select(values.c.value))
-    parts.append(cast(Select[Any], select(*_COLUMNS).where(given, _ELIGIBLE[pg])))
-    return union_all(*parts)
-
-
-@functools.cache
-def _candidates_prepared(shape: _Shape) -> Prepared:
-    # On SQLite, a hundred rows through SQLAlchemy's result machinery cost a
-    # third as much again as the statement itself; the driver's cursor does not.
-    return Prepared(_candidates_statement(shape))
+from ..store.reads import list_param
+from .candidates import Candidate
+from .eligibility import Eligibility
+from .frequencies import DF_BATCH, DF_CAP, Reader, count_terms, is_postgresql, like_pattern
+from .lexical import MAX_SEARCH_TERMS, lexical_params, rare_cap, search_terms
+from .statement import N_COLUMNS, Shape, candidates_prepared
+
+__all__ = ["CandidateRead", "read_candidates"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -577,7 +110,7 @@ def read_candidates(
     by_ids = tuple(t in known for t in rare) if known else ()
     params: dict[str, Any] = {
         **where.params(),
-        **(_lexical_params(rare, pg, limit, frequencies, total, known) if rare else {}),
+        **(lexical_params(rare, pg, limit, frequencies, total, known) if rare else {}),
         "lim": limit,
         "context_hash": context_hash,
         "tool_id": tool_id,
@@ -588,16 +121,16 @@ def read_candidates(
         params["embedding_model"], params["newer_than"] = newer
     if fresh:
         params.update({f"f{i}": like_pattern(t) for i, t in enumerate(fresh)})
-        params.update(df_cap=DF_CAP, rare_cap=_rare_cap(total), idf_n=float(max(total or 0, 1)))
-    shape = _Shape(pg, len(rare), by_ids, newer is not None, searching, len(fresh))
-    statement = _candidates_prepared(shape)
+        params.update(df_cap=DF_CAP, rare_cap=rare_cap(total), idf_n=float(max(total or 0, 1)))
+    shape = Shape(pg, len(rare), by_ids, newer is not None, searching, len(fresh))
+    statement = candidates_prepared(shape)
     got = statement.all(reader, params)
     # One row per repair (sources overlap), ordered by id: ranking's ties
     # then fall the same way whichever source found a repair first.
     rows = sorted({r[0]: r for r in got}.values(), key=_by_id)
     if not pg:
         return CandidateRead([Candidate._make(r) for r in rows])
-    n = _N_COLUMNS
+    n = N_COLUMNS
     outcomes = {
         r[0]: OutcomeCounts(held=r[n], recurred=r[n + 1], contradicted=r[n + 2], last_held=r[n + 3])
         for r in rows

@@ -8,7 +8,7 @@ time). A full re-read happens every ``_FULL_RELOAD_S`` seconds, which also
 picks up embeddings another process backfilled into older rows
 (``indexing.backfill`` drops its own process's matrix when it is done).
 Rejections and age limits are not trusted from the cache: candidates are
-re-checked in SQL (``search.eligible``).
+re-checked in SQL (``eligibility.eligible``).
 
 Only the first read of a database runs on the caller's thread. The full
 re-read and the projection's fit (below) run on a background thread while

@@ -1,0 +1,135 @@
+"""The candidate row, and the reads that bring candidates one source at a time.
+
+``Candidate`` is what ranking reads of a repair (``COLUMNS``). The separate
+reads here — the eligible repairs among given ids, the newest of an exact
+(tool, context), the newest of a tool — say what each source selects;
+``guidance_for`` reads every source at once (``search.read_candidates``),
+in a statement made of the per-source statements built here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, NamedTuple, cast
+
+from sqlalchemy import ColumnElement, Integer, Select, String, bindparam, func, literal, select
+
+from ..store.models import DecisionRepairModel
+from ..store.reads import in_list, list_param
+from .eligibility import ELIGIBLE, Eligibility
+from .frequencies import Reader, is_postgresql
+
+__all__ = [
+    "COLUMNS",
+    "LIMIT",
+    "SAME_CONTEXT",
+    "SAME_TOOL",
+    "Candidate",
+    "fetch_candidates",
+    "same_context_candidate_ids",
+    "same_tool_candidate_ids",
+]
+
+M = DecisionRepairModel
+
+
+class Candidate(NamedTuple):
+    """The columns of a repair that ranking needs.
+
+    A named tuple, not a dataclass: it is made straight from the row
+    (``_make``), a hundred times per ``guidance_for``, without a frozen
+    dataclass's per-field ``__setattr__``.
+    """
+
+    id: str
+    ts: int
+    context_hash: str
+    tool_id: str | None
+    context: str | None
+    trigger: str
+    preference: str
+    anti_pattern: str
+    severity: str
+    confidence: float
+    validated: bool
+    category: str | None
+    project: str | None
+    source_text: str
+    session_id: str | None
+
+
+COLUMNS = (
+    M.id,
+    M.ts,
+    M.context_hash,
+    M.tool_id,
+    M.context,
+    M.trigger,
+    M.preference,
+    M.anti_pattern,
+    M.severity,
+    M.confidence,
+    M.validated,
+    M.category,
+    M.project,
+    # A repair written before recall had no source text: it is read as its
+    # lesson (the fallback is computed here, so a row becomes a Candidate as is).
+    func.coalesce(
+        func.nullif(M.source_text, ""),
+        literal("do: ") + M.preference + literal("\navoid: ") + M.anti_pattern,
+    ).label("source_text"),
+    # No embedding: cosines come from the in-process matrix (``vectors``),
+    # and a blob per row is most of a row's bytes.
+    M.session_id,
+)
+
+# How many rows a source selects. One parameter object for every source (the
+# text search's too): the candidates' statement binds them all with one value.
+LIMIT = bindparam("lim", type_=Integer)
+
+
+def _newest(key: ColumnElement[Any], name: str, postgresql_dialect: bool) -> Select[Any]:
+    return (
+        select(M.id)
+        .where(key == bindparam(name, type_=String), ELIGIBLE[postgresql_dialect])
+        .order_by(M.ts.desc())
+        .limit(LIMIT)
+    )
+
+
+SAME_CONTEXT = {
+    pg: _newest(cast(ColumnElement[Any], M.context_hash), "context_hash", pg) for pg in (True, False)
+}
+SAME_TOOL = {pg: _newest(cast(ColumnElement[Any], M.tool_id), "tool_id", pg) for pg in (True, False)}
+
+
+def _fetch_statement(postgresql_dialect: bool) -> Select[Any]:
+    ids = in_list(cast(ColumnElement[Any], M.id), "ids", postgresql_dialect)
+    return cast(Select[Any], select(*COLUMNS).where(ids, ELIGIBLE[postgresql_dialect]).order_by(M.id))
+
+
+_FETCH = {True: _fetch_statement(True), False: _fetch_statement(False)}
+
+
+def fetch_candidates(reader: Reader, ids: Iterable[str], where: Eligibility) -> list[Candidate]:
+    """The eligible repairs among ``ids`` (order unspecified)."""
+    wanted = sorted(set(ids))
+    if not wanted:
+        return []
+    pg = is_postgresql(reader)
+    params = {**where.params(), "ids": list_param(wanted, pg)}
+    return [Candidate._make(r) for r in reader.execute(_FETCH[pg], params)]
+
+
+def same_context_candidate_ids(
+    reader: Reader, context_hash: str, where: Eligibility, limit: int
+) -> list[str]:
+    """Newest eligible repairs written for exactly this (tool, context)."""
+    params = {**where.params(), "context_hash": context_hash, "lim": limit}
+    return list(reader.scalars(SAME_CONTEXT[is_postgresql(reader)], params))
+
+
+def same_tool_candidate_ids(reader: Reader, tool_id: str, where: Eligibility, limit: int) -> list[str]:
+    """Newest eligible repairs written for ``tool_id``."""
+    params = {**where.params(), "tool_id": tool_id, "lim": limit}
+    return list(reader.scalars(SAME_TOOL[is_postgresql(reader)], params))
