@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
+from .._checks import check_int
 from ..errors import ConfigError, InvalidInputError
 
 if TYPE_CHECKING:
@@ -126,8 +127,7 @@ class SentenceTransformerEmbedder:
     def __init__(
         self, model_path: str | os.PathLike[str] | None = None, *, device: str = "cpu", batch_size: int = 32
     ) -> None:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise InvalidInputError(f"batch_size must be a positive int, got {batch_size!r}")
+        check_int("batch_size", batch_size, lo=1)
         if not isinstance(device, str) or not device:
             raise InvalidInputError(f"device must be a non-empty str, got {device!r}")
         try:

@@ -45,6 +45,7 @@ import functools
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
+from .._checks import check_int
 from ..errors import InvalidInputError
 from ..outcomes.estimate import OutcomeCounts, counts_for, rank_factor
 from ..outcomes.ledger import record_served
@@ -166,9 +167,7 @@ def _opt_str(name: str, value: object) -> str | None:
 def _limit(value: object, cfg: RecallConfig) -> int:
     if value is None:
         return cfg.default_limit
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInputError(f"limit must be a positive int, got {value!r}")
-    return min(value, cfg.max_limit)
+    return min(check_int("limit", value, lo=1), cfg.max_limit)
 
 
 def guidance_for(

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import select, update
 
-from ..errors import InvalidInputError
+from .._checks import check_int
 from ..store import Store
 from ..store.models import DecisionRepairModel
 from ..text.sanitize import sanitize_line
@@ -126,8 +126,7 @@ def backfill(store: Store, embedder: Embedder, *, batch_size: int = 64, redo: bo
     two lines, tool and context first. Each batch commits on its own, so an
     interrupted run resumes where it stopped.
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InvalidInputError(f"batch_size must be a positive int, got {batch_size!r}")
+    check_int("batch_size", batch_size, lo=1)
     model = embedder.model_name
     m = DecisionRepairModel
     stmt = select(m.id, m.preference, m.anti_pattern, m.tool_id, m.context, m.source_text).order_by(m.id)
