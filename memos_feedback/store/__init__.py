@@ -121,7 +121,7 @@ class Store:
         # per write: about half of an empty write transaction's cost. Used
         # only by the thread holding the write lock, and only when no write
         # of that thread is already using it (the lock is reentrant); else
-        # the write takes a pooled connection as before.
+        # the write takes a pooled connection of its own.
         self._keep_writer = writable_file
         self._writer: Connection | None = None
         self._writer_in_use = False

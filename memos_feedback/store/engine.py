@@ -187,7 +187,7 @@ def _ping_when_idle(engine: Engine) -> None:
     before every transaction, when most checkouts take a connection put
     back a moment ago (an agent's steps, the worker's jobs). A connection
     that sat idle — where a server restart or an idle timeout would have
-    dropped it — is pinged as before, and a dead one replaced before
+    dropped it — is still pinged first, and a dead one replaced before
     anyone sees it. One dropped within the last second fails its next
     statement once (``StoreError``); SQLAlchemy then discards the pool's
     connections and the call after it reconnects.

@@ -198,7 +198,7 @@ _CLAIM = (
     .order_by(_j.seq)
 )
 # Up to :limit jobs in one statement. The same jobs as :limit one-job
-# claims in a row (one statement each, as before): a pick needs its
+# claims in a row (one statement each): a pick needs its
 # context to have no running job and no older pending one, so at most the
 # oldest pending job of an idle context qualifies, and taking it never
 # lets another job of that context (or of any other) qualify or stop
