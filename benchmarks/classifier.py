@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     learned_only = _per_message(lambda s: model.probabilities(classifier.prepared_text(s)), texts)
 
     sys.path.insert(0, str(REPO_ROOT))
-    from tests.test_classifier import ADVERSARIAL
+    from tests.classify.test_classifier import ADVERSARIAL
 
     worst_name, worst = "", 0.0
     for name, text in ADVERSARIAL.items():

@@ -11,7 +11,7 @@ configuration, and writes ``memos_feedback/data/classifier_model.json``:
 * ``features``: n-gram -> ``[idf, weight per class]``; ``intercepts``;
   ``classes`` — floats rounded to six significant digits, keys sorted;
 * ``data_sha256``: hash of the training files (name and bytes, in manifest
-  order); ``tests/test_learned.py`` recomputes it and fails when the shipped
+  order); ``tests/classify/test_learned.py`` recomputes it and fails when the shipped
   artefact is stale;
 * ``calibration``: the reliability map of the combined classifier's
   confidence, fitted on out-of-fold predictions (``FOLDS``-fold, fixed seed)
@@ -21,7 +21,7 @@ configuration, and writes ``memos_feedback/data/classifier_model.json``:
 The solver (Newton-CG to a tight tolerance) converges to the unique optimum
 of the regularised loss, so the same data gives the same weights to well
 within the rounding: training twice, or on another machine, writes the same
-file up to the last rounded digit (``tests/test_learned.py`` allows 1e-4).
+file up to the last rounded digit (``tests/classify/test_learned.py`` allows 1e-4).
 
 scikit-learn is needed here only (``pip install 'memos-feedback[train]'``);
 inference (``learned.py``) is pure Python.

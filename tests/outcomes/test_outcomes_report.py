@@ -16,7 +16,7 @@ from memos_feedback.runtime.subscriber import attach_feedback_subscriber
 from memos_feedback.signals import context_hash_of
 from memos_feedback.store import Store
 from memos_feedback.types import now_ms
-from tests.test_cli import cli
+from tests.cli.test_cli import cli
 
 TOOL, CTX = "deploy", "staging"
 

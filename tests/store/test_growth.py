@@ -21,7 +21,7 @@ from memos_feedback.runtime.queue import JOB_STATUSES, RepairQueue
 from memos_feedback.store import PolicyRow, Store, migrate, open_store
 from memos_feedback.store.models import RepairJobModel
 from memos_feedback.types import DecisionRepairDraft, RepairInput, now_ms
-from tests.test_cli import cli
+from tests.cli.test_cli import cli
 
 OWNER = "host:1:test"
 

@@ -22,7 +22,7 @@ import pytest
 
 from memos_feedback.devtools.eval import evaluate, load_labels
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ from tests.support.procs import expect_line
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def child(mode: str, db_url: str, failpoints: str = "") -> subprocess.Popen[str]:

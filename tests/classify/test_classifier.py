@@ -27,7 +27,7 @@ from memos_feedback.types import ClassifiedFeedback, Shape
 # The labelled dev set ships with the repository (tests/data/README.md); the
 # variable points the floors below at another file of the same format.
 DEV_SET_ENV = "MEMOS_FEEDBACK_DEV_SET"
-DEV_SET = Path(__file__).resolve().parent / "data" / "feedback_dev.jsonl"
+DEV_SET = Path(__file__).resolve().parents[1] / "data" / "feedback_dev.jsonl"
 
 
 def dev_set_path() -> Path:

@@ -11,7 +11,7 @@ from memos_feedback.devtools.recall_eval import evaluate_recall, load_cases, mai
 from memos_feedback.errors import InvalidInputError
 from memos_feedback.store import Store
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def _two_cases(tmp_path: Path) -> Path:

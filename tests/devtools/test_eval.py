@@ -12,7 +12,7 @@ import pytest
 from memos_feedback.devtools.eval import EvalDataError, LabelledMessage, evaluate, load_labels, normalize_span
 from memos_feedback.types import ClassifiedFeedback, Shape
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _msg(ident: str, shape: str, lang: str, **fields: str) -> LabelledMessage:

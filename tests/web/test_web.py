@@ -23,7 +23,7 @@ from memos_feedback.feed import FeedStore
 from memos_feedback.store import Store, open_store
 from tests.support.serve import serve_process
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 POST_HEADERS = {"X-Memos-Feedback": "1"}
 
 

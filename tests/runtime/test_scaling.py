@@ -28,7 +28,7 @@ from tests.support.stress_child import context_name, session_of
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONTEXTS = 20
 TRIGGERS = 200
 COOLDOWN_MS = 600_000  # far longer than the test: one repair per context

@@ -16,7 +16,7 @@ from memos_feedback.classify.classifier import CALIBRATION_GROUPS, classify_feed
 from memos_feedback.devtools import train
 from memos_feedback.types import Shape
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 
 

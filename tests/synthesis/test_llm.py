@@ -254,7 +254,7 @@ def test_api_key_never_logged_or_shown(
 
 def test_standalone_server_process() -> None:
     # The crash tests run the server as its own process; check that mode works.
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.support.chat_server", "--mode", "ok", "--port", "0"],
         cwd=root,

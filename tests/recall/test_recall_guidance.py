@@ -22,7 +22,7 @@ from memos_feedback.store import Store
 from memos_feedback.text.sanitize import sanitize_line
 from memos_feedback.types import RepairInput, ToolCall, now_ms
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 DAY = 24 * 3_600_000
 
 

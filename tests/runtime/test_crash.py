@@ -18,7 +18,7 @@ from tests.support.procs import expect_line
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 N_CORRECTIONS, N_BURSTS = 50, 10
 
 

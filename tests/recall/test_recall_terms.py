@@ -8,7 +8,7 @@ from memos_feedback.recall import guidance_for
 from memos_feedback.recall.glossary import GLOSSARY, gloss
 from memos_feedback.recall.terms import comparable, contains_term, glossed, query_terms, stem
 from memos_feedback.store import Store
-from tests.test_recall_guidance import write  # one repair through run_repair
+from tests.recall.test_recall_guidance import write  # one repair through run_repair
 
 
 @pytest.mark.parametrize(

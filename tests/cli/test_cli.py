@@ -18,7 +18,7 @@ from memos_feedback.runtime.queue import RepairQueue
 from memos_feedback.store import Store, create_store_engine, migrate, open_store
 from memos_feedback.types import RepairInput
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -24,7 +24,7 @@ from memos_feedback.types import RepairInput
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SESSION = "feed-session"
 
 
