@@ -18,14 +18,19 @@ import tempfile
 import threading
 import time
 
-from memos_feedback.config import FeedbackConfig
-from memos_feedback.events import FeedbackBus
-from memos_feedback.repair.deps import RepairDeps
-from memos_feedback.repair.run import run_repair
-from memos_feedback.runtime.queue import RepairQueue
-from memos_feedback.runtime.subscriber import attach_feedback_subscriber
-from memos_feedback.store import Store, ToolCall, open_store
-from memos_feedback.types import RepairInput
+# The package root's names: both layouts (before and after the layering) export them.
+from memos_feedback import (
+    FeedbackBus,
+    FeedbackConfig,
+    RepairDeps,
+    RepairInput,
+    RepairQueue,
+    Store,
+    ToolCall,
+    attach_feedback_subscriber,
+    open_store,
+    run_repair,
+)
 
 CONFIG = FeedbackConfig(use_llm=False, cooldown_ms=0)
 SESSION = "bench-session"
