@@ -11,8 +11,9 @@ keeps that account for its transaction: a caller opens one
 deferred before the commit and hands event rows back on a rollback
 itself.
 
-Nothing here adds a statement to a repair: each method runs the one
-statement the write ran before (or none, where the backend needs none).
+The unit adds no statement of its own: each method runs only the
+statement its step needs (none where the backend needs none), so a
+template repair stays at its few statements and one round trip each.
 """
 
 from __future__ import annotations
