@@ -3,37 +3,21 @@ caller (the durable queue) gives it to commit its own state with the repair."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-from sqlalchemy.engine import Connection
-from sqlalchemy.orm import Session
 
 from ..config import FeedbackConfig
-from ..events import FeedbackBus, FeedbackEvent
+from ..events import FeedbackBus
 from ..recall.config import RecallConfig
 from ..recall.embeddings import Embedder
 from ..store import Store
+from ..store.unit import EventWriter, Finalizer
 from ..synthesis.llm import RepairLLM
 from ..types import now_ms
 
+# Finalizer and EventWriter are the store's (store/unit.py): a RepairUnit
+# runs the one and hands rows back to the other.
 __all__ = ["EventWriter", "Finalizer", "RepairDeps"]
-
-
-# Called inside the persisting transaction (a Core connection), after the
-# repair row is written; raising aborts (rolls back) the whole write.
-Finalizer = Callable[[Connection, str], None]
-
-
-class EventWriter(Protocol):
-    """Logs events inside a transaction (``memos_feedback.store.event_log.FeedStore``)."""
-
-    def write_in(
-        self, session: Session | Connection, events: Sequence[FeedbackEvent] = ()
-    ) -> list[dict[str, Any]]: ...
-
-    def hand_back(self, rows: list[dict[str, Any]]) -> None: ...
 
 
 _DEFAULT_RECALL = RecallConfig()
@@ -59,5 +43,6 @@ class RepairDeps:
     # instead of degrading, and commit the job's state with the repair.
     raise_transient: bool = False
     finalize: Finalizer | None = None
-    # The durable event log: repair.persisted/attached commit with the repair.
+    # The durable event log: repair.persisted/attached commit with the repair
+    # (run_repair's own transactions; stage_repair logs through its unit's).
     events: EventWriter | None = None

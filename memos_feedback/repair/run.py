@@ -34,6 +34,7 @@ from ..recall.embeddings import check_embedder
 from ..store.engine import Prepared
 from ..store.models import DecisionRepairModel
 from ..store.reads import Executor, policy_boundaries_with_episodes, session_traces
+from ..store.unit import RepairUnit, repair_unit
 from ..synthesis.evidence import RepairEvidence, evidence_window, split_evidence
 from ..synthesis.synthesize import SynthesisOutcome, synthesize_draft
 from ..types import (
@@ -45,7 +46,7 @@ from ..types import (
     TraceRow,
 )
 from .deps import RepairDeps
-from .write import lock_context, recall_fields_of, write_repair
+from .write import Written, recall_fields_of, write_repair
 
 __all__ = [
     "RepairDeps",
@@ -54,6 +55,7 @@ __all__ = [
     "local_synthesis",
     "run_repair",
     "stage_repair",
+    "stage_repair_in",
 ]
 
 logger = logging.getLogger("memos_feedback.repair")
@@ -210,17 +212,11 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
     # Computed before the write transaction: an embedding can take a while.
     recall_fields = recall_fields_of(input, deps, feedback, evidence, draft)
 
-    taken: list[dict[str, Any]] = []
-    try:
-        with deps.store.connection(write=True, action="persisting a repair") as conn:
-            lock_context(conn, input.context_hash)
-            # Re-checked under the lock: another process may have written a
-            # repair for this context while we were synthesizing.
-            written = None if run.in_cooldown(conn) else write_repair(conn, run, draft, recall_fields, taken)
-    except BaseException:
-        if deps.events is not None:  # the failed write took its buffered events with it
-            deps.events.hand_back(taken)
-        raise
+    with repair_unit(deps.store, deps.events) as unit:
+        unit.lock(input.context_hash)
+        # Re-checked under the lock: another process may have written a
+        # repair for this context while we were synthesizing.
+        written = None if run.in_cooldown(unit.conn) else write_repair(unit, run, draft, recall_fields)
     if written is None:
         return run.skip("cooldown")
     return _persisted(run, draft, written)
@@ -246,31 +242,20 @@ def _run_in_one_transaction(run: _Run, feedback: ClassifiedFeedback | None) -> R
     transaction and the cooldown re-check (nothing can be written for the
     context between this read and this write).
     """
-    deps = run.deps
-    taken: list[dict[str, Any]] = []
-    try:
-        with deps.store.connection(write=True, action="persisting a repair") as conn:
-            lock_context(conn, run.inp.context_hash)
-            done = _read_synthesize_write(conn, run, feedback, taken)
-    except BaseException:
-        if deps.events is not None:  # the failed write took its buffered events with it
-            deps.events.hand_back(taken)
-        raise
+    with repair_unit(run.deps.store, run.deps.events) as unit:
+        done = _stage(unit, run, feedback)
     if isinstance(done, str):
         return run.skip(done)
     return _persisted(run, *done)
 
 
-def _read_synthesize_write(
-    conn: Connection,
-    run: _Run,
-    feedback: ClassifiedFeedback | None,
-    taken: list[dict[str, Any]],
-    defer_index: bool = False,
-) -> str | tuple[DecisionRepairDraft, tuple[str, tuple[str, ...], list[FeedbackEvent]]]:
-    """The single transaction's work: a skip reason, or the draft and what ``write_repair`` wrote."""
+def _stage(
+    unit: RepairUnit, run: _Run, feedback: ClassifiedFeedback | None
+) -> str | tuple[DecisionRepairDraft, Written]:
+    """The one-transaction work, context lock first: a skip reason, or the draft and what was written."""
     inp = run.inp
-    read = _read_evidence(conn, run, feedback)
+    unit.lock(inp.context_hash)
+    read = _read_evidence(unit.conn, run, feedback)
     if isinstance(read, str):
         return read
     evidence, policies = read
@@ -286,8 +271,7 @@ def _read_synthesize_write(
     recall_fields = recall_fields_of(inp, run.deps, feedback, evidence, draft)
     # The policies' boundaries were read in this transaction: attaching
     # need not read them again (on SQLite; PostgreSQL still locks the rows).
-    written = write_repair(conn, run, draft, recall_fields, taken, known=policies, defer_index=defer_index)
-    return draft, written
+    return draft, write_repair(unit, run, draft, recall_fields, known=policies)
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,29 +289,19 @@ def local_synthesis(deps: RepairDeps) -> bool:
     return deps.embedder is None and not (deps.config.use_llm and deps.llm is not None)
 
 
-def stage_repair(
-    conn: Connection,
-    input: RepairInput,
-    deps: RepairDeps,
-    taken: list[dict[str, Any]],
-    *,
-    defer_index: bool = False,
-) -> StagedRepair:
-    """``run_repair``'s one-transaction path inside the caller's write transaction.
+def stage_repair(unit: RepairUnit, input: RepairInput, deps: RepairDeps) -> StagedRepair:
+    """``run_repair``'s one-transaction path inside the caller's ``RepairUnit``.
 
     For a caller that commits several repairs together (the worker's group
-    commit): everything ``run_repair`` would write is written in ``conn``'s
-    transaction (with ``deps.finalize``), and the result's ``finish``, called
-    once that transaction has committed, emits the after-commit events and
+    commit, ``repair_unit(..., group=True)``, each repair in a
+    ``unit.savepoint()``): everything ``run_repair`` would write is written
+    in the unit's transaction (with ``deps.finalize``; the event-log rows
+    through the unit's writer), and the result's ``finish``, called once
+    that transaction has committed, emits the after-commit events and
     returns the ``RepairResult``. If the transaction fails instead, the
-    caller hands ``taken`` (buffered event-log rows the write took) back to
-    ``deps.events``. Only for local synthesis (``local_synthesis(deps)``):
-    an LLM call must not run inside a write transaction.
-
-    ``defer_index`` (SQLite; ignored elsewhere): the repair's row in
-    recall's search index is left to ``store.repositories.index_deferred``,
-    which the caller runs once for the group before committing (one FTS5
-    index segment for the group, not one per repair).
+    unit hands back what it owed. Only for local synthesis
+    (``local_synthesis(deps)``): an LLM call must not run inside a write
+    transaction.
     """
     if not isinstance(input, RepairInput):
         raise InvalidInputError(f"run_repair takes a RepairInput, got {type(input).__name__}")
@@ -335,14 +309,34 @@ def stage_repair(
         raise InvalidInputError("stage_repair needs local synthesis (no LLM, no embedder)")
     run = _Run(input, deps)
     feedback = _classify(run)
-    lock_context(conn, input.context_hash)
-    done = _read_synthesize_write(conn, run, feedback, taken, defer_index)
-
+    done = _stage(unit, run, feedback)
     if isinstance(done, str):
         reason = done
         return StagedRepair(skipped_reason=reason, finish=lambda: run.skip(reason))
     written = done
     return StagedRepair(skipped_reason=None, finish=lambda: _persisted(run, *written))
+
+
+def stage_repair_in(
+    conn: Connection,
+    input: RepairInput,
+    deps: RepairDeps,
+    taken: list[dict[str, Any]],
+    *,
+    defer_index: bool = False,
+) -> StagedRepair:
+    """``stage_repair`` in a bare transaction the caller began on ``conn`` and ends.
+
+    The caller then owes what a ``RepairUnit`` would settle itself:
+    ``taken`` receives the buffered event-log rows the write took, to hand
+    back to ``deps.events`` if the transaction fails, and with
+    ``defer_index`` (SQLite) the repair waits for ``index_deferred``.
+    """
+    unit = RepairUnit(conn, deps.events, defer_index=defer_index or deps.store.defers_search_index)
+    try:
+        return stage_repair(unit, input, deps)
+    finally:
+        taken.extend(unit.taken())
 
 
 def _synthesize(
@@ -421,9 +415,7 @@ def _session_traces(conn: Connection, session_id: str, limit: int) -> Sequence[T
     return traces
 
 
-def _persisted(
-    run: _Run, draft: DecisionRepairDraft, written: tuple[str, tuple[str, ...], list[FeedbackEvent]]
-) -> RepairResult:
+def _persisted(run: _Run, draft: DecisionRepairDraft, written: Written) -> RepairResult:
     repair_id, attached, events = written
     for event in events:
         run.emit(event)

@@ -1,23 +1,19 @@
-"""The write of one repair: serialized per context, the row with its recall
-fields, the repairs it supersedes, the policy blocks, the caller's job
-bookkeeping and the event-log rows, all in one transaction."""
+"""The write of one repair: the row with its recall fields, the repairs it
+supersedes, the policy blocks, the caller's job bookkeeping and the
+event-log rows, all in one ``RepairUnit`` (store/unit.py)."""
 
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
-
-from sqlalchemy import text
-from sqlalchemy.engine import Connection
+from typing import TYPE_CHECKING
 
 from ..events import FeedbackEvent, RepairAttached, RepairPersisted
 from ..outcomes.supersede import supersede_new
 from ..recall.categories import category_for
 from ..recall.embeddings import check_embedder
 from ..recall.indexing import RecallFields, build_source_text, embed_fields
-from ..store.jobs import context_lock_key
 from ..store.repositories import repair_values, write_repair_row
-from ..store.search_index import defer_search_index
+from ..store.unit import RepairUnit
 from ..synthesis.evidence import RepairEvidence
 from ..types import ClassifiedFeedback, DecisionRepairDraft, RepairInput
 from .attach import attach_in
@@ -26,17 +22,11 @@ from .deps import RepairDeps
 if TYPE_CHECKING:
     from .run import _Run
 
-__all__ = ["lock_context", "recall_fields_of", "write_repair"]
+__all__ = ["Written", "recall_fields_of", "write_repair"]
 
-
-_LOCK_CONTEXT_PG = text("SELECT pg_advisory_xact_lock(:k)")
-
-
-def lock_context(conn: Connection, context_hash: str) -> None:
-    # SQLite needs nothing more: the write transaction began IMMEDIATE and
-    # holds the database's only write lock until commit.
-    if conn.dialect.name == "postgresql":
-        conn.execute(_LOCK_CONTEXT_PG, {"k": context_lock_key(context_hash)})
+# What write_repair wrote: the repair's id, the policies it attached to, and
+# the events to emit on the bus after the commit.
+Written = tuple[str, tuple[str, ...], list[FeedbackEvent]]
 
 
 def _source_text(
@@ -101,25 +91,22 @@ def recall_fields_of(
 
 
 def write_repair(
-    conn: Connection,
+    unit: RepairUnit,
     run: _Run,
     draft: DecisionRepairDraft,
     recall: RecallFields,
-    taken: list[dict[str, Any]],
     known: dict[str, str] | None = None,
-    defer_index: bool = False,
-) -> tuple[str, tuple[str, ...], list[FeedbackEvent]]:
-    """The writes of a repair, in the caller's transaction (context lock held).
+) -> Written:
+    """The writes of a repair, in ``unit`` (its context locked by the caller).
 
+    The one write of every path (``run_repair``'s and ``stage_repair``'s).
     Everything a repair changes commits here together: the repair row
     (recall columns included), the older repairs it supersedes, the policy
     blocks it attaches to, the caller's bookkeeping (``finalize``: the queue
     marks the job done) and the events that report it in the durable log,
     so a crash leaves all of it or none of it. Returns the events to emit
     on the bus after the commit (supersede events among them; those are
-    logged batched, like every outcome event). ``taken`` receives the
-    buffered events the log write took, for the caller to hand back if the
-    transaction fails.
+    logged batched, like every outcome event).
     """
     inp, deps = run.inp, run.deps
     values = repair_values(
@@ -144,11 +131,8 @@ def write_repair(
         embedding_model=recall.embedding_model,
     )
     repair_id: str = values["id"]
-    # Before the insert: its trigger then leaves the index row to the group's
-    # caller or the store's background thread (store/search_index.py).
-    # SQLite only (PostgreSQL's trigram index is the table's own GIN index).
-    if (defer_index or deps.store.defers_search_index) and conn.dialect.name == "sqlite":
-        defer_search_index(conn, repair_id)
+    conn = unit.conn
+    unit.defer_index(repair_id)
     write_repair_row(conn, values)
     # Older repairs this one contradicts are retired in the same commit, so
     # recall never serves both.
@@ -156,8 +140,7 @@ def write_repair(
     attached: tuple[str, ...] = ()
     if deps.config.attach_to_policy and draft.attach_to_policy_ids:
         attached = attach_in(conn, draft, known)
-    if deps.finalize is not None:
-        deps.finalize(conn, repair_id)
+    unit.finalize(deps.finalize, repair_id)
     written: list[FeedbackEvent] = [
         RepairPersisted(
             context_hash=inp.context_hash,
@@ -170,6 +153,5 @@ def write_repair(
         written.append(RepairAttached(repair_id=repair_id, policy_ids=attached))
     # The event-log rows go last: they commit with the repair or not at all
     # (store/event_log.py).
-    if deps.events is not None:
-        taken.extend(deps.events.write_in(conn, written))
+    unit.log(written)
     return repair_id, attached, [*written, *superseded]

@@ -11,11 +11,8 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any
-
-from sqlalchemy.engine import Connection
 
 from .._failpoints import failpoint
 from ..config import FeedbackConfig
@@ -26,7 +23,7 @@ from ..repair.run import StagedRepair, local_synthesis, run_repair, stage_repair
 from ..signals import FailureSignals
 from ..store import Store
 from ..store.event_log import FeedStore
-from ..store.search_index import index_deferred
+from ..store.unit import repair_unit
 from ..synthesis.llm import RepairLLM
 from ..types import RepairInput, RepairResult, now_ms
 from .futures import JobFutures
@@ -43,25 +40,6 @@ def log_in(events: FeedStore | None, session: Any, logged: Sequence[FeedbackEven
     """Log state-change events in the transaction of the change (when the event log is on)."""
     if events is not None and logged:
         events.write_in(session, logged)
-
-
-@contextmanager
-def _savepoint(conn: Connection) -> Iterator[None]:
-    """A SQLite savepoint on the DBAPI connection: undone alone when the block raises.
-
-    Not ``Connection.begin_nested()``: that costs ~160 us a job here, the
-    raw statements ~4 us. SQLite only (the group commit's backend).
-    """
-    raw = conn.connection.driver_connection
-    assert raw is not None
-    raw.execute("SAVEPOINT memos_feedback_job")
-    try:
-        yield
-    except BaseException:
-        raw.execute("ROLLBACK TO SAVEPOINT memos_feedback_job")
-        raw.execute("RELEASE SAVEPOINT memos_feedback_job")
-        raise
-    raw.execute("RELEASE SAVEPOINT memos_feedback_job")
 
 
 class Workers:
@@ -254,44 +232,33 @@ class Workers:
         group starts. The repairs written are indexed for recall in one
         statement before the commit (``index_deferred``). If that or the
         commit fails, none of the group was written and every job in it is
-        handled as failed with that error.
+        handled as failed with that error. The unit (store/unit.py) settles
+        the event-log rows and the deferred index rows of both cases.
         """
         staged: list[tuple[JobRow, RepairInput, StagedRepair]] = []
         failed: list[tuple[JobRow, Exception]] = []
-        taken_all: list[dict[str, Any]] = []
         i = start
         try:
-            with self.store.connection(write=True, action="persisting repairs") as conn:
+            # The unit hands back the event-log rows of a job rolled back to
+            # its savepoint, or of the whole group if it does not commit.
+            with repair_unit(self.store, self.events, group=True, action="persisting repairs") as unit:
                 while i < len(jobs) and not self._closing.is_set():
                     job = jobs[i]
                     i += 1
-                    taken: list[dict[str, Any]] = []
                     try:
-                        with _savepoint(conn):
+                        with unit.savepoint():
                             inp = self._job_input(job)
                             failpoint("repair.before_run")
-                            one = stage_repair(conn, inp, self._deps(job), taken, defer_index=True)
+                            one = stage_repair(unit, inp, self._deps(job))
                             if one.skipped_reason is not None:
                                 outcome = f"skipped:{one.skipped_reason}"
-                                self.queue.complete_in(conn, job, self.owner, outcome, None)
+                                self.queue.complete_in(unit.conn, job, self.owner, outcome, None)
                     except Exception as exc:
-                        if self.events is not None:
-                            self.events.hand_back(taken)
                         failed.append((job, exc))
                         break
-                    taken_all.extend(taken)
                     staged.append((job, inp, one))
-                # The group's repairs enter recall's search index in one
-                # statement, after the last savepoint (see index_deferred);
-                # a job rolled back to its savepoint took its name with it.
-                if any(one.skipped_reason is None for _, _, one in staged):
-                    index_deferred(conn)
-        except BaseException as exc:
+        except Exception as exc:
             # Nothing of the group was committed.
-            if self.events is not None:
-                self.events.hand_back(taken_all)
-            if not isinstance(exc, Exception):
-                raise
             failed = [(job, exc) for job, _, _ in staged] + failed
             staged = []
         for job, inp, one in staged:

@@ -14,7 +14,8 @@ from sqlalchemy import event
 
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.repair.deps import RepairDeps
-from memos_feedback.repair.run import run_repair, stage_repair
+from memos_feedback.repair.run import run_repair
+from memos_feedback.repair.run import stage_repair_in as stage_repair
 from memos_feedback.store import Store, ToolCall
 from memos_feedback.store.engine import WRITE_OPTION
 from memos_feedback.types import RepairInput, RepairResult

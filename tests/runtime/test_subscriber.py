@@ -318,9 +318,9 @@ def test_a_job_rolled_back_to_its_savepoint_leaves_nothing_to_index(store: Store
     if store.dialect != "sqlite":
         pytest.skip("group commit (savepoints, the deferred index) is SQLite's")
     from memos_feedback.repair.deps import RepairDeps
-    from memos_feedback.repair.run import stage_repair
-    from memos_feedback.runtime.workers import _savepoint
+    from memos_feedback.repair.run import stage_repair_in as stage_repair
     from memos_feedback.store.search_index import index_deferred
+    from memos_feedback.store.unit import savepoint as _savepoint
 
     add_history(store)
     cfg = FeedbackConfig(use_llm=False, cooldown_ms=0)
