@@ -152,7 +152,10 @@ def test_a_killed_worker_process_job_is_reclaimed(tmp_path: Path) -> None:
             # The victim starts alone, so the first job it claims is one that
             # calls the model (started together, it might only ever draw jobs
             # the cooldown skips without a model call).
-            victim = spawn(url, 0, total, "--llm-url", hanging.base_url, *lease)
+            # Its request must still hang when it is killed: on a loaded host the
+            # seven others can take longer to start than a 30 s LLM deadline,
+            # and a victim whose request timed out retries and holds another job.
+            victim = spawn(url, 0, total, "--llm-url", hanging.base_url, "--llm-timeout", "600", *lease)
             stack.callback(victim.kill)
             expect_line(victim, "SUBMITTED", timeout=120)
             queue = RepairQueue(store)

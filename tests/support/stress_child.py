@@ -63,6 +63,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--contexts", type=int, default=20)
     p.add_argument("--expect", type=int, required=True)
     p.add_argument("--llm-url")
+    p.add_argument("--llm-timeout", type=float, default=30.0)
     p.add_argument("--lease-ms", type=int, default=120_000)
     p.add_argument("--cooldown-ms", type=int, default=60_000)
     p.add_argument("--workers", type=int, default=1)
@@ -72,7 +73,9 @@ def main(argv: list[str]) -> int:
     config = FeedbackConfig(
         use_llm=args.llm_url is not None, lease_ms=args.lease_ms, cooldown_ms=args.cooldown_ms
     )
-    llm = OpenAIRepairLLM("m", base_url=args.llm_url, api_key="k", timeout=30) if args.llm_url else None
+    llm = None
+    if args.llm_url:
+        llm = OpenAIRepairLLM("m", base_url=args.llm_url, api_key="k", timeout=args.llm_timeout)
     queue = RepairQueue(store, config)
     sub = attach_feedback_subscriber(store, llm=llm, config=config, workers=args.workers, poll_interval=0.02)
     if args.triggers:
