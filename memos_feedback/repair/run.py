@@ -55,7 +55,6 @@ __all__ = [
     "local_synthesis",
     "run_repair",
     "stage_repair",
-    "stage_repair_in",
 ]
 
 logger = logging.getLogger("memos_feedback.repair")
@@ -315,28 +314,6 @@ def stage_repair(unit: RepairUnit, input: RepairInput, deps: RepairDeps) -> Stag
         return StagedRepair(skipped_reason=reason, finish=lambda: run.skip(reason))
     written = done
     return StagedRepair(skipped_reason=None, finish=lambda: _persisted(run, *written))
-
-
-def stage_repair_in(
-    conn: Connection,
-    input: RepairInput,
-    deps: RepairDeps,
-    taken: list[dict[str, Any]],
-    *,
-    defer_index: bool = False,
-) -> StagedRepair:
-    """``stage_repair`` in a bare transaction the caller began on ``conn`` and ends.
-
-    The caller then owes what a ``RepairUnit`` would settle itself:
-    ``taken`` receives the buffered event-log rows the write took, to hand
-    back to ``deps.events`` if the transaction fails, and with
-    ``defer_index`` (SQLite) the repair waits for ``index_deferred``.
-    """
-    unit = RepairUnit(conn, deps.events, defer_index=defer_index or deps.store.defers_search_index)
-    try:
-        return stage_repair(unit, input, deps)
-    finally:
-        taken.extend(unit.taken())
 
 
 def _synthesize(

@@ -10,14 +10,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import Connection, event
 
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.repair.deps import RepairDeps
-from memos_feedback.repair.run import run_repair
-from memos_feedback.repair.run import stage_repair_in as stage_repair
+from memos_feedback.repair.run import run_repair, stage_repair
 from memos_feedback.store import Store, ToolCall
 from memos_feedback.store.engine import WRITE_OPTION
+from memos_feedback.store.unit import RepairUnit
 from memos_feedback.types import RepairInput, RepairResult
 
 CONFIG = FeedbackConfig(use_llm=False, cooldown_ms=0)
@@ -69,10 +69,14 @@ def _trace_reads(store: Store) -> Iterator[list[str]]:
         kept.set_trace_callback(None)
 
 
+def _unit(conn: Connection, store: Store) -> RepairUnit:
+    return RepairUnit(conn, defer_index=store.defers_search_index)
+
+
 def _stage_all(store: Store, contexts: list[str]) -> list[RepairResult]:
     deps = RepairDeps(store=store, config=CONFIG)
     with store.connection(write=True) as conn:
-        staged = [stage_repair(conn, _inp(c), deps, []) for c in contexts]
+        staged = [stage_repair(_unit(conn, store), _inp(c), deps) for c in contexts]
     return [s.finish() for s in staged]
 
 
@@ -106,7 +110,7 @@ def test_a_new_transaction_on_the_same_connection_sees_new_traces(store: Store) 
     with store.engine.connect() as raw:
         conn = raw.execution_options(**{WRITE_OPTION: True})
         with conn.begin():
-            first = stage_repair(conn, _inp("c1"), deps, [])
+            first = stage_repair(_unit(conn, store), _inp("c1"), deps)
         newest = store.traces.add(
             "s1",
             agent_text="pip install failed again",
@@ -115,7 +119,7 @@ def test_a_new_transaction_on_the_same_connection_sees_new_traces(store: Store) 
             ts=2_000,
         )
         with conn.begin():
-            second = stage_repair(conn, _inp("c2"), deps, [])
+            second = stage_repair(_unit(conn, store), _inp("c2"), deps)
     before, after = first.finish().draft, second.finish().draft
     assert before is not None and after is not None
     assert newest.id not in before.low_value_trace_ids

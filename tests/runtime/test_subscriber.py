@@ -318,8 +318,9 @@ def test_a_job_rolled_back_to_its_savepoint_leaves_nothing_to_index(store: Store
     if store.dialect != "sqlite":
         pytest.skip("group commit (savepoints, the deferred index) is SQLite's")
     from memos_feedback.repair.deps import RepairDeps
-    from memos_feedback.repair.run import stage_repair_in as stage_repair
+    from memos_feedback.repair.run import stage_repair
     from memos_feedback.store.search_index import index_deferred
+    from memos_feedback.store.unit import RepairUnit
     from memos_feedback.store.unit import savepoint as _savepoint
 
     add_history(store)
@@ -332,10 +333,11 @@ def test_a_job_rolled_back_to_its_savepoint_leaves_nothing_to_index(store: Store
     undone = RepairInput(trigger="manual", context_hash="sp-undone", session_id=SESSION)
     with store.connection(write=True) as conn:
         with _savepoint(conn):
-            staged = stage_repair(conn, kept, RepairDeps(store=store, config=cfg), [], defer_index=True)
+            unit = RepairUnit(conn, defer_index=True)
+            staged = stage_repair(unit, kept, RepairDeps(store=store, config=cfg))
         failing = RepairDeps(store=store, config=cfg, finalize=refuse)
         with pytest.raises(RuntimeError), _savepoint(conn):
-            stage_repair(conn, undone, failing, [], defer_index=True)
+            stage_repair(RepairUnit(conn, defer_index=True), undone, failing)
         assert index_deferred(conn) == 1
     written = staged.finish().repair_id
     assert [r.context_hash for r in store.repairs.list()] == ["sp-kept"]
