@@ -58,7 +58,9 @@ def ten_kb_context() -> str:
     """A 10 kB tool output: log lines, a stack trace, a token and a key in the middle."""
     lines = []
     for i in range(200):
-        lines.append(f"2026-12-04T03:{i % 60:02d}:11Z INFO worker-{i % 7} processed batch {i} in {i * 3 % 97} ms")
+        lines.append(
+            f"2026-12-04T03:{i % 60:02d}:11Z INFO worker-{i % 7} processed batch {i} in {i * 3 % 97} ms"
+        )
         if i == 100:
             lines.append("git push https://x:ghp_" + "A1b2C3d4E5" * 3 + "abcdef@github.com/acme/app.git")
             lines.append("export AWS_ACCESS_KEY_ID=AKIA" + "Z" * 12 + "7Q2W")
@@ -108,7 +110,9 @@ def main() -> None:
     args = parser.parse_args()
     rows = [("redact_secrets", redact_secrets, args.runs)]
     if args.detect_secrets:
-        rows.append(("detect-secrets 1.5 default plugins", detect_secrets_redactor(), max(1, args.runs // 100)))
+        rows.append(
+            ("detect-secrets 1.5 default plugins", detect_secrets_redactor(), max(1, args.runs // 100))
+        )
     for name, redact, runs in rows:
         figures = score(redact)
         figures["median_ms_10kB"] = round(timing(redact, runs), 3)

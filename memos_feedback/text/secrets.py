@@ -54,8 +54,7 @@ _PRIVATE_KEY = re.compile(
 )
 _JWT = re.compile(_LEFT + r"eyJ[A-Za-z0-9_\-]{8,2048}+\.eyJ[A-Za-z0-9_\-]{8,8192}+\.[A-Za-z0-9_\-]{0,2048}+")
 _PREFIXED = re.compile(
-    _LEFT
-    + r"(?:"
+    _LEFT + r"(?:"
     r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA|ASCA)[A-Z0-9]{16}(?![A-Za-z0-9])"
     r"|gh[pousr]_[A-Za-z0-9]{30,255}+|github_pat_[A-Za-z0-9_]{40,255}+"
     r"|gl(?:pat|dt|ptt|rt|cbt|oas|ft|imt|soat)-[A-Za-z0-9_\-]{20,255}+"
@@ -113,13 +112,31 @@ _ZH_SECRET = re.compile(
     r"([\"'“]?)([!-~]{4,512}+)"
 )
 # English prose: "the password is hunter2!" — only a value with a digit or symbol.
-_PROSE = re.compile(r"\b((?:password|passphrase|passcode)\s{1,4}+(?:is|was)\s{1,4}+)(\S{6,256}+)", re.IGNORECASE)
+_PROSE = re.compile(
+    r"\b((?:password|passphrase|passcode)\s{1,4}+(?:is|was)\s{1,4}+)(\S{6,256}+)", re.IGNORECASE
+)
 
 _DIGEST_PREFIX = re.compile(r"(?:sha(?:1|224|256|384|512)|md5)[\-:]", re.IGNORECASE)
 # A run the text names a digest or checksum is one, not a key.
-_DIGEST_NAME = re.compile(r"(?:sha[0-9]{0,3}|md5|checksum|digest|integrity|hash|etag)[\s:=\"'\-]{0,4}$", re.IGNORECASE)
+_DIGEST_NAME = re.compile(
+    r"(?:sha[0-9]{0,3}|md5|checksum|digest|integrity|hash|etag)[\s:=\"'\-]{0,4}$", re.IGNORECASE
+)
 _PLACEHOLDER = frozenset(
-    {"none", "null", "nil", "true", "false", "str", "bytes", "int", "string", "optional", "undefined", "''", '""'}
+    {
+        "none",
+        "null",
+        "nil",
+        "true",
+        "false",
+        "str",
+        "bytes",
+        "int",
+        "string",
+        "optional",
+        "undefined",
+        "''",
+        '""',
+    }
 )
 _SEPARATORS = re.compile(r"[/_\-+=]")
 _HEX_ONLY = re.compile(r"[0-9a-fA-F]{2,4096}+")

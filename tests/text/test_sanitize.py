@@ -82,7 +82,7 @@ def test_role_word_later_in_the_line_is_kept() -> None:
         ("password=hunter2 then", "hunter2"),
         ("token: abc123def then", "abc123def"),
         ("api_key = 'q1w2e3r4' then", "q1w2e3r4"),
-        ("secret_key=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 end", "9f86d081884c7d65"),
+        ("secret_key=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "9f86d081884c7d65"),
         ("b64 q8Zr3LmW0xT7vNp2Ye5KdA9sHj4UcF1o end", "q8Zr3LmW0xT7vNp2"),
         ("gh token ghp_abcdefghijklmnopqrstuvwxyz0123", "ghp_abcdefghij"),
     ],

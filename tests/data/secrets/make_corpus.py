@@ -20,9 +20,9 @@ import json
 import random
 import string
 import uuid
-from urllib.parse import quote
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote
 
 HERE = Path(__file__).resolve().parent
 ALNUM = string.ascii_letters + string.digits
@@ -64,11 +64,16 @@ def gitlab() -> str:
 
 
 def slack() -> str:
-    return rng.choice(["xoxb-", "xoxp-"]) + f"{rng.randrange(10**11, 10**12)}-{rng.randrange(10**11, 10**12)}-" + r(ALNUM, 24)
+    return (
+        rng.choice(["xoxb-", "xoxp-"])
+        + f"{rng.randrange(10**11, 10**12)}-{rng.randrange(10**11, 10**12)}-"
+        + r(ALNUM, 24)
+    )
 
 
 def slack_webhook_path() -> str:
-    return f"T{r(string.ascii_uppercase + string.digits, 10)}/B{r(string.ascii_uppercase + string.digits, 10)}/{r(ALNUM, 24)}"
+    upper = string.ascii_uppercase + string.digits
+    return f"T{r(upper, 10)}/B{r(upper, 10)}/{r(ALNUM, 24)}"
 
 
 def openai() -> str:
@@ -101,8 +106,15 @@ def telegram() -> str:
 
 def jwt() -> str:
     head = b64url(json.dumps({"alg": rng.choice(["HS256", "RS256"]), "typ": "JWT"}).encode())
-    body = b64url(json.dumps({"sub": str(rng.randrange(10**6)), "name": rng.choice(["Ann", "李雷"]),
-                              "iat": rng.randrange(1_600_000_000, 1_800_000_000)}).encode())
+    body = b64url(
+        json.dumps(
+            {
+                "sub": str(rng.randrange(10**6)),
+                "name": rng.choice(["Ann", "李雷"]),
+                "iat": rng.randrange(1_600_000_000, 1_800_000_000),
+            }
+        ).encode()
+    )
     return f"{head}.{body}.{b64url(rng.randbytes(32))}"
 
 
@@ -134,10 +146,19 @@ def random_bearer() -> str:
 
 
 TOKENS: dict[str, Callable[[], str]] = {
-    "aws_key_id": aws_key_id, "github": github, "gitlab": gitlab, "slack": slack, "openai": openai,
-    "stripe": stripe, "google": google, "npm": npm, "huggingface": hf, "sendgrid": sendgrid,
-    "telegram": telegram, "jwt": jwt,
-}  # fmt: skip
+    "aws_key_id": aws_key_id,
+    "github": github,
+    "gitlab": gitlab,
+    "slack": slack,
+    "openai": openai,
+    "stripe": stripe,
+    "google": google,
+    "npm": npm,
+    "huggingface": hf,
+    "sendgrid": sendgrid,
+    "telegram": telegram,
+    "jwt": jwt,
+}
 
 EN_WRAP = [
     "{x}",
@@ -145,7 +166,7 @@ EN_WRAP = [
     "Tool output:\n{x}\nError: exit status 1",
     "can you check why `{x}` gives 403?",
     "here is the config I used\n\n{x}\n\nit still times out",
-    "Traceback (most recent call last):\n  File \"deploy.py\", line 12\n{x}\nPermissionError",
+    'Traceback (most recent call last):\n  File "deploy.py", line 12\n{x}\nPermissionError',
 ]
 ZH_WRAP = [
     "我执行了 {x}，结果报错了",
@@ -162,15 +183,25 @@ def wrap(x: str) -> tuple[str, str]:
 
 
 def token_contexts(family: str, tok: str) -> str:
-    name = {"aws_key_id": "AWS_ACCESS_KEY_ID", "github": "GITHUB_TOKEN", "gitlab": "GITLAB_TOKEN",
-            "slack": "SLACK_BOT_TOKEN", "openai": "OPENAI_API_KEY", "stripe": "STRIPE_KEY",
-            "google": "GOOGLE_API_KEY", "npm": "NPM_TOKEN", "huggingface": "HF_TOKEN",
-            "sendgrid": "SENDGRID_API_KEY", "telegram": "BOT_TOKEN", "jwt": "JWT"}[family]  # fmt: skip
+    name = {
+        "aws_key_id": "AWS_ACCESS_KEY_ID",
+        "github": "GITHUB_TOKEN",
+        "gitlab": "GITLAB_TOKEN",
+        "slack": "SLACK_BOT_TOKEN",
+        "openai": "OPENAI_API_KEY",
+        "stripe": "STRIPE_KEY",
+        "google": "GOOGLE_API_KEY",
+        "npm": "NPM_TOKEN",
+        "huggingface": "HF_TOKEN",
+        "sendgrid": "SENDGRID_API_KEY",
+        "telegram": "BOT_TOKEN",
+        "jwt": "JWT",
+    }[family]
     shapes = [
         f"export {name}={tok}",
         f"{name}={tok} npm publish",
         f"curl -H 'X-Api: {tok}' https://api.example.com/v1/items",
-        f"client = Client(\"{tok}\")",
+        f'client = Client("{tok}")',
         f"the key is {tok}",
         f"{tok}",
         f'{{"credentials": {{"value": "{tok}"}}}}',
@@ -190,8 +221,9 @@ def secret_cases() -> list[dict[str, object]]:
     def add(family: str, text: str, secrets: list[str], lang: str | None = None) -> None:
         if lang is None:
             lang, text = wrap(text)
-        cases.append({"id": f"s{len(cases):04d}", "family": family, "lang": lang, "text": text,
-                      "secrets": secrets})  # fmt: skip
+        cases.append(
+            {"id": f"s{len(cases):04d}", "family": family, "lang": lang, "text": text, "secrets": secrets}
+        )
 
     for family, make in TOKENS.items():
         for _ in range(16):
@@ -199,12 +231,18 @@ def secret_cases() -> list[dict[str, object]]:
             add(family, token_contexts(family, tok), [tok])
     for _ in range(20):
         kid, sec = aws_key_id(), aws_secret()
-        add("aws_pair", rng.choice([
-            f"export AWS_ACCESS_KEY_ID={kid}\nexport AWS_SECRET_ACCESS_KEY={sec}",
-            f"[default]\naws_access_key_id = {kid}\naws_secret_access_key = {sec}",
-            f"aws configure set aws_secret_access_key {sec}",
-            f"credentials: {kid} / {sec}",
-        ]), [kid, sec])  # fmt: skip
+        add(
+            "aws_pair",
+            rng.choice(
+                [
+                    f"export AWS_ACCESS_KEY_ID={kid}\nexport AWS_SECRET_ACCESS_KEY={sec}",
+                    f"[default]\naws_access_key_id = {kid}\naws_secret_access_key = {sec}",
+                    f"aws configure set aws_secret_access_key {sec}",
+                    f"credentials: {kid} / {sec}",
+                ]
+            ),
+            [kid, sec],
+        )
     for _ in range(16):
         key = private_key()
         body = key.splitlines()[1]
@@ -213,16 +251,22 @@ def secret_cases() -> list[dict[str, object]]:
         pw = password()
         host = rng.choice(["db.internal", "10.0.3.7", "pg.acme.io", "localhost"])
         user = rng.choice(["app", "postgres", "admin", "x"])
-        url = rng.choice([
-            f"postgresql://{user}:{pw}@{host}:5432/orders",
-            f"mysql://{user}:{pw}@{host}/shop",
-            f"redis://:{pw}@{host}:6379/0",
-            f"https://{user}:{pw}@git.acme.io/team/repo.git",
-            f"amqp://{user}:{pw}@{host}:5672/",
-            f"mongodb+srv://{user}:{pw}@cluster0.{host}/test",
-        ])  # fmt: skip
+        url = rng.choice(
+            [
+                f"postgresql://{user}:{pw}@{host}:5432/orders",
+                f"mysql://{user}:{pw}@{host}/shop",
+                f"redis://:{pw}@{host}:6379/0",
+                f"https://{user}:{pw}@git.acme.io/team/repo.git",
+                f"amqp://{user}:{pw}@{host}:5672/",
+                f"mongodb+srv://{user}:{pw}@cluster0.{host}/test",
+            ]
+        )
         pw_url = quote(pw, safe="!*^-")
-        add("url_password", rng.choice([url, f"DATABASE_URL={url}", f"psql {url}"]).replace(pw, pw_url), [pw_url])
+        add(
+            "url_password",
+            rng.choice([url, f"DATABASE_URL={url}", f"psql {url}"]).replace(pw, pw_url),
+            [pw_url],
+        )
     for _ in range(24):
         style = rng.randrange(4)
         if style == 0:
@@ -230,37 +274,95 @@ def secret_cases() -> list[dict[str, object]]:
             add("authorization", f"Authorization: Basic {tok}", [tok])
         elif style == 1:
             tok = random_bearer()
-            add("authorization", rng.choice([f"Authorization: Bearer {tok}", f"-H \"Authorization: Bearer {tok}\"",
-                                             f"headers = {{'Authorization': 'Bearer {tok}'}}"]), [tok])  # fmt: skip
+            add(
+                "authorization",
+                rng.choice(
+                    [
+                        f"Authorization: Bearer {tok}",
+                        f'-H "Authorization: Bearer {tok}"',
+                        f"headers = {{'Authorization': 'Bearer {tok}'}}",
+                    ]
+                ),
+                [tok],
+            )
         elif style == 2:
             tok = random_bearer()
             add("authorization", f"curl -H 'authorization: token {tok}' https://api.github.com/user", [tok])
         else:
             tok = password()
             add("authorization", f"proxy-authorization: {tok}", [tok])
-    names = ["DB_PASSWORD", "SECRET_KEY", "api_key", "client_secret", "REDIS_PASSWORD", "JWT_SECRET",
-             "spring.datasource.password", "MYSQL_ROOT_PASSWORD", "auth_token", "PRIVATE_KEY_PASSPHRASE",
-             "encryption_key", "AZURE_STORAGE_ACCOUNT_KEY", "refresh_token", "webhookSecret"]  # fmt: skip
+    names = [
+        "DB_PASSWORD",
+        "SECRET_KEY",
+        "api_key",
+        "client_secret",
+        "REDIS_PASSWORD",
+        "JWT_SECRET",
+        "spring.datasource.password",
+        "MYSQL_ROOT_PASSWORD",
+        "auth_token",
+        "PRIVATE_KEY_PASSPHRASE",
+        "encryption_key",
+        "AZURE_STORAGE_ACCOUNT_KEY",
+        "refresh_token",
+        "webhookSecret",
+    ]
     for _ in range(50):
         name, pw = rng.choice(names), password()
-        line = rng.choice([f"{name}={pw}", f"{name}: {pw}", f'"{name}": "{pw}"', f"{name} = '{pw}'",
-                           f"export {name}=\"{pw}\"", f"  {name}: {pw}  # prod"])  # fmt: skip
+        line = rng.choice(
+            [
+                f"{name}={pw}",
+                f"{name}: {pw}",
+                f'"{name}": "{pw}"',
+                f"{name} = '{pw}'",
+                f'export {name}="{pw}"',
+                f"  {name}: {pw}  # prod",
+            ]
+        )
         add("assignment", line, [pw])
     for _ in range(16):
         pw = password()
-        add("cli_flag", rng.choice([f"mysql -uroot -p{pw} shop", f"psql --password {pw}",
-                                    f"curl -u admin:{pw} https://ci.acme.io/api", f"tool login --token {pw}",
-                                    f"docker login -u bot --password {pw} registry.acme.io"]), [pw])  # fmt: skip
+        add(
+            "cli_flag",
+            rng.choice(
+                [
+                    f"mysql -uroot -p{pw} shop",
+                    f"psql --password {pw}",
+                    f"curl -u admin:{pw} https://ci.acme.io/api",
+                    f"tool login --token {pw}",
+                    f"docker login -u bot --password {pw} registry.acme.io",
+                ]
+            ),
+            [pw],
+        )
     for _ in range(24):
         pw = password()
-        line = rng.choice([f"数据库密码：{pw}", f"密码是 {pw}", f"服务器的登录密码为{pw}，记得改掉", f"密钥={pw}",
-                           f"把令牌 {pw} 配到环境变量里", f"口令：{pw}，用户名 admin"])  # fmt: skip
-        cases.append({"id": f"s{len(cases):04d}", "family": "zh_assignment", "lang": "zh", "text": line,
-                      "secrets": [pw]})  # fmt: skip
+        line = rng.choice(
+            [
+                f"数据库密码：{pw}",
+                f"密码是 {pw}",
+                f"服务器的登录密码为{pw}，记得改掉",
+                f"密钥={pw}",
+                f"把令牌 {pw} 配到环境变量里",
+                f"口令：{pw}，用户名 admin",
+            ]
+        )
+        cases.append(
+            {
+                "id": f"s{len(cases):04d}",
+                "family": "zh_assignment",
+                "lang": "zh",
+                "text": line,
+                "secrets": [pw],
+            }
+        )
     for _ in range(10):
         p = slack_webhook_path()
-        add("webhook", f"curl -X POST https://hooks.slack.com/services/{p} -d '{{\"text\":\"deploy ok\"}}'",
-            [p.split("/")[-1]])
+        add(
+            "webhook",
+            f'curl -X POST https://hooks.slack.com/services/{p} -d \'{{"text":"deploy ok"}}\'',
+            [p.split("/")[-1]],
+        )
     for _ in range(12):
         sec = aws_secret()
         add("bare_blob", rng.choice([f"{sec}", f"use {sec} for the signer", f"签名用的是 {sec}"]), [sec])
@@ -290,26 +392,58 @@ def lookalike_cases() -> list[dict[str, object]]:
 
     for _ in range(30):
         sha = r(HEX, 40)
-        add("commit", rng.choice([f"commit {sha}", f"git checkout {sha[:12]}", f"revert {sha} (bad merge)",
-                                  f"Merge {sha[:7]} into {r(HEX, 40)}"]))  # fmt: skip
+        add(
+            "commit",
+            rng.choice(
+                [
+                    f"commit {sha}",
+                    f"git checkout {sha[:12]}",
+                    f"revert {sha} (bad merge)",
+                    f"Merge {sha[:7]} into {r(HEX, 40)}",
+                ]
+            ),
+        )
         add("commit", rng.choice([f"提交 {sha} 引入了回归", f"回滚到 {sha[:10]} 之后就好了"]), "zh")
     for _ in range(30):
         u = str(uuid.UUID(bytes=rng.randbytes(16), version=4))
-        add("uuid", rng.choice([f"request id {u}", f"GET /api/orders/{u.upper()}", f"trace_id={u}",
-                                f"订单号 {u} 没找到"]))  # fmt: skip
+        add(
+            "uuid",
+            rng.choice(
+                [f"request id {u}", f"GET /api/orders/{u.upper()}", f"trace_id={u}", f"订单号 {u} 没找到"]
+            ),
+        )
     for _ in range(30):
         data = rng.randbytes(32)
         hx = hashlib.sha256(data).hexdigest()
         b = base64.b64encode(hashlib.sha512(data).digest()).decode()
-        add("checksum", rng.choice([f"sha256sum: {hx}  dist/app.tar.gz", f"image@sha256:{hx}",
-                                    f'"integrity": "sha512-{b}"', f"md5 {hashlib.md5(data).hexdigest()}",
-                                    f"x-amz-checksum-sha256: {base64.b64encode(hashlib.sha256(data).digest()).decode()}",
-                                    f"expected checksum {hx.upper()}"]))  # fmt: skip
+        add(
+            "checksum",
+            rng.choice(
+                [
+                    f"sha256sum: {hx}  dist/app.tar.gz",
+                    f"image@sha256:{hx}",
+                    f'"integrity": "sha512-{b}"',
+                    f"md5 {hashlib.md5(data).hexdigest()}",
+                    f"x-amz-checksum-sha256: {base64.b64encode(hashlib.sha256(data).digest()).decode()}",
+                    f"expected checksum {hx.upper()}",
+                ]
+            ),
+        )
     for _ in range(40):
         text = rng.choice(SENTENCES) + " " + str(rng.randrange(1000))
         enc = base64.b64encode(text.encode()).decode()
-        add("base64_data", rng.choice([f"payload {enc}", f"echo {enc} | base64 -d", f"body: {enc}",
-                                       f"消息体是 {enc}", f"data:text/plain;base64,{enc}"]))  # fmt: skip
+        add(
+            "base64_data",
+            rng.choice(
+                [
+                    f"payload {enc}",
+                    f"echo {enc} | base64 -d",
+                    f"body: {enc}",
+                    f"消息体是 {enc}",
+                    f"data:text/plain;base64,{enc}",
+                ]
+            ),
+        )
     paths = [
         "src/main/java/com/acme/Service2Impl/OrderRepository3.java",
         "packages/ui/src/components/Button/Button2.stories.tsx",
@@ -323,23 +457,51 @@ def lookalike_cases() -> list[dict[str, object]]:
     for _ in range(30):
         add("identifier", rng.choice(paths) + rng.choice(["", " not found", " failed to compile"]))
     settings = [
-        "max_tokens=4096", "token_count: 512", "password_min_length=12", "tokens: 1500",
-        "secret_name: prod-db-credentials", "password: ${DB_PASSWORD}", "token=$GITHUB_TOKEN",
-        "api_key=None", "def login(user: str, password: str) -> bool:", "reset your password via the link",
-        "the password is incorrect", "passwordless login is enabled", "token = get_token()",
-        "use_auth_token: true", "key_id: 3", "http://localhost:8080/a@b", "https://pypi.org/simple/requests/",
-        "Authorization header missing", "Bearer auth is configured", "密码长度：12 位", "令牌数量：4096",
-        "请输入密码", "密码错误，请重试", "secret rotation every 90 days", "--password-stdin < pw.txt",
-        "alice@example.com wrote: ok", "pip install numpy==1.26.4", "SELECT token_id FROM sessions",
-        "sk-learn is not a package, use scikit-learn", "key-value store", "ghp_ tokens are deprecated",
-    ]  # fmt: skip
+        "max_tokens=4096",
+        "token_count: 512",
+        "password_min_length=12",
+        "tokens: 1500",
+        "secret_name: prod-db-credentials",
+        "password: ${DB_PASSWORD}",
+        "token=$GITHUB_TOKEN",
+        "api_key=None",
+        "def login(user: str, password: str) -> bool:",
+        "reset your password via the link",
+        "the password is incorrect",
+        "passwordless login is enabled",
+        "token = get_token()",
+        "use_auth_token: true",
+        "key_id: 3",
+        "http://localhost:8080/a@b",
+        "https://pypi.org/simple/requests/",
+        "Authorization header missing",
+        "Bearer auth is configured",
+        "密码长度：12 位",
+        "令牌数量：4096",
+        "请输入密码",
+        "密码错误，请重试",
+        "secret rotation every 90 days",
+        "--password-stdin < pw.txt",
+        "alice@example.com wrote: ok",
+        "pip install numpy==1.26.4",
+        "SELECT token_id FROM sessions",
+        "sk-learn is not a package, use scikit-learn",
+        "key-value store",
+        "ghp_ tokens are deprecated",
+    ]
     for s in settings:
         add("setting", s, "zh" if not s.isascii() else "en")
     for _ in range(20):
         n = rng.randrange(4)
-        add("misc", [f"2026-12-04T03:{rng.randrange(60):02d}:11.123456Z", f"fe80::{r(HEX, 4)}:{r(HEX, 4)}:1",
-                     f"v{rng.randrange(9)}.{rng.randrange(30)}.{rng.randrange(99)}-rc.{rng.randrange(9)}",
-                     f"port {rng.randrange(1024, 65535)} already in use"][n])  # fmt: skip
+        add(
+            "misc",
+            [
+                f"2026-12-04T03:{rng.randrange(60):02d}:11.123456Z",
+                f"fe80::{r(HEX, 4)}:{r(HEX, 4)}:1",
+                f"v{rng.randrange(9)}.{rng.randrange(30)}.{rng.randrange(99)}-rc.{rng.randrange(9)}",
+                f"port {rng.randrange(1024, 65535)} already in use",
+            ][n],
+        )
     return out
 
 
