@@ -339,6 +339,7 @@ class AdapterCore:
                 value=value,
                 tool_calls=[call],
                 episode_id=self.episode_id,
+                redact=True,
             )
         except Exception:
             log_adapter_error("writing a trace")

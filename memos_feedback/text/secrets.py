@@ -41,7 +41,9 @@ import base64
 import binascii
 import re
 
-__all__ = ["REDACTED", "redact_optional", "redact_secrets", "redact_value"]
+from ..limits import clean_text
+
+__all__ = ["REDACTED", "redact_optional", "redact_secrets", "redact_value", "stored_optional", "stored_text"]
 
 REDACTED = "[redacted]"
 
@@ -181,6 +183,27 @@ def redact_secrets(text: str) -> str:
     if not text.isascii():
         text = _ZH_SECRET.sub(_zh_secret, text)
     return text
+
+
+# What is read around the part of a text that a cap keeps: enough to see
+# a whole token that straddles the cut.
+_MARGIN = 1024
+
+
+def stored_text(text: str, cap: int) -> str:
+    """``text`` as a table keeps it: secrets redacted, then ``limits.clean_text(…, cap)``.
+
+    Redaction comes first, so a cut never halves a token into pieces no
+    pattern knows; only the parts the cap keeps (plus a margin) are read.
+    """
+    if len(text) > cap + 2 * _MARGIN:
+        text = text[: cap + _MARGIN] + "\n" + text[len(text) - cap // 4 - _MARGIN :]
+    return clean_text(redact_secrets(text), cap)
+
+
+def stored_optional(text: str | None, cap: int) -> str | None:
+    """``stored_text`` for an optional string."""
+    return None if text is None else stored_text(text, cap)
 
 
 def redact_optional(text: str | None) -> str | None:
