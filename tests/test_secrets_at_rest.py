@@ -112,8 +112,14 @@ def test_a_burst_and_a_correction_leave_no_secret_anywhere(
 
 def _write_as_the_previous_version(store: Store) -> None:
     """Raw rows in the shapes the base commit stored: secrets verbatim."""
-    payload = {"trigger": "user.correction", "context_hash": "h1", "user_text": CORRECTION, "context": CONTEXT,
-               "failures": [{"tool_id": TOOL, "context": CONTEXT[:256], "step": 1, "reason": REASON, "ts": 1}]}  # fmt: skip
+    failure = {"tool_id": TOOL, "context": CONTEXT[:256], "step": 1, "reason": REASON, "ts": 1}
+    payload = {
+        "trigger": "user.correction",
+        "context_hash": "h1",
+        "user_text": CORRECTION,
+        "context": CONTEXT,
+        "failures": [failure],
+    }
     with store.session(write=True, action="seeding old rows") as s:
         for i in range(7):
             s.execute(
