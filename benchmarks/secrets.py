@@ -79,9 +79,16 @@ def timing(redact: Callable[[str], str], runs: int) -> float:
 
 
 def detect_secrets_redactor() -> Callable[[str], str]:
-    """Redaction by detect-secrets' default plugins: each secret value it reports is replaced."""
-    from detect_secrets.core.scan import scan_line
-    from detect_secrets.settings import default_settings
+    """Redaction by detect-secrets' default plugins and filters, as its file scan runs them.
+
+    Each line goes through every plugin (entropy limits applied, no eager
+    search) and the default filters; each secret value reported is
+    replaced. Plugins that report only a token's prefix ("ghp") have the
+    whole run it starts replaced.
+    """
+    from detect_secrets.core.scan import _is_filtered_out, _scan_line
+    from detect_secrets.settings import default_settings, get_plugins
+    from detect_secrets.util.code_snippet import get_code_snippet
 
     # Held by the closure: the settings last as long as the redactor.
     settings = default_settings()
@@ -89,17 +96,27 @@ def detect_secrets_redactor() -> Callable[[str], str]:
 
     def redact(text: str) -> str:
         out = text
-        for line in text.splitlines():
-            for found in scan_line(line):
-                value = found.secret_value
-                if value:
-                    # Some plugins report only a token's prefix ("ghp"): the
-                    # redaction takes the whole run it starts.
+        lines = text.splitlines()
+        for n, line in enumerate(lines, 1):
+            context = get_code_snippet(lines=lines, line_number=n)
+            for plugin in get_plugins():
+                for found in _scan_line(
+                    plugin=plugin, filename="corpus.txt", line=line, line_number=n, context=context
+                ):
+                    value = found.secret_value
+                    if not value or _is_filtered_out(
+                        required_filter_parameters=["context"],
+                        filename="corpus.txt",
+                        secret=value,
+                        plugin=plugin,
+                        line=line,
+                        context=context,
+                    ):
+                        continue
                     out = re.sub(re.escape(value) + r"[A-Za-z0-9_\-]*", "[redacted]", out)
         return out
 
     redact.settings = settings  # type: ignore[attr-defined]
-
     return redact
 
 
