@@ -320,15 +320,27 @@ def _prose(match: re.Match[str]) -> str:
 
 
 def _run(match: re.Match[str]) -> str:
-    run = match.group(0)
+    before = match.string[max(0, match.start() - 16) : match.start()]
+    return _redact_run(match.group(0), before)
+
+
+def _redact_run(run: str, before: str, depth: int = 0) -> str:
     if "eyJ" in run:
         run = _JWT.sub(REDACTED, run)
     run = _PREFIXED.sub(REDACTED, run)
+    if REDACTED in run:
+        # What is left beside a token is a run of its own on the next pass
+        # (the marker's brackets end runs): treat it as one now, so a second
+        # pass finds nothing more.
+        if depth >= 4:
+            return run
+        return REDACTED.join(
+            _redact_run(part, "", depth + 1) if part else part for part in run.split(REDACTED)
+        )
     if len(run) < 32:
         return run
     if "." in run:
         return ".".join(_blob(part) for part in run.split("."))
-    before = match.string[max(0, match.start() - 16) : match.start()]
     return run if _DIGEST_NAME.search(before) else _blob(run)
 
 
