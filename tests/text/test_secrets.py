@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.secrets import load, score
-from memos_feedback.text.secrets import REDACTED, redact_secrets, redact_value, stored_text
+from memos_feedback.text.secrets import redact_secrets, redact_value, stored_text
 
 TOKEN = "ghp_" + "Zq7LmR2xWv9KpT4sNb8YcHd3FgJ6uE1oAi5B"
 
