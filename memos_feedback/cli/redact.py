@@ -33,6 +33,12 @@ def register(cli: Commands) -> None:
         action="store_true",
         help="also rewrite the host's own traces rows (left alone by default)",
     )
+    p.add_argument(
+        "--vacuum",
+        action="store_true",
+        help="then rewrite the storage so no old copy stays in free pages "
+        "(SQLite VACUUM; PostgreSQL VACUUM FULL of the rewritten tables, which locks each one)",
+    )
 
 
 def cmd_db_redact(args: argparse.Namespace) -> int:
@@ -42,7 +48,9 @@ def cmd_db_redact(args: argparse.Namespace) -> int:
         print(f"{table}: {scanned} rows read, {rewritten} rewritten", file=sys.stderr)
 
     with open_db(args) as store:
-        report = redact_tables(store, traces=args.traces, batch=args.batch, progress=progress)
+        report = redact_tables(
+            store, traces=args.traces, batch=args.batch, progress=progress, vacuum=args.vacuum
+        )
     for table, scanned in report.scanned.items():
         print(f"{table}: {report.rewritten[table]} of {scanned} rows rewritten")
     return 0

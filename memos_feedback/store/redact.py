@@ -13,6 +13,11 @@ of its texts. So the walk is:
   run rewrites no row;
 * bounded: one batch of rows in memory at a time.
 
+An UPDATE leaves the old text in free pages (SQLite) or dead row
+versions (PostgreSQL) until they are reused. ``vacuum=True`` then rewrites
+the storage: ``VACUUM`` and a WAL checkpoint on SQLite, ``VACUUM FULL`` of
+the rewritten tables on PostgreSQL (it locks each table while it runs).
+
 The host's own ``traces`` rows are only rewritten when asked
 (``traces=True``): they are the host's data.
 """
@@ -73,6 +78,7 @@ def redact_tables(
     traces: bool = False,
     batch: int = DEFAULT_BATCH,
     progress: Callable[[str, int, int], None] | None = None,
+    vacuum: bool = False,
 ) -> RedactReport:
     """Redact every stored text of the library's tables (and ``traces`` if asked)."""
     report = RedactReport({}, {})
@@ -86,7 +92,36 @@ def redact_tables(
             if progress is not None:
                 progress(name, scanned, rewritten)
         report.scanned[name], report.rewritten[name] = scanned, rewritten
+    if vacuum:
+        _vacuum(store, [name for name, n in report.rewritten.items() if n])
     return report
+
+
+def _vacuum(store: Store, tables: list[str]) -> None:
+    # VACUUM cannot run inside a transaction, and the store's connections
+    # open one themselves: the driver's own connection, in autocommit.
+    raw = store.engine.raw_connection()
+    try:
+        dbapi: Any = raw.driver_connection
+        if store.dialect == "sqlite":
+            if dbapi.in_transaction:
+                dbapi.commit()
+            level, dbapi.isolation_level = dbapi.isolation_level, None
+            try:
+                dbapi.execute("VACUUM")
+                dbapi.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                dbapi.isolation_level = level
+        else:
+            dbapi.rollback()
+            mode, dbapi.autocommit = dbapi.autocommit, True
+            try:
+                for name in tables:
+                    dbapi.execute(f'VACUUM FULL "{name}"')
+            finally:
+                dbapi.autocommit = mode
+    finally:
+        raw.close()
 
 
 def _walk(store: Store, name: str, batch: int) -> Iterator[tuple[int, int]]:
