@@ -61,7 +61,7 @@ _PREFIXED = re.compile(
     r"|gh[pousr]_[A-Za-z0-9]{30,255}+|github_pat_[A-Za-z0-9_]{40,255}+"
     r"|gl(?:pat|dt|ptt|rt|cbt|oas|ft|imt|soat)-[A-Za-z0-9_\-]{20,255}+"
     r"|xox[abposre]-[A-Za-z0-9\-]{10,255}+|xapp-[0-9]-[A-Za-z0-9\-]{10,255}+"
-    r"|sk-[A-Za-z0-9_\-]{20,255}+"
+    r"|sk-(?:proj-|ant-|svcacct-|admin-)[A-Za-z0-9_\-]{16,255}+|sk-(?=[A-Za-z_\-]{0,255}+[0-9])[A-Za-z0-9_\-]{16,255}+"
     r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,255}+|whsec_[A-Za-z0-9]{20,255}+"
     r"|AIza[0-9A-Za-z_\-]{35}|ya29\.[0-9A-Za-z_\-]{20,2048}+|GOCSPX-[A-Za-z0-9_\-]{20,64}+"
     r"|npm_[A-Za-z0-9]{36}|pypi-[A-Za-z0-9_\-]{50,512}+|dckr_pat_[A-Za-z0-9_\-]{20,64}+"
