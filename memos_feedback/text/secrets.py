@@ -82,11 +82,11 @@ _WEBHOOK = re.compile(
 # (they would be percent-encoded), which keeps "http://host:8080/a@b" out.
 _URL_PASSWORD = re.compile(r"(://[^\s:/@?#\[\]]{0,128}+:)[^\s@/?#]{1,256}+@")
 _AUTH_HEADER = re.compile(
-    r"\b((?:proxy-)?authorization[\"']?\s{0,4}+[:=]\s{0,4}+[\"']?"
-    r"(?:(?:bearer|basic|token|digest|negotiate|apikey|sso-key)\s{1,4}+)?)[^\s\"',;]{1,4096}+",
+    r"\b((?:proxy-)?authorization[\"']?[ \t]{0,4}+[:=][ \t]{0,4}+[\"']?"
+    r"(?:(?:bearer|basic|token|digest|negotiate|apikey|sso-key)[ \t]{1,4}+)?)[^\s\"',;]{1,4096}+",
     re.IGNORECASE,
 )
-_BEARER = re.compile(r"\b(Bearer)\s{1,4}+[A-Za-z0-9._~+/=\-]{8,4096}+", re.IGNORECASE)
+_BEARER = re.compile(r"\b(Bearer)[ \t]{1,4}+[A-Za-z0-9._~+/=\-]{8,4096}+", re.IGNORECASE)
 # A name that ends in a secret's word, right before ":" or "=", matched
 # on the lower-cased text at a hit of one of ``_NAME_WORDS``; the start of
 # the name is whatever precedes the word ("DB_PASSWORD", "webhookSecret").
@@ -105,17 +105,19 @@ _FLAG = re.compile(
     r"-(-?(?:password|passwd|pass|token|secret|api-key|apikey|auth-token|access-token"
     r"|client-secret|private-key|passphrase)[ \t]{1,4}+)([\"']?)(?!-)([^\s\"']{1,512}+)"
 )
-_USER_FLAG = re.compile(r"(?<![A-Za-z0-9_\-])((?:-u|--user)\s{1,4}+[\"']?[^\s:\"']{1,128}+:)[^\s\"']{1,256}+")
+_USER_FLAG = re.compile(
+    r"(?<![A-Za-z0-9_\-])((?:-u|--user)[ \t]{1,4}+[\"']?[^\s:\"']{1,128}+:)[^\s\"']{1,256}+"
+)
 # "mysql -uroot -pS3cret": the password glued to -p.
 _MYSQL_P = re.compile(r"(\bmysql(?:dump|admin|sh)?\b[^\n]{0,200}?\s-p)(?![\s\[])\S{1,256}+")
 # Chinese names of secrets; the value is what follows in ASCII.
 _ZH_SECRET = re.compile(
-    r"((?:密码|口令|密钥|秘钥|令牌|凭证|凭据|私钥)\s{0,4}+(?:是|为)?\s{0,4}+[:=：]?\s{0,4}+)"
+    r"((?:密码|口令|密钥|秘钥|令牌|凭证|凭据|私钥)[ \t]{0,4}+(?:是|为)?[ \t]{0,4}+[:=：]?[ \t]{0,4}+)"
     r"([\"'“]?)([!-~]{4,512}+)"
 )
 # English prose: "the password is hunter2!" — only a value with a digit or symbol.
 _PROSE = re.compile(
-    r"\b((?:password|passphrase|passcode)\s{1,4}+(?:is|was)\s{1,4}+)(\S{6,256}+)", re.IGNORECASE
+    r"\b((?:password|passphrase|passcode)[ \t]{1,4}+(?:is|was)[ \t]{1,4}+)(\S{6,256}+)", re.IGNORECASE
 )
 
 _DIGEST_PREFIX = re.compile(r"(?:sha(?:1|224|256|384|512)|md5)[\-:]", re.IGNORECASE)
