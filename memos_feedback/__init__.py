@@ -75,6 +75,7 @@ from .text.blocks import (
     render_repair_block,
     strip_repair_block,
 )
+from .text.logs import redact_library_logs
 from .types import ClassifiedFeedback, DecisionRepairDraft, FailureRecord, RepairInput, RepairResult, Shape
 
 __version__ = "0.1.0"
@@ -160,3 +161,7 @@ __all__ = [
     "strip_repair_block",
     "synthesize_draft",
 ]
+
+# Every library logger made by the imports above gets the secret-redacting
+# filter (modules imported later attach it themselves: text.logs).
+redact_library_logs()

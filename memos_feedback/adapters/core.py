@@ -35,7 +35,6 @@ import dataclasses
 import functools
 import hashlib
 import json
-import logging
 import threading
 import time
 from collections import OrderedDict, deque
@@ -48,6 +47,7 @@ from ..recall import Guidance
 from ..runtime.subscriber import FeedbackSubscriber
 from ..signals import FailureBurst
 from ..store import ToolCall
+from ..text.logs import library_logger
 
 __all__ = [
     "AdapterCore",
@@ -58,7 +58,7 @@ __all__ = [
     "soft",
 ]
 
-logger = logging.getLogger("memos_feedback.adapters")
+logger = library_logger("memos_feedback.adapters")
 
 ContextOf = Callable[[str, Any], str]
 """``context_of(tool_name, args) -> context``; ``args`` is a mapping, a JSON string or anything."""
@@ -339,6 +339,7 @@ class AdapterCore:
                 value=value,
                 tool_calls=[call],
                 episode_id=self.episode_id,
+                redact=True,
             )
         except Exception:
             log_adapter_error("writing a trace")

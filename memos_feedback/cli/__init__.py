@@ -21,14 +21,14 @@ import traceback
 from collections.abc import Sequence
 
 from ..errors import MemosFeedbackError
-from . import maintain, ops, review, tail
+from . import maintain, ops, redact, review, tail
 from ._commands import Commands, Handler, error
 
 __all__ = ["DEBUG_ENV", "build_parser", "main"]
 
 # Each module adds its commands with ``register(cli)``; the order is the
 # order of ``memos-feedback --help``.
-COMMAND_MODULES = (review, ops, maintain, tail)
+COMMAND_MODULES = (review, ops, redact, maintain, tail)
 
 PROG = "memos-feedback"
 DEBUG_ENV = "MEMOS_FEEDBACK_DEBUG"

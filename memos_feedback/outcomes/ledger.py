@@ -22,6 +22,7 @@ from ..events import FeedbackEvent, RepairOutcome, RepairReviewFlagged, RepairSt
 from ..store import Store
 from ..store.checks import check_text
 from ..store.models import DecisionRepairModel, RepairOutcomeModel, RepairServedModel
+from ..text.secrets import redact_optional
 from ..types import new_id, now_ms
 from .estimate import counts_for
 from .states import HELD, RECURRED, STALE, STATUSES, Served, Settlement
@@ -75,7 +76,7 @@ def write_batch(
                     "repair_id": v.repair_id,
                     "session_id": v.session_id,
                     "tool_id": v.tool_id,
-                    "context": v.context,
+                    "context": redact_optional(v.context),
                     "ts": v.ts,
                 },
                 "id",

@@ -49,6 +49,7 @@ from ..config import FeedbackConfig
 from ..errors import InvalidInputError, MemosFeedbackError
 from ..events import EVENT_KINDS, FeedbackEvent, event_to_dict
 from ..limits import clean_text
+from ..text.secrets import stored_text
 from ..types import now_ms
 from . import Store
 from .engine import Prepared
@@ -109,7 +110,7 @@ def record_to_dict(r: EventRecord) -> dict[str, Any]:
 
 def _clean(value: Any) -> Any:
     if isinstance(value, str):
-        return clean_text(value, _VALUE_CAP)
+        return stored_text(value, _VALUE_CAP)
     if isinstance(value, (tuple, list)):
         return [_clean(v) for v in value]
     return value

@@ -1,0 +1,393 @@
+"""``redact_secrets``: the one secret redaction every writer and the sanitiser use.
+
+Agents paste credentials into commands and contexts (``git push
+https://x:TOKEN@…``, ``export AWS_ACCESS_KEY_ID=…``, a DSN with a password).
+Whatever this library stores or shows — a repair's context, a job's payload,
+an event-log row, a served context, an audit or log line, a prompt line —
+passes through this function first, so a secret is replaced by
+``[redacted]`` before it reaches a table, a page or a log.
+
+What is recognised, in order (docs/SECURITY.md has the corpus and figures):
+
+1. private key blocks (``-----BEGIN … PRIVATE KEY-----`` to its END line);
+2. JSON web tokens (three base64url parts, the first two starting ``eyJ``);
+3. tokens with a documented prefix: cloud (AWS key ids, Google API and
+   OAuth keys), VCS (GitHub, GitLab), chat (Slack, Discord webhooks,
+   Telegram bots), package registries (npm, PyPI, Docker Hub, Hugging Face),
+   payment and mail providers (Stripe, SendGrid, Mailgun), LLM providers
+   (``sk-…``);
+4. the password of a URL (``scheme://user:PASSWORD@host``; the user stays);
+5. ``Authorization:`` headers and ``Bearer …`` (the scheme word stays);
+6. assignments whose name says secret (``DB_PASSWORD=…``, ``"api_key": "…"``,
+   ``--token …``, ``密码：…``; the name stays, so the text still says what was
+   there), unless the value is a reference (``$VAR``, ``${VAR}``) or a
+   placeholder (``None``, ``null``);
+7. free-standing blobs of random bytes: a run of 32+ base64 characters
+   with digits, upper- and lower-case letters that switch class like random
+   text does, and that does not decode to readable text. A commit hash, a
+   UUID, a hex checksum, a CamelCase path or base64 of ordinary text stays;
+   so does a run the text itself names a digest (``sha256``, ``integrity``).
+
+Every pattern is linear (bounded repetitions, possessive runs, no nested
+quantifiers) and the function is idempotent: ``redact_secrets`` of its own
+output changes nothing, so rows rewritten by ``memos-feedback db redact``
+stay put on a second run. It keeps line breaks (stored contexts stay
+readable); ``sanitize_line`` joins lines itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+
+from ..limits import clean_text
+
+__all__ = ["REDACTED", "redact_optional", "redact_secrets", "redact_value", "stored_optional", "stored_text"]
+
+REDACTED = "[redacted]"
+
+# Characters a token may not be glued to on its left: "xghp_…" is a word.
+_LEFT = r"(?<![A-Za-z0-9_\-])"
+
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN[A-Z0-9 ]{0,40}+PRIVATE KEY(?: BLOCK)?-----"
+    r"(?:(?!-----END)[\s\S]){0,16384}+(?:-----END[A-Z0-9 ]{0,40}+PRIVATE KEY(?: BLOCK)?-----)?"
+)
+_JWT = re.compile(_LEFT + r"eyJ[A-Za-z0-9_\-]{8,2048}+\.eyJ[A-Za-z0-9_\-]{8,8192}+\.[A-Za-z0-9_\-]{0,2048}+")
+_PREFIXED = re.compile(
+    _LEFT + r"(?:"
+    r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA|ASCA)[A-Z0-9]{16}(?![A-Za-z0-9])"
+    r"|gh[pousr]_[A-Za-z0-9]{30,255}+|github_pat_[A-Za-z0-9_]{40,255}+"
+    r"|gl(?:pat|dt|ptt|rt|cbt|oas|ft|imt|soat)-[A-Za-z0-9_\-]{20,255}+"
+    r"|xox[abposre]-[A-Za-z0-9\-]{10,255}+|xapp-[0-9]-[A-Za-z0-9\-]{10,255}+"
+    r"|sk-(?:proj-|ant-|svcacct-|admin-)[A-Za-z0-9_\-]{16,255}+|sk-(?=[A-Za-z_\-]{0,255}+[0-9])[A-Za-z0-9_\-]{16,255}+"
+    r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,255}+|whsec_[A-Za-z0-9]{20,255}+"
+    r"|AIza[0-9A-Za-z_\-]{35}|ya29\.[0-9A-Za-z_\-]{20,2048}+|GOCSPX-[A-Za-z0-9_\-]{20,64}+"
+    r"|npm_[A-Za-z0-9]{36}|pypi-[A-Za-z0-9_\-]{50,512}+|dckr_pat_[A-Za-z0-9_\-]{20,64}+"
+    r"|hf_[A-Za-z0-9]{30,64}+|SG\.[A-Za-z0-9_\-]{16,32}+\.[A-Za-z0-9_\-]{16,64}+"
+    r"|key-[0-9a-f]{32}|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}|do[opr]_v1_[a-f0-9]{64}"
+    r")"
+)
+_TELEGRAM = re.compile(r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_\-]{33}")
+# Every token above, and every blob, lies in a run of these characters; one
+# scan finds the runs and the (rare) long ones are looked at closely.
+_RUN = re.compile(r"(?<![A-Za-z0-9+/_\-.])[A-Za-z0-9+/_\-.]{14,16384}+={0,2}")
+# Webhook URLs are credentials by themselves: the path after the host is the secret.
+_WEBHOOK = re.compile(
+    r"(https://(?:hooks\.slack\.com/(?:services|workflows)|(?:discord|discordapp)\.com/api/webhooks)/)"
+    r"[A-Za-z0-9/_\-]{10,512}+"
+)
+# scheme://user:password@ — the password never holds "/", "@" or a space
+# (they would be percent-encoded), which keeps "http://host:8080/a@b" out.
+_URL_PASSWORD = re.compile(r"(://[^\s:/@?#\[\]]{0,128}+:)[^\s@/?#]{1,256}+@")
+_AUTH_HEADER = re.compile(
+    r"\b((?:proxy-)?authorization[\"']?[ \t]{0,4}+[:=][ \t]{0,4}+[\"']?"
+    r"(?:(?:bearer|basic|token|digest|negotiate|apikey|sso-key)[ \t]{1,4}+)?)[^\s\"',;]{1,4096}+",
+    re.IGNORECASE,
+)
+_BEARER = re.compile(r"\b(Bearer)[ \t]{1,4}+[A-Za-z0-9._~+/=\-]{8,4096}+", re.IGNORECASE)
+# A name that ends in a secret's word, right before ":" or "=", matched
+# on the lower-cased text at a hit of one of ``_NAME_WORDS``; the start of
+# the name is whatever precedes the word ("DB_PASSWORD", "webhookSecret").
+_NAME_WORDS = ("pass", "pwd", "secret", "token", "key", "credential", "dsn", "connection")
+_ASSIGNMENT = re.compile(
+    r"(?:password|passwd|passphrase|pass|pwd|secret|token|key|credentials|credential|dsn"
+    r"|connection_string|connectionstring|connection-string)"
+    r"([\"']?[ \t]{0,4}+[:=][ \t]{0,4}+)([\"']?)([^\s\"'`,;&<>…，。；！？、（）「」]{1,512}+)"
+)
+# What must come before "key" for it to name a secret ("api_key", not "sort_key").
+_KEY_KIND = re.compile(
+    r"(?:api|access|private|auth|account|signing|encryption|master|session|secret|storage|license)[_\-.]?$"
+)
+# Command-line flags followed by a space: "--password hunter2" (on the lower-cased text).
+_FLAG = re.compile(
+    r"-(-?(?:password|passwd|pass|token|secret|api-key|apikey|auth-token|access-token"
+    r"|client-secret|private-key|passphrase)[ \t]{1,4}+)([\"']?)(?!-)([^\s\"']{1,512}+)"
+)
+_USER_FLAG = re.compile(
+    r"(?<![A-Za-z0-9_\-])((?:-u|--user)[ \t]{1,4}+[\"']?[^\s:\"']{1,128}+:)[^\s\"']{1,256}+"
+)
+# "mysql -uroot -pS3cret": the password glued to -p.
+_MYSQL_P = re.compile(r"(\bmysql(?:dump|admin|sh)?\b[^\n]{0,200}?\s-p)(?![\s\[])\S{1,256}+")
+# Chinese names of secrets; the value is what follows in ASCII.
+_ZH_SECRET = re.compile(
+    r"((?:密码|口令|密钥|秘钥|令牌|凭证|凭据|私钥)[ \t]{0,4}+(?:是|为)?[ \t]{0,4}+[:=：]?[ \t]{0,4}+)"
+    r"([\"'“]?)([!-~]{4,512}+)"
+)
+# English prose: "the password is hunter2!" — only a value with a digit or symbol.
+_PROSE = re.compile(
+    r"\b((?:password|passphrase|passcode)[ \t]{1,4}+(?:is|was)[ \t]{1,4}+)(\S{6,256}+)", re.IGNORECASE
+)
+
+_DIGEST_PREFIX = re.compile(r"(?:sha(?:1|224|256|384|512)|md5)[\-:]", re.IGNORECASE)
+# A run the text names a digest or checksum is one, not a key.
+_DIGEST_NAME = re.compile(
+    r"(?:sha[0-9]{0,3}|md5|checksum|digest|integrity|hash|etag)[\s:=\"'\-]{0,4}$", re.IGNORECASE
+)
+_PLACEHOLDER = frozenset(
+    {
+        "none",
+        "null",
+        "nil",
+        "true",
+        "false",
+        "str",
+        "bytes",
+        "int",
+        "string",
+        "optional",
+        "undefined",
+        "''",
+        '""',
+    }
+)
+_SEPARATORS = re.compile(r"[/_\-+=]")
+_HEX_ONLY = re.compile(r"[0-9a-fA-F]{2,4096}+")
+# Random base64 switches between digit, upper and lower about 62% of the
+# time; identifiers and paths switch at word boundaries only (10-25%).
+_MIN_SWITCH_RATE = 0.35
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with every recognised secret replaced by ``[redacted]``.
+
+    Pure, linear in ``len(text)`` and idempotent. Line breaks are kept.
+    Callers cap their text first (every writer does): a pattern's runs are
+    bounded, so a huge input costs time in proportion, never more.
+    """
+    if not text:
+        return text
+    # Each rule but the run scan runs only when a literal it needs is in the
+    # text (a C-speed substring test): a 10 kB log pays for two scans.
+    if "-----BEGIN" in text:
+        text = _PRIVATE_KEY.sub(REDACTED, text)
+    text = _RUN.sub(_run, text)
+    if ":AA" in text:
+        text = _TELEGRAM.sub(REDACTED, text)
+    if "://" in text:
+        if "https://" in text:
+            text = _WEBHOOK.sub(r"\1" + REDACTED, text)
+        text = _URL_PASSWORD.sub(r"\1" + REDACTED + "@", text)
+    low = text.lower()
+    if "authorization" in low:
+        text = _AUTH_HEADER.sub(_auth_header, text)
+    if "bearer" in low:
+        text = _BEARER.sub(r"\1 " + REDACTED, text)
+    if any(word in low for word in _NAME_WORDS):
+        text = _named_values(text, _lower_same_length(text))
+        if "pass" in low:
+            text = _PROSE.sub(_prose, text)
+    if "-u " in text or "--user " in text:
+        text = _USER_FLAG.sub(r"\1" + REDACTED, text)
+    if "mysql" in low:
+        text = _MYSQL_P.sub(r"\1" + REDACTED, text)
+    if not text.isascii():
+        text = _ZH_SECRET.sub(_zh_secret, text)
+    return text
+
+
+# What is read around the part of a text that a cap keeps: enough to see
+# a whole token that straddles the cut.
+_MARGIN = 1024
+
+
+def stored_text(text: str, cap: int) -> str:
+    """``text`` as a table keeps it: secrets redacted, then ``limits.clean_text(…, cap)``.
+
+    Redaction comes first, so a cut never halves a token into pieces no
+    pattern knows; only the parts the cap keeps (plus a margin) are read.
+    """
+    if len(text) > cap + 2 * _MARGIN:
+        text = text[: cap + _MARGIN] + "\n" + text[len(text) - cap // 4 - _MARGIN :]
+    return clean_text(redact_secrets(text), cap)
+
+
+def stored_optional(text: str | None, cap: int) -> str | None:
+    """``stored_text`` for an optional string."""
+    return None if text is None else stored_text(text, cap)
+
+
+def redact_optional(text: str | None) -> str | None:
+    """``redact_secrets`` for an optional string."""
+    return None if text is None else redact_secrets(text)
+
+
+def redact_value(value: object) -> object:
+    """A JSON-like ``value`` with every string in it redacted (dict keys stay)."""
+    if isinstance(value, str):
+        return redact_secrets(value)
+    if isinstance(value, dict):
+        return {k: redact_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_value(v) for v in value]
+    return value
+
+
+def _auth_header(match: re.Match[str]) -> str:
+    return match.group(1) + REDACTED
+
+
+def _is_reference(value: str) -> bool:
+    # "$TOKEN", "${TOKEN}", "%TOKEN%", "[redacted]": not a secret (yet).
+    return value.startswith(("$", "%", REDACTED)) or value.casefold() in _PLACEHOLDER
+
+
+def _lower_same_length(text: str) -> str:
+    # Positions found in the lower-cased text must index the original.
+    low = text.lower()
+    if len(low) == len(text):
+        return low
+    return "".join(lc if len(lc := ch.lower()) == 1 else ch for ch in text)
+
+
+def _named_values(text: str, low: str) -> str:
+    """``text`` with the values of secret-named assignments and flags redacted.
+
+    The names are found with ``str.find`` (C speed), and the patterns are
+    only tried where a name's word is: a 10 kB log with no secret-looking
+    name costs a few microseconds.
+    """
+    hits: set[int] = set()
+    for word in _NAME_WORDS:
+        at = low.find(word)
+        while at != -1:
+            hits.add(at)
+            at = low.find(word, at + 1)
+    spans: list[tuple[int, int]] = []
+    covered = 0
+    for at in sorted(hits):
+        if at < covered:
+            continue
+        span = _assignment_value(low, text, at) or _flag_value(low, text, at)
+        if span is not None:
+            spans.append(span)
+            covered = span[1]
+    if not spans:
+        return text
+    out, last = [], 0
+    for start, end in spans:
+        out.append(text[last:start])
+        out.append(REDACTED)
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _assignment_value(low: str, text: str, at: int) -> tuple[int, int] | None:
+    match = _ASSIGNMENT.match(low, at)
+    if match is None:
+        return None
+    word = low[at : match.start(1)]
+    before = low[max(0, at - 16) : at]
+    if word == "key" and not _KEY_KIND.search(before):
+        return None
+    if word == "pass" and before[-1:].isalpha():
+        return None  # "bypass", "compass"
+    value = text[match.start(3) : match.end(3)]
+    if _is_reference(value.rstrip(")]}:")):
+        return None
+    # A call ("token=get_token()") or an attribute read is code, not a value.
+    if "(" in value or (value.replace(".", "").replace("_", "").isalpha() and "." in value):
+        return None
+    # A quoted value loses its quotes with it ('token="x"' -> 'token=[redacted]').
+    quote, end = match.group(2), match.end(3)
+    if quote and low[end : end + 1] == quote:
+        end += 1
+    return match.start(2), end
+
+
+def _flag_value(low: str, text: str, at: int) -> tuple[int, int] | None:
+    start = at - 2 if low[max(0, at - 2) : at] == "--" else at - 1
+    if start < 0 or low[start] != "-" or (start > 0 and (low[start - 1].isalnum() or low[start - 1] in "_-")):
+        return None
+    match = _FLAG.match(low, start)
+    if match is None or _is_reference(text[match.start(3) : match.end(3)]):
+        return None
+    return match.start(3), match.end(3)
+
+
+def _zh_secret(match: re.Match[str]) -> str:
+    value = match.group(3)
+    if _is_reference(value):
+        return match.group(0)
+    return match.group(1) + match.group(2) + REDACTED
+
+
+def _prose(match: re.Match[str]) -> str:
+    value = match.group(2)
+    if _is_reference(value) or value.isalpha():
+        return match.group(0)
+    return match.group(1) + REDACTED
+
+
+def _run(match: re.Match[str]) -> str:
+    before = match.string[max(0, match.start() - 16) : match.start()]
+    return _redact_run(match.group(0), before)
+
+
+def _redact_run(run: str, before: str, depth: int = 0) -> str:
+    if "eyJ" in run:
+        run = _JWT.sub(REDACTED, run)
+    run = _PREFIXED.sub(REDACTED, run)
+    if REDACTED in run:
+        # What is left beside a token is a run of its own on the next pass
+        # (the marker's brackets end runs): treat it as one now, so a second
+        # pass finds nothing more.
+        if depth >= 4:
+            return run
+        return REDACTED.join(
+            _redact_run(part, "", depth + 1) if part else part for part in run.split(REDACTED)
+        )
+    if len(run) < 32:
+        return run
+    if "." in run:
+        return ".".join(_blob(part) for part in run.split("."))
+    return run if _DIGEST_NAME.search(before) else _blob(run)
+
+
+def _blob(run: str) -> str:
+    if len(run) < 32 or REDACTED in run or _DIGEST_PREFIX.match(run) or not _looks_random(run):
+        return run
+    return run if _decodes_to_text(run) else REDACTED
+
+
+def _looks_random(run: str) -> bool:
+    segments = [seg for seg in _SEPARATORS.split(run) if seg]
+    # A path or identifier is mostly words and hex ids ("Users/Ann/9a/Py3");
+    # random base64 seldom has a separator, let alone a word between two.
+    words = sum(1 for seg in segments if (len(seg) >= 3 and seg.isalpha()) or _HEX_ONLY.fullmatch(seg))
+    if words >= 2 and 2 * words > len(segments):
+        return False
+    has_digit = has_upper = has_lower = False
+    switches = pairs = 0
+    last = ""
+    for ch in run:
+        kind = "d" if ch.isdigit() else "u" if ch.isupper() else "l" if ch.islower() else ""
+        if not kind:
+            continue  # separators ("/", "_", "-", "+", "=") do not count
+        has_digit |= kind == "d"
+        has_upper |= kind == "u"
+        has_lower |= kind == "l"
+        if last:
+            pairs += 1
+            switches += kind != last
+        last = kind
+    return has_digit and has_upper and has_lower and pairs > 0 and switches / pairs >= _MIN_SWITCH_RATE
+
+
+def _decodes_to_text(run: str) -> bool:
+    """Whether ``run`` is base64 (or base64url) of readable text: data, not a key."""
+    body = run.rstrip("=")
+    alphabet = "-_" if ("-" in body or "_" in body) else "+/"
+    padded = body + "=" * (-len(body) % 4)
+    try:
+        raw = base64.b64decode(padded, altchars=alphabet.encode(), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    try:
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    readable = sum(1 for ch in decoded if ch.isprintable() or ch in "\n\r\t")
+    return readable >= 0.95 * len(decoded)
