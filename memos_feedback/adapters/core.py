@@ -34,12 +34,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import json
 import logging
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
@@ -48,6 +47,7 @@ from ..recall import Guidance
 from ..runtime.subscriber import FeedbackSubscriber
 from ..signals import FailureBurst
 from ..store import ToolCall
+from .context import default_context_of
 
 __all__ = [
     "AdapterCore",
@@ -66,9 +66,6 @@ ContextOf = Callable[[str, Any], str]
 P = ParamSpec("P")
 R = TypeVar("R")
 
-_CONTEXT_CAP = 200
-_WORD_CAP = 40
-_MAX_ARGS = 16
 _TEXT_CAP = 2_000
 _USER_TEXT_CAP = 500
 _SEEN_TEXTS = 32
@@ -116,43 +113,6 @@ def log_adapter_error(where: str) -> None:
         logger.exception("memos-feedback adapter error in %s (ignored; the agent goes on)", where)
     else:
         logger.debug("memos-feedback adapter error in %s (ignored)", where, exc_info=True)
-
-
-def _as_mapping(args: Any) -> Mapping[Any, Any]:
-    if isinstance(args, Mapping):
-        return args
-    if isinstance(args, (str, bytes)):
-        try:
-            parsed = json.loads(args)
-        except (ValueError, TypeError):
-            return {"input": args}
-        return parsed if isinstance(parsed, Mapping) else {"input": parsed}
-    if args is None:
-        return {}
-    return {"input": args}
-
-
-def _head(text: str) -> str:
-    words = [w for w in text.split() if not w.startswith("-")][:2]
-    return " ".join(w[:_WORD_CAP] for w in words)
-
-
-def default_context_of(tool_name: str, args: Any) -> str:
-    """The tool plus the stable part of its arguments (module docstring).
-
-    In sorted argument-name order, each string argument adds
-    ``name=<its first two words>``, words starting with ``-`` skipped; an
-    argument with no such word, and any value that is not a string, adds
-    nothing. At most 16 arguments and 200 characters.
-    """
-    parts = [str(tool_name)]
-    mapping = _as_mapping(args)
-    for key in sorted(mapping, key=str)[:_MAX_ARGS]:
-        value = mapping[key]
-        head = _head(value) if isinstance(value, str) else ""
-        if head:
-            parts.append(f"{key}={head}")
-    return " ".join(parts)[:_CONTEXT_CAP]
 
 
 def recall(
