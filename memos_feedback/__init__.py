@@ -81,7 +81,14 @@ if TYPE_CHECKING:
         render_repair_block,
         strip_repair_block,
     )
-    from .types import ClassifiedFeedback, DecisionRepairDraft, FailureRecord, RepairInput, RepairResult, Shape
+    from .types import (
+        ClassifiedFeedback,
+        DecisionRepairDraft,
+        FailureRecord,
+        RepairInput,
+        RepairResult,
+        Shape,
+    )
 
 # Where each name lives: imported on first use (PEP 562), so `import memos_feedback`
 # (and a command-line hook that needs a few of them) does not load the database

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..runtime.subscriber import FeedbackSubscriber
-from .context import EXIT_LINE, bash_exit_code, claude_context_of, response_text
+from ..text.tool_context import EXIT_LINE, bash_exit_code, claude_context_of, response_text
 from .core import AdapterCore, ContextOf, log_adapter_error, missing_extra
 
 # The runtime comes with the extra; without it, one clear line instead of a bare

@@ -47,12 +47,13 @@ from ..recall import Guidance
 from ..runtime.subscriber import FeedbackSubscriber
 from ..signals import FailureBurst
 from ..store import ToolCall
-from .context import default_context_of
+from ..text.tool_context import default_context_of
 
 __all__ = [
     "AdapterCore",
     "ContextOf",
     "default_context_of",
+    "merged_guidance",
     "missing_extra",
     "recall",
     "soft",
@@ -357,38 +358,44 @@ class AdapterCore:
         return text
 
     def _compute(self, session_id: str, failed: list[tuple[str, str]], query: str) -> str:
-        found: list[Guidance] = []
-        for tool, ctx in failed:  # the newest failing context first
-            found.append(
-                recall(
-                    self.subscriber,
-                    tool_id=tool,
-                    context=ctx,
-                    project=self.project,
-                    session_id=session_id,
-                    limit=self.guidance_limit,
-                )
-            )
-        if query.strip():
-            found.append(
-                recall(
-                    self.subscriber,
-                    query=query,
-                    project=self.project,
-                    session_id=session_id,
-                    limit=self.guidance_limit,
-                )
-            )
-        if not found:
-            return ""
-        seen: set[str] = set()
-        items = []
-        for g in found:
-            for item in g.items:
-                if item.repair_id not in seen:
-                    seen.add(item.repair_id)
-                    items.append(item)
-        return dataclasses.replace(found[0], items=tuple(items[: self.guidance_limit])).render()
+        limit = self.guidance_limit
+        found = merged_guidance(
+            self.subscriber, failed, query, project=self.project, session_id=session_id, limit=limit
+        )
+        return found.render()
+
+
+def merged_guidance(
+    subscriber: FeedbackSubscriber,
+    failed: list[tuple[str, str]],
+    query: str,
+    *,
+    project: str | None,
+    session_id: str | None,
+    limit: int,
+) -> Guidance:
+    """One recall per failing (tool, context), newest first, then one for ``query``; merged.
+
+    A repair found twice is kept once, at its first place; at most ``limit``
+    items. Empty when there is nothing to ask for.
+    """
+    found: list[Guidance] = []
+    for tool, ctx in failed:  # the newest failing context first
+        found.append(
+            recall(subscriber, tool_id=tool, context=ctx, project=project, session_id=session_id, limit=limit)
+        )
+    if query.strip():
+        found.append(recall(subscriber, query=query, project=project, session_id=session_id, limit=limit))
+    if not found:
+        return Guidance(())
+    seen: set[str] = set()
+    items = []
+    for g in found:
+        for item in g.items:
+            if item.repair_id not in seen:
+                seen.add(item.repair_id)
+                items.append(item)
+    return dataclasses.replace(found[0], items=tuple(items[:limit]))
 
 
 def with_block(base: str | None, block: str) -> str:

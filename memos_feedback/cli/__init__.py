@@ -19,16 +19,17 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from types import ModuleType
 
 from ..errors import MemosFeedbackError
-from . import maintain, ops, review, tail
+from . import hook, maintain, ops, review, tail
 from ._commands import Commands, Handler, error
 
 __all__ = ["DEBUG_ENV", "build_parser", "main"]
 
 # Each module adds its commands with ``register(cli)``; the order is the
 # order of ``memos-feedback --help``.
-COMMAND_MODULES = (review, ops, maintain, tail)
+COMMAND_MODULES = (review, ops, maintain, tail, hook)
 
 PROG = "memos-feedback"
 DEBUG_ENV = "MEMOS_FEEDBACK_DEBUG"
@@ -45,7 +46,20 @@ EPILOG = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _first_command(argv: Sequence[str]) -> str | None:
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word == "--db":
+            skip = True
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(modules: Sequence[ModuleType] = COMMAND_MODULES) -> argparse.ArgumentParser:
+    """The parser of ``modules``' commands (all of them unless told)."""
     from .. import __version__
 
     db_help = "database URL (default: MEMOS_FEEDBACK_DB_URL or a file in the user data dir)"
@@ -61,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--debug", action="store_true", help=f"show tracebacks of unexpected errors (or set {DEBUG_ENV}=1)"
     )
     cli = Commands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"), common)
-    for module in COMMAND_MODULES:
+    for module in modules:
         module.register(cli)
     return parser
 
@@ -94,8 +108,11 @@ def _quiet_broken_pipe() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    # A hook runs once per agent event: it builds only its own commands
+    # (``train``'s options would load the classifier, ~100 ms).
+    parser = build_parser((hook,) if _first_command(words) == "hook" else COMMAND_MODULES)
+    args = parser.parse_args(words)
     problem = _not_utf8(args)
     if problem is not None:
         parser.error(problem)
@@ -118,4 +135,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = "" if debug else f" (run with --debug or {DEBUG_ENV}=1 for the traceback)"
         error(f"unexpected {type(exc).__name__}: {exc}{hint}")
         return 1
-

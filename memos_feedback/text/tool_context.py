@@ -1,10 +1,12 @@
-"""The tool-call *context* and the Bash exit code: pure functions the adapters share.
+"""The tool-call *context* and the Bash exit code: pure functions over a tool call.
 
-Kept apart from ``core`` (which needs the subscriber, the store and recall)
-so that a surface that runs once per tool call in a fresh process (the
-Claude Code hook) can name a context without loading the database layer.
-``core`` re-exports ``default_context_of``; the module docstring of
-``core`` says what a context is and why it drops flags and numbers.
+The adapters, the Claude Code hook and the OpenTelemetry span processor
+all name a call's situation the same way, so a repair written from one
+is found by the others. Here, below them all, so that a hook that runs
+once per tool call in a fresh process can name a context without loading
+the database layer. ``memos_feedback.adapters.core`` re-exports
+``default_context_of``; its module docstring says what a context is and
+why it drops flags and numbers.
 """
 
 from __future__ import annotations
