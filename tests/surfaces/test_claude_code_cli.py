@@ -34,6 +34,8 @@ CLI = Path(sdk.__file__).parent / "_bundled" / "claude"
 REPO = Path(__file__).resolve().parents[2]
 MISSING = "/nonexistent/memos-feedback-notes.txt"
 COMMANDS = [f"cat {MISSING}", f"cat -n {MISSING}", f"cat -A {MISSING}"]
+INSTALL = (sys.executable, "-m", "memos_feedback", "hook", "install", "claude-code", "--project")
+FLAGS = ("--model", "claude-sonnet-4-5", "--max-turns", "8")
 CORRECTION = "that file does not exist; use ls ~/notes instead of cat"
 
 
@@ -59,8 +61,7 @@ def _env(api: FakeMessagesAPI, home: Path) -> dict[str, str]:
 
 def _claude(api: FakeMessagesAPI, home: Path, project: Path, prompt: str, *extra: str) -> dict[str, Any]:
     proc = subprocess.run(
-        [str(CLI), "-p", prompt, "--output-format", "json", "--allowedTools", "Bash"]
-        + ["--model", "claude-sonnet-4-5", "--max-turns", "8", *extra],
+        [str(CLI), "-p", prompt, "--output-format", "json", "--allowedTools", "Bash", *FLAGS, *extra],
         cwd=project,
         env=_env(api, home),
         capture_output=True,
@@ -81,8 +82,7 @@ def test_hooks_carry_guidance_into_the_next_session(tmp_path: Path) -> None:
     project.mkdir()
     db = f"sqlite:///{tmp_path / 'feedback.db'}"
     install = subprocess.run(
-        [sys.executable, "-m", "memos_feedback", "hook", "install", "claude-code", "--project"]
-        + ["--db", db, "--state-dir", str(state)],
+        [*INSTALL, "--db", db, "--state-dir", str(state)],
         cwd=project,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         capture_output=True,
