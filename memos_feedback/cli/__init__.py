@@ -22,14 +22,14 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from ..errors import MemosFeedbackError
-from . import hook, maintain, ops, review, tail
+from . import hook, maintain, mcp_cmd, ops, review, tail
 from ._commands import Commands, Handler, error
 
 __all__ = ["DEBUG_ENV", "build_parser", "main"]
 
 # Each module adds its commands with ``register(cli)``; the order is the
 # order of ``memos-feedback --help``.
-COMMAND_MODULES = (review, ops, maintain, tail, hook)
+COMMAND_MODULES = (review, ops, maintain, tail, hook, mcp_cmd)
 
 PROG = "memos-feedback"
 DEBUG_ENV = "MEMOS_FEEDBACK_DEBUG"
