@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.repair_path
 	$(BIN)/python -m benchmarks.guidance --sizes 1000,10000
 	$(BIN)/python -m benchmarks.events
+	$(BIN)/python -m benchmarks.plug_in
 
 # The whole suite against a throwaway PostgreSQL server as well as SQLite
 # (installs Debian's postgresql package when it is missing; needs root for that).

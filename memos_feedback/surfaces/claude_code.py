@@ -8,8 +8,9 @@ stdin and reads the answer from stdout. Per event:
   its arguments, the free-text ``description`` left out). A ``Bash`` result
   that reports a non-zero exit code is a failure; an interrupt is nothing.
   The step goes into the session's window file (``hook_state``); only when
-  it completes a burst (or a repair is still to be written, or served
-  guidance is open) does the hook open the database: it writes the
+  it completes a burst (or a repair is still to be written, or it is a
+  success where guidance was served: that settles the serving) does the
+  hook open the database: it writes the
   failures of the window as traces (the repair's evidence), queues the
   repair and runs it in this process within the deadline. A job the
   deadline cut short stays queued and the session's next hook runs it.
@@ -240,7 +241,9 @@ def _tool_event(event: Mapping[str, Any], name: str, opts: HookOptions) -> dict[
     with session_state(root, session) as st:
         st.add(tool, ctx, ok, reason, keep=config.failure_window)
         burst = None if ok else st.burst(config)
-        if burst is None and not st.pending and not st.served:
+        # A success where guidance was served settles that it held; a burst, that it recurred.
+        settle = st.settle((tool, ctx)) if ok or burst is not None else False
+        if burst is None and not st.pending and not settle:
             return {}  # the common case: no database at all
         snapshot = HookSession.from_json(st.to_json())
     # The database work runs outside the lock: the session's parallel hooks go on meanwhile.
@@ -248,18 +251,12 @@ def _tool_event(event: Mapping[str, Any], name: str, opts: HookOptions) -> dict[
         if burst is not None:
             written = _write_burst(sub, snapshot, session, opts)
         else:
-            newest = snapshot.recent[-1]
-            if snapshot.served:  # settles the servings the subscriber reloaded at start
-                if ok:
-                    sub.record_tool_success(tool, ctx, newest.step, session_id=session)
-                else:
-                    sub.record_tool_failure(tool, ctx, newest.step, reason, session_id=session)
+            if settle:  # on the servings the subscriber reloaded at start
+                sub.record_tool_success(tool, ctx, snapshot.recent[-1].step, session_id=session)
             written = sub.flush(opts.remaining())
         written = _run_queued(sub, opts) and written
-        still_served = sub.outcomes.open.has(session)
     with session_state(root, session) as st:
         st.pending = not written
-        st.served = still_served
     return {}
 
 
@@ -289,7 +286,8 @@ def _prompt_event(event: Mapping[str, Any], opts: HookOptions) -> dict[str, Any]
         sub.flush(opts.remaining())
     with session_state(root, session) as st:
         st.pending = not (written and queued_ok)
-        st.served = st.served or bool(block)
+        if block:
+            st.serve(failing)
     return _answer("UserPromptSubmit", block)
 
 
@@ -314,11 +312,12 @@ def _session_start(event: Mapping[str, Any], opts: HookOptions) -> dict[str, Any
             key = (repair.tool_id or "", repair.context or "")
             if all(key) and key not in contexts and repair.project in (None, project):
                 contexts.append(key)
-        block = _guidance(sub, contexts[:_SESSION_CONTEXTS], "", project, session)
+        contexts = contexts[:_SESSION_CONTEXTS]
+        block = _guidance(sub, contexts, "", project, session)
         sub.flush(opts.remaining())
     if block:
         with session_state(root, session) as st:
-            st.served = True
+            st.serve(contexts)
     return _answer("SessionStart", block)
 
 

@@ -58,6 +58,7 @@ logger = logging.getLogger("memos_feedback.hooks")
 STALE_AFTER_S = 7 * 24 * 3600
 LOCK_WAIT_S = 2.0
 _REASON_CAP = 500
+_SERVED_CAP = 16
 _FILE_CAP = 1 << 20  # a state file larger than this is not ours: start afresh
 _PRUNE_SCAN_CAP = 10_000
 
@@ -79,14 +80,28 @@ class HookSession:
     """What one session's hooks remember (module docstring).
 
     ``pending`` — a repair was queued and not yet seen written (the next
-    hook drains the queue); ``served`` — guidance was served to this session
-    and its next tool steps settle whether it held.
+    hook drains the queue); ``served`` — the (tool, context) pairs guidance
+    was served for: the next success there settles that it held (a burst
+    there, that it recurred), so only those steps open the database.
     """
 
     step: int = 0
     recent: list[Step] = field(default_factory=list)
     pending: bool = False
-    served: bool = False
+    served: list[tuple[str, str]] = field(default_factory=list)
+
+    def serve(self, pairs: list[tuple[str, str]]) -> None:
+        for pair in pairs:
+            if pair not in self.served:
+                self.served.append(pair)
+        del self.served[:-_SERVED_CAP]
+
+    def settle(self, pair: tuple[str, str]) -> bool:
+        """Forget ``pair``'s serving; True when there was one."""
+        if pair in self.served:
+            self.served.remove(pair)
+            return True
+        return False
 
     def add(self, tool: str, context: str, ok: bool, reason: str, keep: int) -> Step:
         self.step += 1
@@ -121,7 +136,7 @@ class HookSession:
             "step": self.step,
             "recent": [[s.step, s.tool, s.context, s.ok, s.reason, s.ts] for s in self.recent],
             "pending": self.pending,
-            "served": self.served,
+            "served": [list(p) for p in self.served],
         }
 
     @classmethod
@@ -145,7 +160,11 @@ class HookSession:
             step=step if type(step) is int and step >= 0 else max((s.step for s in recent), default=0),
             recent=recent,
             pending=bool(data.get("pending")),
-            served=bool(data.get("served")),
+            served=[
+                (p[0], p[1])
+                for p in data.get("served") or []
+                if isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+            ][-_SERVED_CAP:],
         )
 
 

@@ -165,3 +165,17 @@ def test_project_and_the_agents_last_turn(tmp_path: Path) -> None:
     assert last_agent_turn(str(transcript)) == "I will run npm install."
     assert last_agent_turn(str(tmp_path / "missing.jsonl")) is None
     assert last_agent_turn(None) is None
+
+
+def test_a_success_where_guidance_was_served_settles_that_it_held(db_url: str, tmp_path: Path) -> None:
+    from memos_feedback.outcomes.report import list_with_outcomes
+
+    for n in range(3):
+        _hook(_fail("s1", "cat /nope/notes.txt", n), db_url, tmp_path)
+    prompt = {"hook_event_name": "UserPromptSubmit", "session_id": "s1", "cwd": "/x", "prompt": "what next?"}
+    assert _hook(prompt, db_url, tmp_path)["hookSpecificOutput"]["additionalContext"]
+    _hook(_ok("s1", "cat /nope/notes.txt"), db_url, tmp_path)  # a new process settles the serving
+    with open_store(db_url) as store:
+        listed = list_with_outcomes(store, status=None, context_hash=None, limit=10)
+        [counts] = [c for r, c in listed if r.trigger == "failure-burst"]
+        assert counts.held == 1, listed
