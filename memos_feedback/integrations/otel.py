@@ -21,7 +21,8 @@ its reason is the status description, else ``error.type``, else the
 message of its ``exception`` event. Any other tool span is a success. The
 context is ``default_context_of(tool, arguments)`` (arguments over
 ``ARGS_CAP`` characters are cut before they are parsed). Steps are
-numbered per session, in the order the spans end.
+numbered per session, in the order the spans end; spans that name no
+session share the session ``NO_SESSION`` (``"otel"``).
 
 ``on_end`` runs on the thread that ended the span, so it only reads the
 attributes and appends the step to a bounded deque (``max_pending``; when
@@ -65,11 +66,13 @@ if TYPE_CHECKING:
     from ..recall import Guidance
     from ..runtime.subscriber import FeedbackSubscriber
 
-__all__ = ["ARGS_CAP", "FeedbackSpanProcessor"]
+__all__ = ["ARGS_CAP", "NO_SESSION", "FeedbackSpanProcessor"]
 
 logger = logging.getLogger("memos_feedback.otel")
 
 ARGS_CAP = 4_000
+# The session of tool spans that name none: a repair reads its evidence by session.
+NO_SESSION = "otel"
 _REASON_CAP = 500
 _TRACE_CAP = 2_000
 _TOOL_CAP = 200
@@ -188,23 +191,22 @@ class FeedbackSpanProcessor(SpanProcessor):
             self._add(
                 _text(tool, _TOOL_CAP) or "tool",
                 _args(args),
-                _text(session, _SESSION_CAP) or None,
+                _text(session, _SESSION_CAP) or NO_SESSION,
                 failed,
                 reason,
             )
         except Exception:
             self._log_error("on_end")
 
-    def _add(self, tool: str, args: Any, session: str | None, failed: bool, reason: str) -> None:
+    def _add(self, tool: str, args: Any, session: str, failed: bool, reason: str) -> None:
         with self._lock:
             if self._stopped:
                 return
             if len(self._pending) >= self._max_pending:
                 self.dropped += 1
                 return
-            key = session or ""
-            step = self._steps.pop(key, 0) + 1
-            self._steps[key] = step
+            step = self._steps.pop(session, 0) + 1
+            self._steps[session] = step
             if len(self._steps) > self.max_sessions:
                 self._steps.popitem(last=False)
             self._pending.append((tool, args, session, failed, reason, step))
@@ -257,9 +259,7 @@ class FeedbackSpanProcessor(SpanProcessor):
             except Exception:
                 self._log_error("recording a tool span")
 
-    def _record(
-        self, tool: str, args: Any, session: str | None, failed: bool, reason: str, step: int
-    ) -> None:
+    def _record(self, tool: str, args: Any, session: str, failed: bool, reason: str, step: int) -> None:
         try:
             ctx = self.context_of(tool, args)
             if not isinstance(ctx, str) or not ctx.strip():
@@ -277,7 +277,7 @@ class FeedbackSpanProcessor(SpanProcessor):
 
             m = EXIT_LINE.match(reason)
             row = sub.store.traces.add(
-                session or "otel",
+                session,
                 agent_text=_text(f"{tool} failed ({ctx}): {reason}", _TRACE_CAP),
                 value=-1.0,
                 tool_calls=[ToolCall(tool, f"exit {m.group(1)}" if m else "error")],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -195,3 +196,25 @@ def test_own_spans_for_guidance_and_repair_runs_when_asked(subscriber: FeedbackS
     quiet = FeedbackSpanProcessor(subscriber)  # off by default: no tracer, no bus listener
     assert quiet.guidance_for(tool_id="web_search", context="web_search query=weather paris").items
     quiet.shutdown()
+
+
+def test_spans_from_another_sdk_path_use_the_public_attributes(subscriber: FeedbackSubscriber) -> None:
+    from opentelemetry.sdk.trace import ReadableSpan
+
+    processor = FeedbackSpanProcessor(subscriber)
+    for n in range(3):  # built by hand, as an exporter bridge would: a plain dict of attributes
+        span = ReadableSpan(
+            name="execute_tool web_search",
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "web_search",
+                "gen_ai.tool.call.arguments": json.dumps({"query": "weather paris", "page": n}),
+                "error.type": "TimeoutError",
+            },
+        )
+        processor.on_end(span)
+    processor.on_end(ReadableSpan(name="no attributes at all"))
+    repairs = _repairs(subscriber, processor)
+    assert [(r.context, r.trigger) for r in repairs] == [("web_search query=weather paris", "failure-burst")]
+    assert subscriber.store.traces.list("otel")[0].agent_text.endswith("TimeoutError")
+    processor.shutdown()
