@@ -15,6 +15,7 @@ change it, so a mistyped ``--db`` is an error instead of a new database.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import traceback
@@ -22,14 +23,14 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from ..errors import MemosFeedbackError
-from . import hook, maintain, mcp_cmd, ops, review, tail
 from ._commands import Commands, Handler, error
 
 __all__ = ["DEBUG_ENV", "build_parser", "main"]
 
 # Each module adds its commands with ``register(cli)``; the order is the
-# order of ``memos-feedback --help``.
-COMMAND_MODULES = (review, ops, maintain, tail, hook, mcp_cmd)
+# order of ``memos-feedback --help``. Imported when the parser is built, so a
+# hook (which builds only its own) loads none of the others.
+COMMAND_MODULES = ("review", "ops", "maintain", "tail", "hook", "mcp_cmd")
 
 PROG = "memos-feedback"
 DEBUG_ENV = "MEMOS_FEEDBACK_DEBUG"
@@ -58,8 +59,8 @@ def _first_command(argv: Sequence[str]) -> str | None:
     return None
 
 
-def build_parser(modules: Sequence[ModuleType] = COMMAND_MODULES) -> argparse.ArgumentParser:
-    """The parser of ``modules``' commands (all of them unless told)."""
+def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
+    """The parser of the named command modules' commands (all of them unless told)."""
     from .. import __version__
 
     db_help = "database URL (default: MEMOS_FEEDBACK_DB_URL or a file in the user data dir)"
@@ -75,7 +76,8 @@ def build_parser(modules: Sequence[ModuleType] = COMMAND_MODULES) -> argparse.Ar
         "--debug", action="store_true", help=f"show tracebacks of unexpected errors (or set {DEBUG_ENV}=1)"
     )
     cli = Commands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"), common)
-    for module in modules:
+    for name in modules:
+        module: ModuleType = importlib.import_module(f"{__name__}.{name}")
         module.register(cli)
     return parser
 
@@ -111,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     # A hook runs once per agent event: it builds only its own commands
     # (``train``'s options would load the classifier, ~100 ms).
-    parser = build_parser((hook,) if _first_command(words) == "hook" else COMMAND_MODULES)
+    parser = build_parser(("hook",) if _first_command(words) == "hook" else COMMAND_MODULES)
     args = parser.parse_args(words)
     problem = _not_utf8(args)
     if problem is not None:
