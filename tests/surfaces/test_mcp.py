@@ -21,6 +21,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 TOOL, COMMAND = "Bash", "npm install"
+MCP = (sys.executable, "-m", "memos_feedback", "mcp")
 
 
 @pytest.fixture
@@ -105,3 +106,60 @@ def test_http_elsewhere_than_loopback_needs_a_token(tmp_path: Path) -> None:
         timeout=60,
     )
     assert proc.returncode == 1 and "give --token" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _http_session(url: str, token: str) -> None:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx2.AsyncClient() as plain:
+        denied = await plain.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert denied.status_code == 401
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as client,
+    ):
+        await client.initialize()
+        assert {t.name for t in (await client.list_tools()).tools} >= {"guidance", "report_outcome"}
+        out = await client.call_tool("report_outcome", {"tool": "npm", "context": "install", "ok": True})
+        assert _text(out).startswith("recorded: npm worked")
+
+
+def test_streamable_http_with_a_token(tmp_path: Path) -> None:
+    import time
+    import urllib.error
+    import urllib.request
+
+    port, token = _free_port(), "s3cret-token"
+    server = subprocess.Popen(
+        [*MCP, "--http", "--port", str(port), "--token", token, "--db", f"sqlite:///{tmp_path / 'f.db'}"],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # until it listens (a 401 is an answer)
+            try:
+                urllib.request.urlopen(url, timeout=2)
+            except urllib.error.HTTPError:
+                break
+            except OSError:
+                assert server.poll() is None, server.stderr.read() if server.stderr else ""
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.2)
+        anyio.run(_http_session, url, token)
+    finally:
+        server.terminate()
+        server.wait(10)
