@@ -5,8 +5,11 @@
 Hook latency, process start included: each event is piped to a fresh
 ``python -m memos_feedback hook claude-code`` the way Claude Code runs it,
 ``--runs`` times (default 20), timed from spawn to exit; medians and p90s
-per event. Beside them: a bare ``python -c pass`` (the interpreter's own
-start, which no hook can go below) and the cost *inside* the process,
+per event, as wall time and as the child's CPU time (user + system: on a
+machine shared with other work the wall time stretches with the load, the
+CPU time much less; on an idle machine the two meet). Beside them: a
+bare ``python -c pass`` (the interpreter's own start, which no hook can
+go below) and the cost *inside* the process,
 ``run_hook`` called in this process with everything imported, per event.
 
 The tool events (``PostToolUse``, ``PostToolUseFailure`` that completes no
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -69,10 +73,15 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def _spawn(cmd: list[str], stdin: bytes, cwd: Path, env: dict[str, str]) -> float:
+def _spawn(cmd: list[str], stdin: bytes, cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """(wall ms, CPU ms) of one child: the CPU time is what an idle machine's wall time would be."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(cmd, input=stdin, capture_output=True, cwd=cwd, env=env, check=True)
-    return (time.perf_counter() - t0) * 1000
+    wall = (time.perf_counter() - t0) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    return wall, cpu
 
 
 def bench_processes(runs: int, work: Path) -> None:
@@ -96,16 +105,23 @@ def bench_processes(runs: int, work: Path) -> None:
         check=True,
         capture_output=True,
     )
-    times: dict[str, list[float]] = {"python -c pass": []}
+    times: dict[str, list[tuple[float, float]]] = {"python -c pass": []}
     for n in range(runs):
         times["python -c pass"].append(_spawn([sys.executable, "-c", "pass"], b"", ROOT, env))
         # A new session each round: a failure never completes a burst, so tool events stay on the file path.
         for name, event in _events(f"bench-{n}").items():
             times.setdefault(name, []).append(_spawn(hook, json.dumps(event).encode(), ROOT, env))
-    print(f"\nhook latency, process start included ({runs} runs each, ms):")
-    print(f"  {'event':<22} {'median':>8} {'p90':>8}")
+    print(
+        f"\nhook latency, process start included ({runs} runs each, ms;"
+        f" load average {os.getloadavg()[0]:.1f}):"
+    )
+    print(f"  {'event':<22} {'wall median':>12} {'wall p90':>9} {'CPU median':>11} {'CPU p90':>8}")
     for name, values in times.items():
-        print(f"  {name:<22} {statistics.median(values):8.1f} {_pct(values, 0.9):8.1f}")
+        wall, cpu = [v[0] for v in values], [v[1] for v in values]
+        print(
+            f"  {name:<22} {statistics.median(wall):12.1f} {_pct(wall, 0.9):9.1f}"
+            f" {statistics.median(cpu):11.1f} {_pct(cpu, 0.9):8.1f}"
+        )
 
 
 def bench_in_process(runs: int, work: Path) -> None:
@@ -174,10 +190,10 @@ def bench_base(runs: int, base: Path) -> None:
     for _ in range(runs):
         here.append(_spawn(cmd, b"", ROOT, env_here))
         there.append(_spawn(cmd, b"", base, env_base))
-    print(
-        f"\n`python -m memos_feedback --help`, alternating ({runs} runs each, ms): "
-        f"base {statistics.median(there):.1f}, this checkout {statistics.median(here):.1f}"
-    )
+    print(f"\n`python -m memos_feedback --help`, alternating ({runs} runs each, median ms):")
+    for label, values in (("base", there), ("this checkout", here)):
+        wall, cpu = statistics.median(v[0] for v in values), statistics.median(v[1] for v in values)
+        print(f"  {label:<14} wall {wall:8.1f}  CPU {cpu:8.1f}")
 
 
 def main(argv: list[str] | None = None) -> int:

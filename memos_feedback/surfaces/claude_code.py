@@ -192,8 +192,8 @@ def _write_burst(sub: FeedbackSubscriber, st: HookSession, session: str, opts: H
     newest = st.recent[-1]
     trace_id = None
     for step in st.recent:
-        if step.ok or (step.tool, step.context) != (newest.tool, newest.context):
-            continue
+        if step.ok or step.step <= st.traced or (step.tool, step.context) != (newest.tool, newest.context):
+            continue  # a later burst of the same failures does not write them twice
         m = EXIT_LINE.match(step.reason)
         row = sub.store.traces.add(
             session,
@@ -257,6 +257,8 @@ def _tool_event(event: Mapping[str, Any], name: str, opts: HookOptions) -> dict[
         written = _run_queued(sub, opts) and written
     with session_state(root, session) as st:
         st.pending = not written
+        if burst is not None:
+            st.traced = max(st.traced, snapshot.recent[-1].step)
     return {}
 
 

@@ -88,6 +88,7 @@ class HookSession:
     step: int = 0
     recent: list[Step] = field(default_factory=list)
     pending: bool = False
+    traced: int = 0  # steps up to this one are in the database as traces already
     served: list[tuple[str, str]] = field(default_factory=list)
 
     def serve(self, pairs: list[tuple[str, str]]) -> None:
@@ -136,6 +137,7 @@ class HookSession:
             "step": self.step,
             "recent": [[s.step, s.tool, s.context, s.ok, s.reason, s.ts] for s in self.recent],
             "pending": self.pending,
+            "traced": self.traced,
             "served": [list(p) for p in self.served],
         }
 
@@ -160,6 +162,7 @@ class HookSession:
             step=step if type(step) is int and step >= 0 else max((s.step for s in recent), default=0),
             recent=recent,
             pending=bool(data.get("pending")),
+            traced=data["traced"] if type(data.get("traced")) is int else 0,
             served=[
                 (p[0], p[1])
                 for p in data.get("served") or []

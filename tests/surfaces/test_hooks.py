@@ -59,6 +59,9 @@ def test_a_burst_across_hook_processes_writes_its_repair(db_url: str, tmp_path: 
         ]
         traces = store.traces.list("s1")
         assert len(traces) == 3 and all("No such file" in t.agent_text for t in traces)
+    _hook(_fail("s1", "cat -v /nope/notes.txt", 3), db_url, tmp_path)  # bursts again: one more trace only
+    with open_store(db_url) as store:
+        assert len(store.traces.list("s1")) == 4
 
 
 def test_a_success_inside_the_window_means_no_burst(db_url: str, tmp_path: Path) -> None:
