@@ -103,3 +103,11 @@ def test_a_settings_file_that_is_not_json_is_an_error_and_left_alone(tmp_path: P
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1 and "is not valid JSON" in proc.stderr
     assert (tmp_path / ".claude" / "settings.json").read_text() == "{ not json"
+
+
+def test_db_before_the_command_reaches_the_hook_entries(
+    tmp_path: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["--db", "sqlite:////tmp/c.db", "hook", "install", "claude-code", "--dry-run"]) == 0
+    assert "memos_feedback hook claude-code --db sqlite:////tmp/c.db" in capsys.readouterr().out
