@@ -178,11 +178,14 @@ def _pipeline(opts: HookOptions, *, workers: int = 1) -> Iterator[FeedbackSubscr
 
 
 def _run_queued(sub: FeedbackSubscriber, opts: HookOptions) -> bool:
-    """Run what is queued in the database (this process's and any other's) within the deadline."""
-    stats = sub.queue.stats()
-    if not stats["pending"] and not stats["running"]:
+    """Run the jobs waiting in the queue (any process's) within half the time left; True when none is left.
+
+    Only pending jobs make it wait: a job running elsewhere is its owner's
+    (or, if the owner died, returns to pending when its lease lapses).
+    """
+    if not sub.queue.stats()["pending"]:
         return True
-    return sub.drain(opts.remaining())
+    return sub.drain(opts.remaining() / 2)
 
 
 def _write_burst(sub: FeedbackSubscriber, st: HookSession, session: str, opts: HookOptions) -> bool:
@@ -273,10 +276,9 @@ def _prompt_event(event: Mapping[str, Any], opts: HookOptions) -> dict[str, Any]
     root = state_root(opts.state_dir, _db_url(opts))
     with session_state(root, session) as st:
         failing = st.failing(_SESSION_CONTEXTS)
-        pending = st.pending
     tool, ctx = failing[0] if failing else (None, None)
     with _pipeline(opts) as sub:
-        queued_ok = _run_queued(sub, opts) if pending else True
+        queued_ok = _run_queued(sub, opts)
         _, future = sub.submit_user_feedback(prompt, session, tool, ctx, agent_text=agent_turn)
         try:
             future.result(timeout=opts.remaining(1.0))
