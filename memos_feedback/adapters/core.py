@@ -34,11 +34,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import json
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
@@ -48,11 +47,13 @@ from ..runtime.subscriber import FeedbackSubscriber
 from ..signals import FailureBurst
 from ..store import ToolCall
 from ..text.logs import library_logger
+from ..text.tool_context import default_context_of
 
 __all__ = [
     "AdapterCore",
     "ContextOf",
     "default_context_of",
+    "merged_guidance",
     "missing_extra",
     "recall",
     "soft",
@@ -66,9 +67,6 @@ ContextOf = Callable[[str, Any], str]
 P = ParamSpec("P")
 R = TypeVar("R")
 
-_CONTEXT_CAP = 200
-_WORD_CAP = 40
-_MAX_ARGS = 16
 _TEXT_CAP = 2_000
 _USER_TEXT_CAP = 500
 _SEEN_TEXTS = 32
@@ -116,43 +114,6 @@ def log_adapter_error(where: str) -> None:
         logger.exception("memos-feedback adapter error in %s (ignored; the agent goes on)", where)
     else:
         logger.debug("memos-feedback adapter error in %s (ignored)", where, exc_info=True)
-
-
-def _as_mapping(args: Any) -> Mapping[Any, Any]:
-    if isinstance(args, Mapping):
-        return args
-    if isinstance(args, (str, bytes)):
-        try:
-            parsed = json.loads(args)
-        except (ValueError, TypeError):
-            return {"input": args}
-        return parsed if isinstance(parsed, Mapping) else {"input": parsed}
-    if args is None:
-        return {}
-    return {"input": args}
-
-
-def _head(text: str) -> str:
-    words = [w for w in text.split() if not w.startswith("-")][:2]
-    return " ".join(w[:_WORD_CAP] for w in words)
-
-
-def default_context_of(tool_name: str, args: Any) -> str:
-    """The tool plus the stable part of its arguments (module docstring).
-
-    In sorted argument-name order, each string argument adds
-    ``name=<its first two words>``, words starting with ``-`` skipped; an
-    argument with no such word, and any value that is not a string, adds
-    nothing. At most 16 arguments and 200 characters.
-    """
-    parts = [str(tool_name)]
-    mapping = _as_mapping(args)
-    for key in sorted(mapping, key=str)[:_MAX_ARGS]:
-        value = mapping[key]
-        head = _head(value) if isinstance(value, str) else ""
-        if head:
-            parts.append(f"{key}={head}")
-    return " ".join(parts)[:_CONTEXT_CAP]
 
 
 def recall(
@@ -398,38 +359,44 @@ class AdapterCore:
         return text
 
     def _compute(self, session_id: str, failed: list[tuple[str, str]], query: str) -> str:
-        found: list[Guidance] = []
-        for tool, ctx in failed:  # the newest failing context first
-            found.append(
-                recall(
-                    self.subscriber,
-                    tool_id=tool,
-                    context=ctx,
-                    project=self.project,
-                    session_id=session_id,
-                    limit=self.guidance_limit,
-                )
-            )
-        if query.strip():
-            found.append(
-                recall(
-                    self.subscriber,
-                    query=query,
-                    project=self.project,
-                    session_id=session_id,
-                    limit=self.guidance_limit,
-                )
-            )
-        if not found:
-            return ""
-        seen: set[str] = set()
-        items = []
-        for g in found:
-            for item in g.items:
-                if item.repair_id not in seen:
-                    seen.add(item.repair_id)
-                    items.append(item)
-        return dataclasses.replace(found[0], items=tuple(items[: self.guidance_limit])).render()
+        limit = self.guidance_limit
+        found = merged_guidance(
+            self.subscriber, failed, query, project=self.project, session_id=session_id, limit=limit
+        )
+        return found.render()
+
+
+def merged_guidance(
+    subscriber: FeedbackSubscriber,
+    failed: list[tuple[str, str]],
+    query: str,
+    *,
+    project: str | None,
+    session_id: str | None,
+    limit: int,
+) -> Guidance:
+    """One recall per failing (tool, context), newest first, then one for ``query``; merged.
+
+    A repair found twice is kept once, at its first place; at most ``limit``
+    items. Empty when there is nothing to ask for.
+    """
+    found: list[Guidance] = []
+    for tool, ctx in failed:  # the newest failing context first
+        found.append(
+            recall(subscriber, tool_id=tool, context=ctx, project=project, session_id=session_id, limit=limit)
+        )
+    if query.strip():
+        found.append(recall(subscriber, query=query, project=project, session_id=session_id, limit=limit))
+    if not found:
+        return Guidance(())
+    seen: set[str] = set()
+    items = []
+    for g in found:
+        for item in g.items:
+            if item.repair_id not in seen:
+                seen.add(item.repair_id)
+                items.append(item)
+    return dataclasses.replace(found[0], items=tuple(items[:limit]))
 
 
 def with_block(base: str | None, block: str) -> str:

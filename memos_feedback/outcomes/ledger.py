@@ -7,7 +7,6 @@ serving's id is its primary key and a settlement is unique on its serving
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +21,7 @@ from ..events import FeedbackEvent, RepairOutcome, RepairReviewFlagged, RepairSt
 from ..store import Store
 from ..store.checks import check_text
 from ..store.models import DecisionRepairModel, RepairOutcomeModel, RepairServedModel
+from ..text.logs import library_logger
 from ..text.secrets import redact_optional
 from ..types import new_id, now_ms
 from .estimate import counts_for
@@ -39,7 +39,7 @@ __all__ = [
     "write_batch",
 ]
 
-logger = logging.getLogger("memos_feedback.outcomes")
+logger = library_logger("memos_feedback.outcomes")
 
 M = DecisionRepairModel
 S = RepairServedModel

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -24,10 +23,11 @@ from typing import Any
 
 from ..errors import AuditLogError, InvalidInputError
 from ..events import FeedbackBus, FeedbackEvent, RepairAttached, RepairPersisted, event_to_dict
+from ..text.logs import library_logger
 
 __all__ = ["AuditLog"]
 
-logger = logging.getLogger("memos_feedback.audit")
+logger = library_logger("memos_feedback.audit")
 
 # Events the audit trail keeps (PIPELINE.md §11).
 AUDITED_KINDS = (RepairPersisted.kind, RepairAttached.kind)

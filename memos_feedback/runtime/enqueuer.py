@@ -17,7 +17,6 @@ is reported by ``unstored`` and raised as ``TriggersNotPersistedError``.
 
 from __future__ import annotations
 
-import logging
 import math
 import threading
 import time
@@ -29,6 +28,7 @@ from ..errors import MemosFeedbackError, StoreBusyError, TriggersNotPersistedErr
 from ..events import FeedbackBus, FeedbackClassified, RepairSkipped
 from ..signals import FailureBurst, context_hash_of
 from ..store import Store
+from ..text.logs import library_logger
 from ..types import ClassifiedFeedback, RepairInput, RepairResult, now_ms
 from .futures import JobFutures, skipped_result
 from .hot_path import HotPath
@@ -36,7 +36,7 @@ from .queue import EnqueueResult, RepairQueue
 
 __all__ = ["Enqueuer", "burst_input", "not_persisted"]
 
-logger = logging.getLogger("memos_feedback.subscriber")
+logger = library_logger("memos_feedback.subscriber")
 
 # The tool a user's message is keyed to when no tool step is in play.
 USER_TOOL = "user"

@@ -13,7 +13,6 @@ counted, and a background thread logs a summary at most every
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections import deque
@@ -22,12 +21,13 @@ from typing import Any
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError
 from ..signals import FailureBurst, FailureSignals
+from ..text.logs import library_logger
 from ..types import FailureRecord
 from .outcomes import SubscriberOutcomes
 
 __all__ = ["HotPath"]
 
-logger = logging.getLogger("memos_feedback.subscriber")
+logger = library_logger("memos_feedback.subscriber")
 
 # At most one summary of ignored hot-path calls per this many seconds.
 _BAD_CALL_LOG_EVERY = 10.0

@@ -10,7 +10,6 @@ again, so a settlement lost to a crash is made by the next signal instead.
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
 from ..config import FeedbackConfig
@@ -21,6 +20,7 @@ from ..outcomes.recorder import OutcomeRecorder
 from ..outcomes.states import HELD, RECURRED, Served, outcome_of_feedback
 from ..outcomes.tracker import OpenServings
 from ..store import Store
+from ..text.logs import library_logger
 from ..types import Shape, new_id, now_ms
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SubscriberOutcomes"]
 
-logger = logging.getLogger("memos_feedback.outcomes")
+logger = library_logger("memos_feedback.outcomes")
 
 
 class SubscriberOutcomes:

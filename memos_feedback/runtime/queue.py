@@ -33,7 +33,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import logging
 import os
 import random
 import socket
@@ -72,6 +71,7 @@ from ..store.jobs import (
     payload_of,
 )
 from ..store.reads import Executor
+from ..text.logs import library_logger
 from ..text.secrets import redact_secrets, stored_optional, stored_text
 from ..types import FailureRecord, RepairInput, now_ms
 
@@ -91,7 +91,7 @@ __all__ = [
     "payload_of",
 ]
 
-logger = logging.getLogger("memos_feedback.queue")
+logger = library_logger("memos_feedback.queue")
 
 
 # -- payloads and ids -------------------------------------------------------

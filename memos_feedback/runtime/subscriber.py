@@ -42,7 +42,6 @@ silently: it raises ``TriggersNotPersistedError`` carrying them.
 
 from __future__ import annotations
 
-import logging
 import math
 import random
 import threading
@@ -63,6 +62,7 @@ from ..signals import FailureBurst, FailureSignals
 from ..store import Store
 from ..store.event_log import FeedStore
 from ..synthesis.llm import RepairLLM
+from ..text.logs import library_logger
 from ..types import ClassifiedFeedback, RepairInput, RepairResult
 from .enqueuer import Enqueuer, not_persisted
 from .futures import JobFutures
@@ -74,7 +74,7 @@ from .workers import Workers
 
 __all__ = ["CloseReport", "FeedbackSubscriber", "attach_feedback_subscriber"]
 
-logger = logging.getLogger("memos_feedback.subscriber")
+logger = library_logger("memos_feedback.subscriber")
 
 # Bounds on the thread pool and the idle poll: a typo must not start
 # 100,000 threads or make a worker sleep for ever.
@@ -285,18 +285,27 @@ class FeedbackSubscriber:
         tool_id: str | None = None,
         context: str | None = None,
         episode_id: str | None = None,
+        *,
+        agent_text: str | None = None,
     ) -> tuple[ClassifiedFeedback, Future[RepairResult]]:
         """Classify now; queue (durably) a repair when the shape calls for one.
 
         The repair is keyed to the tool in play: ``tool_id``/``context`` when
         given, else the session's newest recorded tool step, else the
         session itself (``guidance_for`` finds it by its text either way).
+        ``agent_text``, the agent's previous turn, helps the classifier read
+        a short reply ("no", "still broken") as what it answers.
         """
         self._check_open()
-        for name, value in (("session_id", session_id), ("tool_id", tool_id), ("context", context)):
+        for name, value in (
+            ("session_id", session_id),
+            ("tool_id", tool_id),
+            ("context", context),
+            ("agent_text", agent_text),
+        ):
             if value is not None and not isinstance(value, str):
                 raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
-        feedback = classify_feedback(text)
+        feedback = classify_feedback(text, agent_text)
         return feedback, self._enqueuer.user_feedback(feedback, session_id, tool_id, context, episode_id)
 
     def run_once(self, input: RepairInput) -> Future[RepairResult]:

@@ -25,6 +25,7 @@ from ..store import Store
 from ..store.event_log import FeedStore
 from ..store.unit import repair_unit
 from ..synthesis.llm import RepairLLM
+from ..text.logs import library_logger
 from ..text.secrets import redact_secrets
 from ..types import RepairInput, RepairResult, now_ms
 from .futures import JobFutures
@@ -32,7 +33,7 @@ from .queue import JobRow, LeaseLostError, RepairQueue, backoff_ms, input_from_p
 
 __all__ = ["Workers", "log_in"]
 
-logger = logging.getLogger("memos_feedback.subscriber")
+logger = library_logger("memos_feedback.subscriber")
 
 _TRANSIENT = (LLMTransientError, StoreBusyError)
 

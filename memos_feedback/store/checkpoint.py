@@ -17,10 +17,11 @@ indexing the repairs whose search-index rows were deferred
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 import threading
 from collections.abc import Callable
+
+from ..text.logs import library_logger
 
 __all__ = ["INTERVAL_S", "WalCheckpointer"]
 
@@ -34,7 +35,7 @@ INTERVAL_S = 1.0
 RESTART_FRAMES = 4096
 RESTART_WAIT_MS = 5
 
-logger = logging.getLogger("memos_feedback.store")
+logger = library_logger("memos_feedback.store")
 
 
 class WalCheckpointer:

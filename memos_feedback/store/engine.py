@@ -24,7 +24,6 @@ suit those statements and no others (``Store.reading``).
 
 from __future__ import annotations
 
-import logging
 import operator
 import os
 import sqlite3
@@ -35,7 +34,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
-import platformdirs
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Dialect, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, NoSuchModuleError, SQLAlchemyError
@@ -46,7 +44,9 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.sql.expression import Executable
 
+from ..config import DB_URL_ENV, default_db_url
 from ..errors import StoreBusyError, StoreError
+from ..text.logs import library_logger
 
 __all__ = [
     "DB_URL_ENV",
@@ -61,9 +61,11 @@ __all__ = [
     "translate_errors",
 ]
 
-logger = logging.getLogger("memos_feedback.store")
+# Re-exported: the default lives in config so a light caller (the hooks) needs no store.
+default_url = default_db_url
 
-DB_URL_ENV = "MEMOS_FEEDBACK_DB_URL"
+logger = library_logger("memos_feedback.store")
+
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 # SQLite takes the busy timeout as a C int; a day is more than anyone means.
 MAX_BUSY_TIMEOUT_MS = 86_400_000
@@ -81,15 +83,6 @@ _BUSY_SLACK_MS = 20
 # PostgreSQL SQLSTATEs that mean "try again": serialization failure,
 # deadlock, lock not available, connection trouble.
 _PG_TRANSIENT = {"40001", "40P01", "55P03", "57P01", "08000", "08003", "08006"}
-
-
-def default_url() -> str:
-    """``MEMOS_FEEDBACK_DB_URL`` if set, else a SQLite file in the user data dir."""
-    env = os.environ.get(DB_URL_ENV)
-    if env:
-        return env
-    data_dir = Path(platformdirs.user_data_dir("memos-feedback", appauthor=False))
-    return f"sqlite:///{data_dir / 'memos_feedback.db'}"
 
 
 def no_database_message(path: str) -> str:

@@ -31,7 +31,6 @@ On PostgreSQL every write also sends ``NOTIFY memos_feedback_events``
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections import deque
@@ -49,6 +48,7 @@ from ..config import FeedbackConfig
 from ..errors import InvalidInputError, MemosFeedbackError
 from ..events import EVENT_KINDS, FeedbackEvent, event_to_dict
 from ..limits import clean_text
+from ..text.logs import library_logger
 from ..text.secrets import stored_text
 from ..types import now_ms
 from . import Store
@@ -58,7 +58,7 @@ from .wake import NOTIFY_CHANNEL, Waker
 
 __all__ = ["STATE_KINDS", "EventRecord", "FeedStore", "record_to_dict"]
 
-logger = logging.getLogger("memos_feedback.feed")
+logger = library_logger("memos_feedback.feed")
 
 STATE_KINDS: frozenset[str] = frozenset(
     {

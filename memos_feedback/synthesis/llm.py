@@ -29,7 +29,6 @@ have their own) and fails as a timeout once it has passed.
 from __future__ import annotations
 
 import json
-import logging
 import math
 import os
 import time
@@ -41,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .._checks import check_int
 from ..errors import InvalidInputError, LLMError, LLMReplyError, LLMTransientError
+from ..text.logs import library_logger
 from ..text.sanitize import check_text
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ __all__ = [
     "parse_json_object",
 ]
 
-logger = logging.getLogger("memos_feedback.llm")
+logger = library_logger("memos_feedback.llm")
 
 ENV_API_KEY = "OPENAI_API_KEY"
 ENV_BASE_URL = "OPENAI_BASE_URL"
