@@ -39,6 +39,7 @@ __all__ = ["create_app"]
 _STATIC = {"app.js": "text/javascript", "style.css": "text/css"}
 _POLL = 0.25  # seconds between reads of the log while a stream is idle
 _KEEPALIVE = 15.0
+_MAX_SEQ = 2**63 - 1  # seq is a signed 64-bit integer in both databases
 
 
 def _asset(name: str) -> bytes:
@@ -80,7 +81,15 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
     return value
 
 
-def create_app(store: Store, *, token: str | None = None, loopback_only: bool = True) -> Any:
+def _resume_seq(raw: str) -> int:
+    """A ``Last-Event-ID`` (or ``?after=``): decimal digits naming a seq, checked before the stream starts."""
+    # int() would also take "-1", " 7", "+7" and non-ASCII digits; a seq is plain digits.
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 19 and int(raw) <= _MAX_SEQ):
+        raise InvalidInputError(f"Last-Event-ID must be an event seq in [0, {_MAX_SEQ}]")
+    return int(raw)
+
+
+def create_app(store: Store, *, token: str | None = None) -> Any:
     """The ASGI app (Starlette wrapped in ``Guard``) serving ``store``."""
     feed = FeedStore(store)
     config = FeedbackConfig()
@@ -96,7 +105,7 @@ def create_app(store: Store, *, token: str | None = None, loopback_only: bool = 
         return Response(_asset(name), media_type=f"{_STATIC[name]}; charset=utf-8")
 
     def events(request: Request) -> Response:
-        after = _int_param(request, "after", 0, 0, 2**62)
+        after = _int_param(request, "after", 0, 0, _MAX_SEQ)
         limit = _int_param(request, "limit", 200, 1, 10_000)
         kinds = request.query_params.getlist("kind") or None
         return JSONResponse([record_to_dict(r) for r in feed.read(after, kinds, limit)])
@@ -142,10 +151,7 @@ def create_app(store: Store, *, token: str | None = None, loopback_only: bool = 
         resume = request.headers.get("last-event-id") or request.query_params.get("after")
         backlog = _int_param(request, "backlog", 50, 0, 1000)
         if resume is not None:
-            try:
-                start = int(resume)
-            except ValueError:
-                raise InvalidInputError("Last-Event-ID must be an event seq") from None
+            start = _resume_seq(resume)
             first: list[Any] = []
         else:
             first = await run_in_threadpool(feed.newest, backlog) if backlog else []
@@ -192,7 +198,7 @@ def create_app(store: Store, *, token: str | None = None, loopback_only: bool = 
         routes=routes,
         exception_handlers={MemosFeedbackError: on_error, ValueError: on_error},
     )
-    return Guard(app, token=token, loopback_only=loopback_only)
+    return Guard(app, token=token)
 
 
 def _sse(r: Any) -> str:
