@@ -1,17 +1,19 @@
-"""Reviewing repairs: ``classify``, ``repairs list|show|validate|reject|embed``,
+"""Reviewing repairs: ``classify``, ``repairs list|show|validate|reject|delete|purge|embed``,
 ``guidance`` and ``run-once``."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MemosFeedbackError
 from ..limits import MAX_LIMIT
-from ._commands import Commands, limit, open_db, print_json, seconds
+from ._commands import Commands, epoch_ms, error, limit, open_db, print_json, seconds
 
 if TYPE_CHECKING:
     from ..recall.embeddings import Embedder
@@ -37,6 +39,19 @@ def register(cli: Commands) -> None:
         p = cli.add(verdict, cmd_repairs_verdict, f"{verdict} a repair", group="repairs")
         p.add_argument("id")
         p.set_defaults(verdict=verdict)
+    p = cli.add(
+        "delete", cmd_repairs_delete, "delete repairs for good, with their block lines", group="repairs"
+    )
+    p.add_argument("ids", nargs="+", metavar="ID")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p = cli.add(
+        "purge", cmd_repairs_purge, "delete every repair (of a project, older than a date)", group="repairs"
+    )
+    p.add_argument("--project", help="only repairs stored with this project")
+    p.add_argument(
+        "--before", type=epoch_ms, help="only repairs older than this (ISO 8601 date/time, UTC, or epoch ms)"
+    )
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p = cli.add(
         "embed", cmd_repairs_embed, "backfill repair embeddings (extra [embeddings])", group="repairs"
     )
@@ -130,6 +145,54 @@ def cmd_repairs_verdict(args: argparse.Namespace) -> int:
     with open_db(args) as store:
         row = review_repair(store, args.id, args.verdict)  # also logged as repair.reviewed
     print(_repair_line(row))
+    return 0
+
+
+def _confirmed(question: str, yes: bool) -> bool:
+    """``--yes``, or a ``y`` typed at the prompt (stderr, so ``stdout`` stays the result)."""
+    if yes:
+        return True
+    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline()  # "" at end of input: not confirmed
+    if not answer.endswith("\n") or not sys.stdin.isatty():
+        print(file=sys.stderr)  # nothing echoed the newline: end the question's line
+    if answer.strip().lower() in ("y", "yes"):
+        return True
+    error("not confirmed (answer y, or pass --yes): nothing deleted")
+    return False
+
+
+def cmd_repairs_delete(args: argparse.Namespace) -> int:
+    from ..feed.actions import delete_repairs
+
+    ids = list(dict.fromkeys(args.ids))
+    shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    if not _confirmed(f"delete {len(ids)} repair(s) ({shown}) and their block lines?", args.yes):
+        return 1
+    with open_db(args) as store:
+        deleted = delete_repairs(store, ids)  # also logged as repair.deleted
+    print(f"{len(deleted)} repair(s) deleted")
+    return 0
+
+
+def cmd_repairs_purge(args: argparse.Namespace) -> int:
+    from ..feed.actions import count_purge, purge_repairs
+    from ..types import now_ms
+
+    # Fixed now: a repair written after the question is not part of the answer.
+    before = now_ms() + 1 if args.before is None else args.before
+    with open_db(args) as store:
+        count = count_purge(store, project=args.project, before=before)
+        scope = "" if args.project is None else f" of project {args.project!r}"
+        if args.before is not None:
+            scope += f" older than {datetime.fromtimestamp(before / 1000, UTC).isoformat(timespec='seconds')}"
+        if count == 0:
+            print(f"no repairs{scope}")
+            return 0
+        if not _confirmed(f"delete {count} repair(s){scope} and their block lines?", args.yes):
+            return 1
+        deleted = purge_repairs(store, project=args.project, before=before)
+    print(f"{deleted} repair(s) deleted")
     return 0
 
 
