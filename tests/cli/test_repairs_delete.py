@@ -52,7 +52,9 @@ def repair(store: Store, n: str, *, project: str | None = None, ts: int | None =
     )
     if project is not None:  # the worker stores it with the repair; set it the same way here
         with store.session(write=True) as s:
-            s.execute(text("UPDATE decision_repairs SET project = :p WHERE id = :i"), {"p": project, "i": row.id})
+            s.execute(
+                text("UPDATE decision_repairs SET project = :p WHERE id = :i"), {"p": project, "i": row.id}
+            )
     return row
 
 
@@ -73,7 +75,11 @@ def attach(store: Store, row: DecisionRepairRow, policy_id: str) -> None:
 def count(store: Store, table: str, repair_id: str) -> int:
     column = "id" if table == "decision_repairs" else "repair_id"
     with store.session() as s:
-        return int(s.execute(text(f"SELECT count(*) FROM {table} WHERE {column} = :i"), {"i": repair_id}).scalar_one())
+        return int(
+            s.execute(
+                text(f"SELECT count(*) FROM {table} WHERE {column} = :i"), {"i": repair_id}
+            ).scalar_one()
+        )
 
 
 def gone(store: Store, repair_id: str) -> bool:
@@ -140,7 +146,9 @@ def test_purge_by_project_and_date_cleans_blocks_in_the_same_transaction(store: 
     assert old_a.preference not in boundary and old_b.preference in boundary
 
     out = cli_input("\n", "--db", db_url, "repairs", "purge", "--before", "2020-01-01")
-    assert out.stderr.startswith("delete 2 repair(s) older than 2020-01-01T00:00:00+00:00 and their block lines?")
+    assert out.stderr.startswith(
+        "delete 2 repair(s) older than 2020-01-01T00:00:00+00:00 and their block lines?"
+    )
     refused(out)
     assert not gone(store, old_b.id)
     out = cli_input("yes\n", "--db", db_url, "repairs", "purge", "--before", "2020-01-01")

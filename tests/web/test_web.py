@@ -251,3 +251,48 @@ def test_a_bad_last_event_id_is_a_400_before_the_stream_starts(sqlite_url: str, 
         with c.stream("GET", "api/stream", headers={"Last-Event-ID": str(2**63 - 1)}, timeout=10) as ok:
             assert ok.status_code == 200
             assert next(ok.iter_lines()) == "retry: 1000"
+
+
+def test_repairs_api_filters_by_project_and_carries_outcomes_and_context(db_url: str) -> None:
+    from sqlalchemy import text
+
+    store = open_store(db_url)
+    try:
+        ids = {}
+        for project in ("shop-a", "shop-b", None):
+            row = store.repairs.insert(
+                context_hash=f"ctx-{project}",
+                trigger="manual",
+                preference="Prefer: uv",
+                anti_pattern="Avoid: pip",
+                context="x" * 5000 if project == "shop-a" else None,
+            )
+            ids[project] = row.id
+            with store.session(write=True) as s:
+                s.execute(
+                    text("UPDATE decision_repairs SET project = :p WHERE id = :i"),
+                    {"p": project, "i": row.id},
+                )
+        with serve_process(db_url) as url, httpx.Client(base_url=url) as c:
+            assert c.get("api/projects").json() == [
+                {"project": "shop-a", "repairs": 1},
+                {"project": "shop-b", "repairs": 1},
+                {"project": None, "repairs": 1},
+            ]
+            assert [r["id"] for r in c.get("api/repairs", params={"project": "shop-a"}).json()] == [
+                ids["shop-a"]
+            ]
+            assert [r["id"] for r in c.get("api/repairs", params={"global": "1"}).json()] == [ids[None]]
+            assert len(c.get("api/repairs").json()) == 3
+            assert c.get("api/repairs", params={"project": "nope"}).json() == []
+            both = c.get("api/repairs", params={"project": "shop-a", "global": "1"})
+            assert both.status_code == 400
+            [a] = c.get("api/repairs", params={"project": "shop-a"}).json()
+            assert a["outcome_status"] == "active" and a["review_flagged"] is False
+            assert a["outcomes"] == {"served": 0, "held": 0, "recurred": 0, "contradicted": 0}
+            assert a["context"] == "x" * 2000 + "…", "the page gets a bounded context"
+            icon = c.get("favicon.ico")
+            assert (icon.status_code, icon.headers["content-type"]) == (200, "image/svg+xml")
+            assert c.get("static/favicon.svg").text.startswith("<svg")
+    finally:
+        store.close()
