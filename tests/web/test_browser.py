@@ -205,15 +205,15 @@ def test_page_labels_once_outcomes_context_project_filter_and_favicon(tmp_path: 
                 page.wait_for_selector(row, timeout=15_000)
 
             # Labels: the repair's own "Prefer:" is the label; a bare line gets one. Never both.
-            assert page.inner_text(f"{rows['labelled']} .pref") == "Prefer: uv sync"
-            assert page.inner_text(f"{rows['labelled']} .anti") == "Avoid: pip install -r"
-            assert page.inner_text(f"{rows['bare']} .pref") == "prefer: use pnpm"
-            assert page.inner_text(f"{rows['bare']} .anti") == "avoid: npm install"
             before: Any = page.evaluate(
                 "[...document.querySelectorAll('#repairs .pref, #repairs .anti')]"
                 ".map((n) => getComputedStyle(n, '::before').content)"
             )
             assert set(before) == {"none"}, "no label drawn by CSS on top of the text's own"
+            assert page.inner_text(f"{rows['labelled']} .pref") == "Prefer: uv sync"
+            assert page.inner_text(f"{rows['labelled']} .anti") == "Avoid: pip install -r"
+            assert page.inner_text(f"{rows['bare']} .pref") == "prefer: use pnpm"
+            assert page.inner_text(f"{rows['bare']} .anti") == "avoid: npm install"
 
             # Outcome status and counts, as a column of their own.
             headers = page.locator("#repairs thead th").all_inner_texts()
