@@ -35,6 +35,11 @@ Threads and what they own:
   repair row and the job's ``done`` state commit together. A job whose
   payload cannot be read is dead-lettered; no exception ends a worker.
 
+Asyncio hosts await ``asubmit_user_feedback`` and ``aguidance_for``: the
+same calls, run in a worker thread (``asyncio.to_thread``), so a commit or a
+recall read never blocks the event loop. One class serves both kinds of
+host; the awaitable forms take exactly the sync forms' arguments.
+
 ``close()`` stops all of them within a deadline (``close_timeout_ms`` when
 no timeout is given). Triggers it could not store by then are not dropped
 silently: it raises ``TriggersNotPersistedError`` carrying them.
@@ -42,16 +47,18 @@ silently: it raises ``TriggersNotPersistedError`` carrying them.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import math
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from .._checks import check_int
 from ..classify.classifier import classify_feedback
@@ -105,6 +112,30 @@ def _number_in(name: str, value: object, low: float, high: float) -> float:
     if not low <= value <= high:
         raise InvalidInputError(f"{name} must be in [{low}, {high}], got {value!r}")
     return float(value)
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_S = TypeVar("_S")
+
+
+def _awaitable(
+    method: Callable[Concatenate[_S, _P], _R], name: str
+) -> Callable[Concatenate[_S, _P], Coroutine[Any, Any, _R]]:
+    """The awaitable form of ``method``: the same call in a worker thread, same arguments and result.
+
+    Cancelling the awaiting task does not stop the call (a thread cannot be
+    interrupted): a correction already being committed is still committed.
+    """
+
+    @functools.wraps(method)
+    async def in_thread(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return await asyncio.to_thread(method, self, *args, **kwargs)
+
+    in_thread.__name__ = name
+    in_thread.__qualname__ = f"FeedbackSubscriber.{name}"
+    in_thread.__doc__ = f"The ``await`` form of ``{method.__name__}``, in a worker thread."
+    return in_thread
 
 
 def _timeout(name: str, value: object) -> float | None:
@@ -299,6 +330,9 @@ class FeedbackSubscriber:
         feedback = classify_feedback(text)
         return feedback, self._enqueuer.user_feedback(feedback, session_id, tool_id, context, episode_id)
 
+    # Returns (feedback, concurrent Future): ``await asyncio.wrap_future(f)`` waits for the repair.
+    asubmit_user_feedback = _awaitable(submit_user_feedback, "asubmit_user_feedback")
+
     def run_once(self, input: RepairInput) -> Future[RepairResult]:
         """Queue a manual repair (the UI button); committed before returning."""
         self._check_open()
@@ -458,6 +492,8 @@ class FeedbackSubscriber:
             self.sync_signals()
             self.outcomes.served(guidance, session_id, tool_id, context)
         return guidance
+
+    aguidance_for = _awaitable(guidance_for, "aguidance_for")
 
     def metrics(self) -> dict[str, int | float | None]:
         """Counters since start and queue gauges (depth, oldest pending age)."""
