@@ -23,26 +23,26 @@ __all__ = ["register"]
 
 def register(cli: Commands) -> None:
     p = cli.add("classify", cmd_classify, "classify one feedback message (needs no database)")
-    p.add_argument("text")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("text", help="the user's message, in English or Chinese")
+    p.add_argument("--json", action="store_true", help="print the classification as JSON")
 
-    cli.group("repairs", "list and review decision repairs")
+    cli.group("repairs", "list, review, delete and embed decision repairs")
     p = cli.add("list", cmd_repairs_list, "newest repairs first", group="repairs")
-    p.add_argument("--context-hash")
+    p.add_argument("--context-hash", help="only repairs of this context hash")
     p.add_argument("--status", choices=("active", "stale", "superseded"), help="only repairs of this status")
     p.add_argument("--limit", type=limit, default=100, help=f"1..{MAX_LIMIT} (default 100)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print a JSON list, with the outcome counts")
     p = cli.add("show", cmd_repairs_show, "one repair in full", group="repairs")
-    p.add_argument("id")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("id", help="the repair's id (dr_…)")
+    p.add_argument("--json", action="store_true", help="print it as JSON, with its history")
     for verdict in ("validate", "reject"):
         p = cli.add(verdict, cmd_repairs_verdict, f"{verdict} a repair", group="repairs")
-        p.add_argument("id")
+        p.add_argument("id", help="the repair's id (dr_…)")
         p.set_defaults(verdict=verdict)
     p = cli.add(
         "delete", cmd_repairs_delete, "delete repairs for good, with their block lines", group="repairs"
     )
-    p.add_argument("ids", nargs="+", metavar="ID")
+    p.add_argument("ids", nargs="+", metavar="ID", help="the repairs' ids (dr_…); all or none are deleted")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p = cli.add(
         "purge", cmd_repairs_purge, "delete every repair (of a project, older than a date)", group="repairs"
@@ -56,23 +56,30 @@ def register(cli: Commands) -> None:
         "embed", cmd_repairs_embed, "backfill repair embeddings (extra [embeddings])", group="repairs"
     )
     p.add_argument("--model", help="a local sentence-transformers model directory (default: packaged)")
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--batch-size", type=int, default=64, help="repairs embedded per model call (default 64)")
     p.add_argument("--all", action="store_true", help="re-embed every repair, not only missing ones")
 
     p = cli.add("guidance", cmd_guidance, "the repairs a runtime would inject now")
-    p.add_argument("--tool")
-    p.add_argument("--context")
-    p.add_argument("--query")
-    p.add_argument("--project")
-    p.add_argument("--limit", type=int)
+    p.add_argument("--tool", metavar="TOOL", help="the tool about to run, as the runtime names it")
+    p.add_argument(
+        "--context", metavar="TEXT", help="where it runs, as the runtime passes it ('install web/')"
+    )
+    p.add_argument(
+        "--query",
+        metavar="TEXT",
+        help="what the agent is about to do, or the error it just saw (default: --context); "
+        "without either, nothing applies",
+    )
+    p.add_argument("--project", metavar="P", help="global repairs and those of project P (default: global)")
+    p.add_argument("--limit", type=int, metavar="N", help="at most N items (default: recall default_limit)")
     p.add_argument("--embeddings", action="store_true", help="rank with the packaged embedding model too")
     p.add_argument("--model", help="a local sentence-transformers model directory (implies --embeddings)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the mode and the items as JSON, not the block")
 
     p = cli.add("run-once", cmd_run_once, "queue a manual repair and wait for it")
-    p.add_argument("--session", required=True)
-    p.add_argument("--context-hash", required=True)
-    p.add_argument("--tool")
+    p.add_argument("--session", required=True, help="the session whose traces are the evidence")
+    p.add_argument("--context-hash", required=True, help="the context the repair is for")
+    p.add_argument("--tool", help="the tool it is about")
     p.add_argument("--text", help="user feedback text to classify with it")
     p.add_argument("--timeout", type=seconds, default=120.0, help="seconds to wait (default 120)")
 
