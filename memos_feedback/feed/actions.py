@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from .._checks import check_int, check_str
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError, NotFoundError
 from ..events import FeedbackEvent, RepairDeleted, RepairJobPurged, RepairJobRequeued, RepairReviewed
@@ -60,6 +61,14 @@ def purge_job(store: Store, job_id: str, config: FeedbackConfig | None = None) -
     return job
 
 
+def _purge_scope(project: str | None, before: int | None) -> tuple[str | None, int]:
+    """The checked ``project`` and cutoff of a purge (``InvalidInputError`` when one is wrong)."""
+    if project is not None:
+        check_str("project", project)
+    cutoff = now_ms() + 1 if before is None else check_int("before", before, lo=0, hi=2**63 - 1)
+    return project, cutoff
+
+
 def _forget(store: Store, s: Session, deleted: Sequence[DeletedRepair]) -> list[FeedbackEvent]:
     """Inside ``s``, after the rows went: their lines leave every block; one event per repair."""
     # Rows first, lines second: a line another live repair still carries is
@@ -97,7 +106,7 @@ def delete_repairs(store: Store, repair_ids: Sequence[str]) -> list[str]:
 def purge_repairs(store: Store, *, project: str | None = None, before: int | None = None) -> int:
     """Delete every repair older than ``before`` (epoch ms; now when None), of ``project`` when
     given, as ``delete_repairs`` does, in one transaction; how many."""
-    cutoff = now_ms() + 1 if before is None else before
+    project, cutoff = _purge_scope(project, before)
     feed = FeedStore(store)
     total = 0
     with store.session(write=True, action="purging repairs") as s:
@@ -111,5 +120,6 @@ def purge_repairs(store: Store, *, project: str | None = None, before: int | Non
 
 def count_purge(store: Store, *, project: str | None = None, before: int) -> int:
     """How many repairs ``purge_repairs`` with the same arguments would delete now."""
+    project, cutoff = _purge_scope(project, before)
     with store.session(action="counting repairs to purge") as s:
-        return purge_count(s, before=before, project=project)
+        return purge_count(s, before=cutoff, project=project)

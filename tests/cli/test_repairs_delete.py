@@ -175,3 +175,19 @@ def test_purge_walks_past_one_batch(store: Store, db_url: str, n: int) -> None:
     out = cli("--db", db_url, "repairs", "purge", "--before", "2020-01-01", "--yes")
     assert out.stdout.strip() == f"{n} repair(s) deleted", out.stderr
     assert store.repairs.list(limit=10) == []
+
+
+def test_bad_arguments_are_one_clear_error(store: Store) -> None:
+    from memos_feedback.errors import InvalidInputError
+    from memos_feedback.feed.actions import count_purge, delete_repairs, purge_repairs
+
+    for call in (
+        lambda: delete_repairs(store, []),
+        lambda: delete_repairs(store, [None]),  # type: ignore[list-item]
+        lambda: purge_repairs(store, before=-1),
+        lambda: purge_repairs(store, before="2020"),  # type: ignore[arg-type]
+        lambda: purge_repairs(store, project=7),  # type: ignore[arg-type]
+        lambda: count_purge(store, before=True),
+    ):
+        with pytest.raises(InvalidInputError):
+            call()
