@@ -161,7 +161,7 @@ def seed_outcomes(db_url: str) -> dict[str, str]:
         ids: dict[str, str] = {}
         for name, pref, anti, project, status in (
             ("labelled", "Prefer: uv sync", "Avoid: pip install -r", "shop-a", None),
-            ("bare", "use pnpm", "npm install", "shop-b", "stale"),
+            ("bare", "use pnpm", "npm install", "<b>shop-b</b>&amp;", "stale"),
             ("global", "Prefer: the documented port", "Avoid: port 8000", None, "superseded"),
         ):
             row = store.repairs.insert(
@@ -232,9 +232,11 @@ def test_page_labels_once_outcomes_context_project_filter_and_favicon(tmp_path: 
 
             # The project filter: each project and the global scope, from the data.
             options = page.locator("#project-filter option").all_inner_texts()
-            assert options == ["all projects", "shop-a (1)", "shop-b (1)", "global, no project (1)"]
+            hostile_project = "<b>shop-b</b>&amp; (1)"
+            assert options == ["all projects", hostile_project, "shop-a (1)", "global, no project (1)"]
+            assert page.locator("#project-filter b").count() == 0, "a project name is text"
             for label, only in (
-                ("shop-b (1)", "bare"),
+                ("<b>shop-b</b>&amp; (1)", "bare"),
                 ("global, no project (1)", "global"),
                 ("shop-a (1)", "labelled"),
             ):
