@@ -47,18 +47,16 @@ silently: it raises ``TriggersNotPersistedError`` carrying them.
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
 import math
 import random
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any
 
 from .._checks import check_int
 from ..classify.classifier import classify_feedback
@@ -71,6 +69,7 @@ from ..store import Store
 from ..store.event_log import FeedStore
 from ..synthesis.llm import RepairLLM
 from ..types import ClassifiedFeedback, RepairInput, RepairResult
+from .aio import in_worker_thread
 from .enqueuer import Enqueuer, not_persisted
 from .futures import JobFutures
 from .heartbeat import Heartbeat, recover_at_start
@@ -112,30 +111,6 @@ def _number_in(name: str, value: object, low: float, high: float) -> float:
     if not low <= value <= high:
         raise InvalidInputError(f"{name} must be in [{low}, {high}], got {value!r}")
     return float(value)
-
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-_S = TypeVar("_S")
-
-
-def _awaitable(
-    method: Callable[Concatenate[_S, _P], _R], name: str
-) -> Callable[Concatenate[_S, _P], Coroutine[Any, Any, _R]]:
-    """The awaitable form of ``method``: the same call in a worker thread, same arguments and result.
-
-    Cancelling the awaiting task does not stop the call (a thread cannot be
-    interrupted): a correction already being committed is still committed.
-    """
-
-    @functools.wraps(method)
-    async def in_thread(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        return await asyncio.to_thread(method, self, *args, **kwargs)
-
-    in_thread.__name__ = name
-    in_thread.__qualname__ = f"FeedbackSubscriber.{name}"
-    in_thread.__doc__ = f"The ``await`` form of ``{method.__name__}``, in a worker thread."
-    return in_thread
 
 
 def _timeout(name: str, value: object) -> float | None:
@@ -331,7 +306,9 @@ class FeedbackSubscriber:
         return feedback, self._enqueuer.user_feedback(feedback, session_id, tool_id, context, episode_id)
 
     # Returns (feedback, concurrent Future): ``await asyncio.wrap_future(f)`` waits for the repair.
-    asubmit_user_feedback = _awaitable(submit_user_feedback, "asubmit_user_feedback")
+    asubmit_user_feedback = in_worker_thread(
+        submit_user_feedback, "asubmit_user_feedback", "FeedbackSubscriber"
+    )
 
     def run_once(self, input: RepairInput) -> Future[RepairResult]:
         """Queue a manual repair (the UI button); committed before returning."""
@@ -493,7 +470,7 @@ class FeedbackSubscriber:
             self.outcomes.served(guidance, session_id, tool_id, context)
         return guidance
 
-    aguidance_for = _awaitable(guidance_for, "aguidance_for")
+    aguidance_for = in_worker_thread(guidance_for, "aguidance_for", "FeedbackSubscriber")
 
     def metrics(self) -> dict[str, int | float | None]:
         """Counters since start and queue gauges (depth, oldest pending age)."""
