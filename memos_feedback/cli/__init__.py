@@ -35,9 +35,9 @@ COMMAND_MODULES = ("review", "ops", "redact", "maintain", "tail", "hook", "mcp_c
 PROG = "memos-feedback"
 DEBUG_ENV = "MEMOS_FEEDBACK_DEBUG"
 DESCRIPTION = (
-    "Close the feedback loop of LLM agents: classify user feedback, review the decision "
-    "repairs (preference / anti-pattern pairs) written into the database, operate the "
-    "durable repair queue and migrate the schema."
+    "Close the feedback loop of LLM agents: classify user feedback, review, delete and embed "
+    "the decision repairs (preference / anti-pattern pairs) written into the database, show "
+    "the guidance a runtime would inject, operate the durable repair queue and migrate the schema."
 )
 EPILOG = (
     "The database is --db URL (before or after the command), else MEMOS_FEEDBACK_DB_URL, "

@@ -24,12 +24,23 @@ M = DecisionRepairModel
 
 
 def list_with_outcomes(
-    store: Store, *, status: str | None, context_hash: str | None, limit: int
+    store: Store,
+    *,
+    status: str | None,
+    context_hash: str | None,
+    limit: int,
+    project: str | None = None,
+    global_only: bool = False,
 ) -> list[tuple[DecisionRepairRow, OutcomeCounts]]:
-    """Newest repairs first (optionally of one status / context), each with its counts."""
+    """Newest repairs first, each with its counts; optionally only those of one status, context,
+    ``project`` (stored with exactly that project) or, ``global_only``, those stored with none."""
     stmt = select(M).order_by(M.ts.desc(), M.id.desc()).limit(limit)
     if context_hash is not None:
         stmt = stmt.where(M.context_hash == context_hash)
+    if global_only:
+        stmt = stmt.where(M.project.is_(None))
+    elif project is not None:
+        stmt = stmt.where(M.project == project)
     if status == ACTIVE:
         stmt = stmt.where(M.status.is_(None), M.rejected.is_(False))
     elif status is not None:

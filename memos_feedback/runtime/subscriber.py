@@ -35,6 +35,11 @@ Threads and what they own:
   repair row and the job's ``done`` state commit together. A job whose
   payload cannot be read is dead-lettered; no exception ends a worker.
 
+Asyncio hosts await ``asubmit_user_feedback`` and ``aguidance_for``: the
+same calls, run in a worker thread (``asyncio.to_thread``), so a commit or a
+recall read never blocks the event loop. One class serves both kinds of
+host; the awaitable forms take exactly the sync forms' arguments.
+
 ``close()`` stops all of them within a deadline (``close_timeout_ms`` when
 no timeout is given). Triggers it could not store by then are not dropped
 silently: it raises ``TriggersNotPersistedError`` carrying them.
@@ -52,7 +57,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from .._checks import check_int
+from .._checks import check_int, check_optional_strs
 from ..classify.classifier import classify_feedback
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError, MemosFeedbackError, StoreError, SubscriberClosedError
@@ -64,6 +69,7 @@ from ..store.event_log import FeedStore
 from ..synthesis.llm import RepairLLM
 from ..text.logs import library_logger
 from ..types import ClassifiedFeedback, RepairInput, RepairResult
+from .aio import in_worker_thread
 from .enqueuer import Enqueuer, not_persisted
 from .futures import JobFutures
 from .heartbeat import Heartbeat, recover_at_start
@@ -297,16 +303,14 @@ class FeedbackSubscriber:
         a short reply ("no", "still broken") as what it answers.
         """
         self._check_open()
-        for name, value in (
-            ("session_id", session_id),
-            ("tool_id", tool_id),
-            ("context", context),
-            ("agent_text", agent_text),
-        ):
-            if value is not None and not isinstance(value, str):
-                raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
+        check_optional_strs(session_id=session_id, tool_id=tool_id, context=context, agent_text=agent_text)
         feedback = classify_feedback(text, agent_text)
         return feedback, self._enqueuer.user_feedback(feedback, session_id, tool_id, context, episode_id)
+
+    # Returns (feedback, concurrent Future): ``await asyncio.wrap_future(f)`` waits for the repair.
+    asubmit_user_feedback = in_worker_thread(
+        submit_user_feedback, "asubmit_user_feedback", "FeedbackSubscriber"
+    )
 
     def run_once(self, input: RepairInput) -> Future[RepairResult]:
         """Queue a manual repair (the UI button); committed before returning."""
@@ -467,6 +471,8 @@ class FeedbackSubscriber:
             self.sync_signals()
             self.outcomes.served(guidance, session_id, tool_id, context)
         return guidance
+
+    aguidance_for = in_worker_thread(guidance_for, "aguidance_for", "FeedbackSubscriber")
 
     def metrics(self) -> dict[str, int | float | None]:
         """Counters since start and queue gauges (depth, oldest pending age)."""

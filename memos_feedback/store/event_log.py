@@ -65,6 +65,7 @@ STATE_KINDS: frozenset[str] = frozenset(
         "repair.persisted",
         "repair.attached",
         "repair.reviewed",
+        "repair.deleted",
         "repair.job.retrying",
         "repair.job.dead",
         "repair.job.discarded",
