@@ -24,7 +24,7 @@ from ..store.checks import check_text
 from ..store.models import DecisionRepairModel, RepairOutcomeModel, RepairServedModel
 from ..types import new_id, now_ms
 from .estimate import counts_for
-from .states import HELD, RECURRED, STALE, STATUSES, Served, Settlement
+from .states import HELD, RECURRED, STALE, STATUSES, Served, Settlement, served_context
 
 __all__ = [
     "HistoryEntry",
@@ -131,6 +131,7 @@ def record_served(
     Bookkeeping must not fail a read: a refused or failed write is logged
     and the guidance is still returned.
     """
+    context = served_context(context)
     if not storable(session_id, tool_id, context):
         logger.warning("guidance served to an unstorable session id or context: not recorded")
         return
