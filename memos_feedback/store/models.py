@@ -228,6 +228,9 @@ class FeedbackEventModel(Base):
     """
 
     __tablename__ = "feedback_events"
+    # SQLite: a seq is never handed out twice, even after pruning emptied
+    # the table (migration 0012); PostgreSQL's sequence never goes back.
+    __table_args__ = ({"sqlite_autoincrement": True},)
 
     seq: Mapped[int] = mapped_column(_JobSeq, primary_key=True, autoincrement=True)
     ts: Mapped[int] = mapped_column(Millis)
