@@ -23,6 +23,7 @@ __all__ = [
     "RepairJobModel",
     "RepairOutcomeModel",
     "RepairServedModel",
+    "StoreProbeModel",
     "TraceModel",
     "exists_on",
     "is_search_shadow_table",
@@ -311,3 +312,12 @@ class PolicyEpisodeModel(Base):
 
     # The triggers replace a policy's pairs by policy id.
     __table_args__ = (Index("ix_policy_episodes_policy_id", "policy_id"),)
+
+
+class StoreProbeModel(Base):
+    """The one row a write probe rewrites (``store/durability.py``; migration 0013)."""
+
+    __tablename__ = "store_probe"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    ts: Mapped[int] = mapped_column(BigInteger)
