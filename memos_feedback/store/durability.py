@@ -77,7 +77,9 @@ def is_outage(exc: BaseException) -> bool:
                 return True
         elif _driver_outage(current):
             return True
-        current = current.__cause__ or current.__context__
+        # Only what it was raised *from*: an error merely handled nearby
+        # (``__context__``) says nothing about this one.
+        current = current.__cause__
     return False
 
 
