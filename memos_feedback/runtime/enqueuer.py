@@ -238,9 +238,10 @@ class Enqueuer:
             except StoreBusyError:
                 return False
             except MemosFeedbackError as exc:
-                if is_outage(exc):  # a full disk, a lost file: never the trigger's fault
-                    ok = False
-                    continue
+                if is_outage(exc):
+                    # A full disk, a lost file: never the trigger's fault, and
+                    # the rest would fail alike. Everything stays held.
+                    return False
                 refusals = self._refusals.get(key, 0) + 1
                 self._refusals[key] = refusals
                 if refusals >= _POISON_AFTER and probe_write(self.store):
