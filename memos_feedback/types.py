@@ -14,6 +14,7 @@ import itertools
 import os
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple, get_args
 
@@ -216,9 +217,14 @@ class RepairInput:
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
-        if not all(isinstance(f, FailureRecord) for f in self.failures):
+        raw = self.failures
+        # A str or a mapping iterates, but is never a list of failures.
+        if isinstance(raw, (str, bytes, dict)) or not isinstance(raw, Iterable):
+            raise InvalidInputError(f"failures must be a sequence of FailureRecord, got {type(raw).__name__}")
+        failures = tuple(raw)  # once: a generator would be empty the second time
+        if not all(isinstance(f, FailureRecord) for f in failures):
             raise InvalidInputError("failures must be FailureRecord instances")
-        object.__setattr__(self, "failures", tuple(self.failures))
+        object.__setattr__(self, "failures", failures)
 
 
 @dataclass(frozen=True, slots=True)

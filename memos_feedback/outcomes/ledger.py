@@ -25,7 +25,7 @@ from ..text.logs import library_logger
 from ..text.secrets import redact_optional
 from ..types import new_id, now_ms
 from .estimate import counts_for
-from .states import HELD, RECURRED, STALE, STATUSES, Served, Settlement
+from .states import HELD, RECURRED, STALE, STATUSES, Served, Settlement, served_context
 
 __all__ = [
     "HistoryEntry",
@@ -132,6 +132,7 @@ def record_served(
     Bookkeeping must not fail a read: a refused or failed write is logged
     and the guidance is still returned.
     """
+    context = served_context(context)
     if not storable(session_id, tool_id, context):
         logger.warning("guidance served to an unstorable session id or context: not recorded")
         return

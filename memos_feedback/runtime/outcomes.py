@@ -17,7 +17,7 @@ from ..errors import StoreError
 from ..events import FeedbackBus
 from ..outcomes.ledger import open_servings, storable
 from ..outcomes.recorder import OutcomeRecorder
-from ..outcomes.states import HELD, RECURRED, Served, outcome_of_feedback
+from ..outcomes.states import HELD, RECURRED, Served, outcome_of_feedback, served_context
 from ..outcomes.tracker import OpenServings
 from ..store import Store
 from ..text.logs import library_logger
@@ -45,7 +45,10 @@ class SubscriberOutcomes:
         self.open.add(reopened)
 
     def served(self, guidance: Guidance, session_id: str, tool_id: str | None, context: str | None) -> None:
-        if not guidance.items or not storable(session_id, tool_id, context):
+        if not guidance.items:
+            return
+        context = served_context(context)
+        if not storable(session_id, tool_id, context):
             return
         ts = now_ms()
         fresh = self.open.add(

@@ -216,7 +216,7 @@ class FeedbackSubscriber:
         episode_id: str | None = None,
         trace_id: str | None = None,
     ) -> None:
-        """Record a failed tool step. Never blocks, never raises, returns nothing.
+        """Record a failed tool step. Never raises, returns nothing.
 
         The step is appended as it is (with the time) for the enqueuer,
         which validates it and runs the failure window within
@@ -224,7 +224,10 @@ class FeedbackSubscriber:
         there. Bad arguments are then counted and ignored (the agent loop
         must not crash on its own instrumentation; a summary is logged off
         this thread); so are calls after ``close()``. A caller that needs
-        the burst itself uses ``record_tool_failure_now``.
+        the burst itself uses ``record_tool_failure_now``. It does not wait,
+        except when more than 10,000 recorded steps are waiting: then it
+        applies them itself (waiting for the enqueuer if that is applying
+        them), which keeps the backlog and its memory bounded.
         """
         if self._closed:
             self._hot.bad_call("record_tool_failure after close()")

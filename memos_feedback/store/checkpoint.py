@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import urllib.parse
 from collections.abc import Callable
+from pathlib import Path
 
 from ..text.logs import library_logger
 
@@ -58,7 +60,10 @@ class WalCheckpointer:
 
     def checkpoint(self) -> None:
         """One passive checkpoint now, on a private connection."""
-        conn = sqlite3.connect(self.path, timeout=5, isolation_level=None, check_same_thread=False)
+        # mode=rw: a file deleted under the store must not come back empty
+        # from a checkpoint (store/durability.py).
+        uri = f"file:{urllib.parse.quote(str(Path(self.path).absolute()))}?mode=rw"
+        conn = sqlite3.connect(uri, uri=True, timeout=5, isolation_level=None, check_same_thread=False)
         try:
             busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
             if not busy and frames > RESTART_FRAMES and copied >= frames:

@@ -47,6 +47,7 @@ from sqlalchemy.sql.expression import Executable
 from ..config import DB_URL_ENV, default_db_url
 from ..errors import StoreBusyError, StoreError
 from ..text.logs import library_logger
+from .durability import SqliteFile
 
 __all__ = [
     "DB_URL_ENV",
@@ -210,6 +211,7 @@ def _sqlite_engine(url: str, busy_timeout_ms: int, read_only: bool) -> Engine:
     database = parsed.database or ""
     memory = database in ("", ":memory:") or parsed.query.get("mode") == "memory"
     kwargs: dict[str, Any] = {"connect_args": {"check_same_thread": False}}
+    file: SqliteFile | None = None
     if memory:
         # One shared connection, or every checkout would see an empty database.
         kwargs["poolclass"] = StaticPool
@@ -241,7 +243,10 @@ def _sqlite_engine(url: str, busy_timeout_ms: int, read_only: bool) -> Engine:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(f"cannot create the folder for {path}: {exc.strerror or exc}") from exc
-            kwargs["connect_args"]["timeout"] = busy_timeout_ms / 1000
+            # Created by the first connection only; a deleted or replaced
+            # file fails loudly afterwards (store/durability.py).
+            file = SqliteFile(path)
+            kwargs["creator"] = lambda: file.connect(busy_timeout_ms / 1000)
         # Pool checkout counts against the same budget as the lock.
         kwargs["pool_timeout"] = busy_timeout_ms / 1000
     engine = create_engine(url, **kwargs)
@@ -277,6 +282,10 @@ def _sqlite_engine(url: str, busy_timeout_ms: int, read_only: bool) -> Engine:
         # anything else gets the full timeout back (a pooled connection may
         # still carry a lowered one from an earlier write).
         budget = write if isinstance(write, int) and not isinstance(write, bool) else busy_timeout_ms
+        if write and file is not None:
+            # Writes only: a stat call (~1-10 us) is noise beside a commit,
+            # not beside a read; and a read of the old file loses nothing.
+            _check_file(file)
         _set_busy_timeout(conn, budget)
         _begin(conn, "BEGIN IMMEDIATE" if write else "BEGIN")
 
@@ -306,6 +315,14 @@ def _begin(conn: Connection, statement: str) -> None:
         conn.connection.driver_connection.execute(statement)  # type: ignore[union-attr]
     except sqlite3.Error as exc:
         raise DBAPIError.instance(statement, None, exc, sqlite3.Error) from exc
+
+
+def _check_file(file: SqliteFile) -> None:
+    """The path still names the file the engine opened, or a ``DBAPIError`` (a stat call)."""
+    try:
+        file.check()
+    except sqlite3.Error as exc:
+        raise DBAPIError.instance("BEGIN", None, exc, sqlite3.Error) from exc
 
 
 def _set_busy_timeout(conn: Connection, ms: int) -> None:

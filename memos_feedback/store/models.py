@@ -23,6 +23,7 @@ __all__ = [
     "RepairJobModel",
     "RepairOutcomeModel",
     "RepairServedModel",
+    "StoreProbeModel",
     "TraceModel",
     "exists_on",
     "is_search_shadow_table",
@@ -228,6 +229,9 @@ class FeedbackEventModel(Base):
     """
 
     __tablename__ = "feedback_events"
+    # SQLite: a seq is never handed out twice, even after pruning emptied
+    # the table (migration 0012); PostgreSQL's sequence never goes back.
+    __table_args__ = ({"sqlite_autoincrement": True},)
 
     seq: Mapped[int] = mapped_column(_JobSeq, primary_key=True, autoincrement=True)
     ts: Mapped[int] = mapped_column(Millis)
@@ -308,3 +312,12 @@ class PolicyEpisodeModel(Base):
 
     # The triggers replace a policy's pairs by policy id.
     __table_args__ = (Index("ix_policy_episodes_policy_id", "policy_id"),)
+
+
+class StoreProbeModel(Base):
+    """The one row a write probe rewrites (``store/durability.py``; migration 0013)."""
+
+    __tablename__ = "store_probe"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    ts: Mapped[int] = mapped_column(BigInteger)

@@ -12,8 +12,10 @@ quantifiers, every repetition is bounded, and the input is cut to
 
 1. cut to ``SCAN_LIMIT``;
 2. fold look-alikes of ASCII letters, digits and markup characters
-   (full-width ``＠ｒｅｐａｉｒ``, mathematical bold letters) to ASCII, so
-   they are caught like the plain form — other characters, such as Chinese
+   (full-width ``＠ｒｅｐａｉｒ``, mathematical bold letters, and whatever a
+   model reads as ``<``, ``>``, ``/`` or ``-``: ``＜／ｓｙｓｔｅｍ＞``,
+   ``‹∕memory‐context›``) to ASCII, so they are caught like the plain
+   form — other characters, such as Chinese
    full-width punctuation or ``…``, are kept as written; drop format
    characters (zero-width spaces, bidi overrides) and lone surrogates so
    they cannot split a marker or break UTF-8; turn other control
@@ -66,7 +68,16 @@ ELLIPSIS = "…"
 # and removing them lets step 3 see the real word.
 _DROP_CATEGORIES = frozenset({"Cf", "Cs", "Co", "Cn"})
 # Markup characters whose look-alikes are folded to ASCII (letters and digits are too).
-_FOLDED = frozenset("@<>`{}|")
+_FOLDED = frozenset("@<>`{}|/-")
+# Characters NFKC leaves alone that a model still reads as a tag's "<", ">",
+# "/" or a name's "-": "‹∕memory‐context›" is a closing tag to a reader.
+# Wide dashes (em dash, horizontal bar) are sentence punctuation and stay.
+_READ_AS = {
+    **dict.fromkeys("\u2039\u3008\u27e8\u276c\u276e\u02c2\u1438", "<"),
+    **dict.fromkeys("\u203a\u3009\u27e9\u276d\u276f\u02c3\u1433", ">"),
+    **dict.fromkeys("\u2215\u2044\u29f8\u2571", "/"),
+    **dict.fromkeys("\u2010\u2012\u2013\u2043\u2212\u02d7\u2796", "-"),
+}
 
 # Every pattern below is linear: no nested quantifiers, every repetition
 # bounded, and the open-ended runs possessive ("{0,256}+", Python 3.11), so a
@@ -273,6 +284,7 @@ def _fold_and_strip_controls(text: str) -> str:
 @lru_cache(maxsize=4096)
 def _fold(ch: str) -> str:
     folded = unicodedata.normalize("NFKC", ch)
+    folded = _READ_AS.get(folded, folded)
     if len(folded) == 1 and folded.isascii() and (folded.isalnum() or folded in _FOLDED):
         return folded
     return ch
