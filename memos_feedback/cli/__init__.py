@@ -95,7 +95,14 @@ def _quiet_broken_pipe() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    raw = list(sys.argv[1:] if argv is None else argv)
+    args, extra = parser.parse_known_args(raw)
+    if getattr(args, "command", None) == "eval" and "eval" in raw:
+        # ``eval`` hands everything after it to its own parser, options first too
+        # (``eval --cv writer``), which argparse's REMAINDER would refuse.
+        args.rest = raw[raw.index("eval") + 1 :]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     problem = _not_utf8(args)
     if problem is not None:
         parser.error(problem)
@@ -118,4 +125,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = "" if debug else f" (run with --debug or {DEBUG_ENV}=1 for the traceback)"
         error(f"unexpected {type(exc).__name__}: {exc}{hint}")
         return 1
-
