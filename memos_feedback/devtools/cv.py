@@ -41,7 +41,12 @@ from .eval import LabelledMessage, SliceReport, load_labels, score_rows
 __all__ = ["WRITERS_DIR", "FoldScore", "cross_validate", "format_cv", "main", "writer_files"]
 
 WRITERS_DIR: Final = "classifier_writers"
-MODES: Final = ("context", "no_context")
+MODES: Final = ("context", "no_context", "context_no_abstain")
+_TITLES: Final = {
+    "context": "agent's turn given",
+    "no_context": "agent's turn withheld",
+    "context_no_abstain": "agent's turn given, abstention off",
+}
 
 
 def writer_files(data_dir: Path) -> list[Path]:
@@ -95,9 +100,14 @@ def _fold_score(writer: str, rows: Rows) -> FoldScore:
     )
 
 
-def classify_rows(records: Sequence[LabelledMessage], model: LearnedModel | None, *, context: bool) -> Rows:
+def classify_rows(
+    records: Sequence[LabelledMessage], model: LearnedModel | None, *, context: bool, abstain: bool = True
+) -> Rows:
     from ..classify.classifier import classify_with
 
+    if model is not None and not abstain:
+        meta = {k: v for k, v in model.meta.items() if k != "abstain"}
+        model = LearnedModel(model.classes, model.intercepts, model.features, meta)
     return [
         (rec, classify_with(rec.text, agent_text=rec.agent_text if context else None, model=model))
         for rec in records
@@ -125,7 +135,9 @@ def cross_validate(
         model = fit([path])
         records = load_labels(path)
         for mode in MODES:
-            rows[mode][path.stem] = classify_rows(records, model, context=mode == "context")
+            rows[mode][path.stem] = classify_rows(
+                records, model, context=mode != "no_context", abstain=mode != "context_no_abstain"
+            )
         ctx = _fold_score(path.stem, rows["context"][path.stem])
         log(
             f"{path.stem}: trigger {ctx.trigger_accuracy:.3f} macro-F1 {ctx.macro_f1:.3f} "
@@ -188,7 +200,7 @@ def format_cv(result: dict[str, Any]) -> str:
     for mode in MODES:
         res = result[mode]
         lines += [
-            f"== {mode.replace('_', ' ')} (agent's turn {'given' if mode == 'context' else 'withheld'})",
+            f"== {mode.replace('_', ' ')} ({_TITLES[mode]})",
             head,
         ]
         for w in res["writers"]:
@@ -224,6 +236,9 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--data-dir", type=Path, default=None, help="labelled data (default: tests/data)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument(
+        "--no-pair", action="store_true", help="train the folds without the pair's features (for comparison)"
+    )
+    parser.add_argument(
         "--shipped", action="store_true", help="score the shipped artefact on every writer (in-sample)"
     )
     args = parser.parse_args(argv)
@@ -236,6 +251,8 @@ def main(argv: Sequence[str]) -> int:
         except ImportError:
             raise train.TrainingUnavailableError(train.MISSING_SKLEARN) from None
     fit: Callable[[Sequence[Path]], LearnedModel] | None = None
+    if args.no_pair:
+        fit = lambda held: train.fold_model(data_dir, held, pair=False)  # noqa: E731
     if args.shipped:
         from ..classify.learned import shipped_model
 

@@ -32,20 +32,25 @@ inference (``learned.py``) is pure Python.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from ..classify.learned import FORMAT, MODEL_PATH, NGRAM_RANGE, LearnedModel, ngrams
+from ..classify.learned import FORMAT, MODEL_PATH, NGRAM_RANGE, LearnedModel, analyze
 from ..errors import TrainingUnavailableError
+
+if TYPE_CHECKING:
+    from ..classify.classifier import Combined
 
 WRITERS_DIR: Final = "classifier_writers"
 
 __all__ = [
+    "ABSTAIN_TARGET",
     "CALIBRATION_FILES",
     "HOLDOUT_FILES",
     "MISSING_SKLEARN",
@@ -53,10 +58,12 @@ __all__ = [
     "WRITER_FILES",
     "TrainingUnavailableError",
     "add_arguments",
+    "choose_threshold",
     "data_sha256",
     "default_data_dir",
     "fit_records",
     "fold_model",
+    "lowo_rows",
     "main",
     "run",
     "train",
@@ -99,6 +106,13 @@ HOLDOUT_FILES: Final[tuple[str, ...]] = ()
 # The combination is calibrated on leave-one-writer-out answers: the writers never
 # saw the rules, so the rules' answers on them are as good as on unseen text.
 CALIBRATION_FILES: Final = WRITER_FILES
+
+# False triggers allowed on leave-one-writer-out answers when the abstention
+# threshold is chosen: below the 2 % target, so that it still holds on a writer
+# the threshold was not chosen on (fixed before any figure was read).
+ABSTAIN_TARGET: Final = 0.015
+ABSTAIN_GRID: Final = (0.0, *(round(0.3 + 0.025 * i, 3) for i in range(27)))
+_REPAIR_LABELS: Final = frozenset(("negative", "correction", "constraint", "preference"))
 
 SEED: Final = 14
 C: Final = 10.0
@@ -165,15 +179,56 @@ def training_records(data_dir: Path, held: Sequence[str] = ()) -> list[dict[str,
     return [r for r in load_records(data_dir, files) if _key(r["text"]) not in keys]
 
 
-def fit_records(records: Sequence[dict[str, Any]]) -> LearnedModel:
-    """The learned tier fitted on labelled lines (no calibration)."""
-    return _fit([model_text(r["text"]) for r in records], [r["shape"] for r in records])
+def fit_records(records: Sequence[dict[str, Any]], *, pair: bool = True) -> LearnedModel:
+    """The learned tier fitted on labelled lines (no calibration); ``pair=False``: no pair features."""
+    return _fit([model_doc(r, context=pair) for r in records], [r["shape"] for r in records])
 
 
-def fold_model(data_dir: Path, held: Sequence[Path]) -> LearnedModel:
-    """The model trained without the writers in ``held`` (for ``eval --cv writer``)."""
+def lowo_rows(
+    data_dir: Path, writers: Sequence[str], held: Sequence[str] = (), *, pair: bool = True
+) -> list[tuple[Combined, str]]:
+    """Leave-one-writer-out answers of the combined classifier on ``writers`` (also without ``held``)."""
+    from ..classify.classifier import combine_raw
+
+    rows: list[tuple[Combined, str]] = []
+    for name in writers:
+        part = fit_records(training_records(data_dir, (*held, name)), pair=pair)
+        for rec in load_records(data_dir, (name,)):
+            rows.append((combine_raw(rec["text"], part, rec.get("agent_text")), rec["shape"]))
+    return rows
+
+
+def choose_threshold(rows: Sequence[tuple[Combined, str]], target: float = ABSTAIN_TARGET) -> float:
+    """The lowest repair probability to trigger at that keeps false triggers within ``target``.
+
+    ``rows`` are out-of-sample answers (``lowo_rows``); a false trigger is a
+    repair shape on a message whose label calls for none.
+    """
+    negatives = [comb for comb, label in rows if label not in _REPAIR_LABELS]
+    for threshold in ABSTAIN_GRID:
+        false = sum(1 for c in negatives if c.shape.triggers_repair and c.repair >= threshold)
+        if false <= target * len(negatives):
+            return threshold
+    return ABSTAIN_GRID[-1]
+
+
+def _with_held_out_choices(model: LearnedModel, rows: Sequence[tuple[Combined, str]]) -> LearnedModel:
+    from ..classify.classifier import fit_calibration
+
+    meta = {**model.meta, "calibration": fit_calibration(rows), "abstain": choose_threshold(rows)}
+    return LearnedModel(model.classes, model.intercepts, model.features, meta)
+
+
+def fold_model(data_dir: Path, held: Sequence[Path], *, pair: bool = True) -> LearnedModel:
+    """The model trained without the writers in ``held`` (for ``eval --cv writer``).
+
+    Its calibration and abstention threshold come from leave-one-writer-out
+    answers on the *other* writers only: the held-out ones influence nothing.
+    """
     names = tuple(f"{WRITERS_DIR}/{p.name}" for p in held)
-    return fit_records(training_records(data_dir, names))
+    model = fit_records(training_records(data_dir, names), pair=pair)
+    inner = [w for w in WRITER_FILES if w not in names]
+    return _with_held_out_choices(model, lowo_rows(data_dir, inner, names, pair=pair))
 
 
 def model_text(text: str) -> str:
@@ -183,12 +238,30 @@ def model_text(text: str) -> str:
     return prepared_text(text)
 
 
-def _fit(texts: Sequence[str], labels: Sequence[str]) -> LearnedModel:
+Doc = tuple[str, tuple[str, ...]]
+
+
+def model_doc(record: dict[str, Any], *, context: bool = True) -> Doc:
+    """What the learned tier reads of a labelled line: its prepared text and the pair's features."""
+    agent = record.get("agent_text") if context else None
+    return _doc(record["text"], agent if isinstance(agent, str) else None)
+
+
+@functools.lru_cache(maxsize=65536)
+def _doc(text: str, agent: str | None) -> Doc:
+    # Cached: leave-one-writer-out fits read the same lines dozens of times.
+    from ..classify.context import pair_features
+
+    prepared = model_text(text)
+    return prepared, pair_features(prepared, agent) if agent is not None else ()
+
+
+def _fit(texts: Sequence[Doc], labels: Sequence[str]) -> LearnedModel:
     from sklearn.feature_extraction.text import TfidfVectorizer  # type: ignore[import-untyped]
     from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
 
     vectorizer = TfidfVectorizer(
-        analyzer=ngrams, sublinear_tf=True, norm="l2", smooth_idf=True, min_df=MIN_DF
+        analyzer=analyze, sublinear_tf=True, norm="l2", smooth_idf=True, min_df=MIN_DF
     )
     matrix = vectorizer.fit_transform(texts)
     clf = LogisticRegression(C=C, solver="newton-cg", tol=1e-8, max_iter=500, random_state=SEED)
@@ -227,13 +300,10 @@ def train(
     log(f"fitted on {len(records)} messages, {len(model.features)} n-grams")
 
     # Leave-one-writer-out answers of the combined classifier on the writers' lines.
-    calib_rows: list[tuple[clf.Combined, str]] = []
-    for name in CALIBRATION_FILES:
-        part = fit_records(training_records(data_dir, (name,)))
-        for rec in load_records(data_dir, (name,)):
-            calib_rows.append((clf.combine_raw(rec["text"], part), rec["shape"]))
+    calib_rows = lowo_rows(data_dir, CALIBRATION_FILES)
     calibration = clf.fit_calibration(calib_rows)
-    log(f"calibrated on {len(calib_rows)} out-of-fold answers")
+    abstain = choose_threshold(calib_rows)
+    log(f"calibrated on {len(calib_rows)} out-of-fold answers; abstain below repair probability {abstain}")
 
     meta: dict[str, Any] = {
         "format": FORMAT,
@@ -245,6 +315,8 @@ def train(
         "training_count": len(records),
         "data_sha256": data_sha256(data_dir),
         "calibration": calibration,
+        "abstain": abstain,
+        "abstain_target": ABSTAIN_TARGET,
     }
     model = LearnedModel(model.classes, model.intercepts, model.features, meta)
 

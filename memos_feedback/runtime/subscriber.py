@@ -285,19 +285,31 @@ class FeedbackSubscriber:
         tool_id: str | None = None,
         context: str | None = None,
         episode_id: str | None = None,
+        *,
+        agent_text: str | None = None,
     ) -> tuple[ClassifiedFeedback, Future[RepairResult]]:
         """Classify now; queue (durably) a repair when the shape calls for one.
 
         The repair is keyed to the tool in play: ``tool_id``/``context`` when
         given, else the session's newest recorded tool step, else the
         session itself (``guidance_for`` finds it by its text either way).
+        ``agent_text``, the agent's turn the message answers, is the
+        classifier's context (``classify_feedback(text, agent_text=...)``).
         """
         self._check_open()
-        for name, value in (("session_id", session_id), ("tool_id", tool_id), ("context", context)):
+        checked = (
+            ("session_id", session_id),
+            ("tool_id", tool_id),
+            ("context", context),
+            ("agent_text", agent_text),
+        )
+        for name, value in checked:
             if value is not None and not isinstance(value, str):
                 raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
-        feedback = classify_feedback(text)
-        return feedback, self._enqueuer.user_feedback(feedback, session_id, tool_id, context, episode_id)
+        feedback = classify_feedback(text, agent_text=agent_text)
+        return feedback, self._enqueuer.user_feedback(
+            feedback, session_id, tool_id, context, episode_id, agent_text=agent_text
+        )
 
     def run_once(self, input: RepairInput) -> Future[RepairResult]:
         """Queue a manual repair (the UI button); committed before returning."""
