@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -237,3 +238,43 @@ def test_calibration_on_a_left_out_writer_is_not_over_confident_at_the_low_end()
     mean_conf = sum(b.count * b.mean_confidence for b in low) / n
     accuracy = sum(b.count * b.accuracy for b in low) / n
     assert mean_conf - accuracy <= 0.25, (mean_conf, accuracy)
+
+
+def test_cross_validation_by_writer_scores_each_left_out_writer(tmp_path: Path) -> None:
+    from memos_feedback.classify.learned import shipped_model
+    from memos_feedback.devtools.cv import cross_validate, format_cv
+
+    writers = tmp_path / "classifier_writers"
+    writers.mkdir()
+    lines = {
+        "a": [
+            {"id": "a1", "text": "thanks, that works", "shape": "positive", "lang": "en", "agent_text": "Done."},
+            {"id": "a2", "text": "use pnpm instead of npm", "shape": "preference", "prefer": "pnpm",
+             "avoid": "npm", "lang": "en", "agent_text": "Ran npm install."},
+        ],
+        "b": [
+            {"id": "b1", "text": "不对，用 pnpm 而不是 npm", "shape": "preference", "prefer": "pnpm",
+             "avoid": "npm", "lang": "zh", "agent_text": "我运行了 npm install。"},
+            {"id": "b2", "text": "好的，谢谢", "shape": "positive", "lang": "zh", "agent_text": "改好了。"},
+        ],
+    }  # fmt: skip
+    for name, rows in lines.items():
+        (writers / f"{name}.jsonl").write_text(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+        )
+    held: list[list[str]] = []
+    model = shipped_model()
+
+    def fit(paths: Any) -> Any:
+        held.append([p.stem for p in paths])
+        return model
+
+    result = cross_validate(tmp_path, fit=fit)
+    assert held == [["a"], ["b"]]  # one fold per writer, the writer left out
+    ctx = result["context"]
+    assert [w["writer"] for w in ctx["writers"]] == ["a", "b"]
+    assert ctx["mean"]["trigger_accuracy"] == 1.0 and ctx["mean"]["false_trigger_rate"] == 0.0
+    assert ctx["worst"]["writer"] in ("a", "b")
+    assert set(ctx["by_lang"]) == {"en", "zh"}
+    assert set(result) == {"context", "no_context", "context_no_abstain"}
+    assert "worst" in format_cv(result) and "lang zh" in format_cv(result)
