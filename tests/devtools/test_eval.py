@@ -248,7 +248,8 @@ def test_cross_validation_by_writer_scores_each_left_out_writer(tmp_path: Path) 
     writers.mkdir()
     lines = {
         "a": [
-            {"id": "a1", "text": "thanks, that works", "shape": "positive", "lang": "en", "agent_text": "Done."},
+            {"id": "a1", "text": "thanks, that works", "shape": "positive", "lang": "en",
+             "agent_text": "Done."},
             {"id": "a2", "text": "use pnpm instead of npm", "shape": "preference", "prefer": "pnpm",
              "avoid": "npm", "lang": "en", "agent_text": "Ran npm install."},
         ],
