@@ -140,6 +140,9 @@ def recall(
 class _Session:
     step: int = 0
     last_user_text: str = ""
+    # What the agent did since the last user message (its newest tool outcome),
+    # the classifier's context when the runtime does not hand over the agent's reply.
+    last_agent_text: str = ""
     seen_texts: deque[str] = field(default_factory=lambda: deque(maxlen=_SEEN_TEXTS))
     failed: deque[tuple[str, str]] = field(default_factory=lambda: deque(maxlen=_RECENT_CONTEXTS))
     generation: int = 0
@@ -266,6 +269,7 @@ class AdapterCore:
             else:
                 st.generation += 1  # a new failing context may have older repairs
             st.failed.append(key)
+            st.last_agent_text = _clip(f"{tool_name} failed ({ctx}): {reason}", _TEXT_CAP)
             if burst is not None:
                 st.repair_pending = True
                 st.generation += 1
@@ -279,12 +283,14 @@ class AdapterCore:
         ctx = context if context is not None else self.context(tool_name, args)
         step = self.next_step(session_id)
         self.subscriber.record_tool_success(tool_name, ctx, step, session_id=session_id)
+        summary = f"{tool_name} succeeded ({ctx})"
+        if output:
+            summary += f": {output}"
+        with self._lock:
+            st = self._session(session_id)
+            st.last_agent_text = _clip(summary, _TEXT_CAP)
+            user_text = st.last_user_text
         if self.write_traces and self.trace_successes:
-            with self._lock:
-                user_text = self._session(session_id).last_user_text
-            summary = f"{tool_name} succeeded ({ctx})"
-            if output:
-                summary += f": {output}"
             self._write_trace(
                 session_id, user_text=user_text, agent_text=summary, value=0.5, call=ToolCall(tool_name)
             )
@@ -308,9 +314,11 @@ class AdapterCore:
         return row.id
 
     @soft(False)
-    def user_message(self, session_id: str, text: str) -> bool:
+    def user_message(self, session_id: str, text: str, *, agent_text: str | None = None) -> bool:
         """Classify the user's message once (a text seen before in the session is skipped).
 
+        ``agent_text`` is the agent's turn the message answers, when the runtime
+        has it; else the newest tool outcome since the previous user message.
         Returns True when it was submitted now.
         """
         if not isinstance(text, str) or not text.strip():
@@ -323,7 +331,12 @@ class AdapterCore:
             st.seen_texts.append(digest)
             st.last_user_text = text
             st.generation += 1
-        self.subscriber.submit_user_feedback(text, session_id, episode_id=self.episode_id)
+            given = agent_text if isinstance(agent_text, str) and agent_text.strip() else ""
+            previous = _clip(given, _TEXT_CAP) if given else st.last_agent_text
+            st.last_agent_text = ""
+        self.subscriber.submit_user_feedback(
+            text, session_id, episode_id=self.episode_id, agent_text=previous or None
+        )
         return True
 
     # -- guidance -------------------------------------------------------------

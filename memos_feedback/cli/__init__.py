@@ -110,11 +110,17 @@ def _quiet_broken_pipe() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    words = sys.argv[1:] if argv is None else list(argv)
+    raw = list(sys.argv[1:] if argv is None else argv)
     # A hook runs once per agent event: it builds only its own commands
     # (``train``'s options would load the classifier, ~100 ms).
-    parser = build_parser(("hook",) if _first_command(words) == "hook" else COMMAND_MODULES)
-    args = parser.parse_args(words)
+    parser = build_parser(("hook",) if _first_command(raw) == "hook" else COMMAND_MODULES)
+    args, extra = parser.parse_known_args(raw)
+    if getattr(args, "command", None) == "eval" and "eval" in raw:
+        # ``eval`` hands everything after it to its own parser, options first too
+        # (``eval --cv writer``), which argparse's REMAINDER would refuse.
+        args.rest = raw[raw.index("eval") + 1 :]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     problem = _not_utf8(args)
     if problem is not None:
         parser.error(problem)

@@ -24,6 +24,7 @@ __all__ = ["register"]
 def register(cli: Commands) -> None:
     p = cli.add("classify", cmd_classify, "classify one feedback message (needs no database)")
     p.add_argument("text", help="the user's message, in English or Chinese")
+    p.add_argument("--agent-text", default=None, help="the agent's turn the message answers (context)")
     p.add_argument("--json", action="store_true", help="print the classification as JSON")
 
     cli.group("repairs", "list, review, delete and embed decision repairs")
@@ -87,7 +88,7 @@ def register(cli: Commands) -> None:
 def cmd_classify(args: argparse.Namespace) -> int:
     from ..classify.classifier import classify_feedback
 
-    fb = classify_feedback(args.text)
+    fb = classify_feedback(args.text, agent_text=args.agent_text)
     data = {
         "shape": fb.shape.value,
         "confidence": round(fb.confidence, 3),

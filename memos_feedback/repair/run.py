@@ -227,7 +227,7 @@ def _classify(run: _Run) -> ClassifiedFeedback | None:
     text = run.inp.user_text
     if not (text and text.strip()):
         return None
-    feedback = classify_feedback(text)
+    feedback = classify_feedback(text, agent_text=run.inp.agent_text)
     run.emit(FeedbackClassified(shape=feedback.shape.value, confidence=feedback.confidence))
     return feedback
 

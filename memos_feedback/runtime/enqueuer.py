@@ -122,6 +122,8 @@ class Enqueuer:
         tool_id: str | None,
         context: str | None,
         episode_id: str | None,
+        *,
+        agent_text: str | None = None,
     ) -> Future[RepairResult]:
         """Queue (durably) the repair a user's message calls for, keyed to the tool in play.
 
@@ -162,6 +164,7 @@ class Enqueuer:
             session_id=session_id,
             episode_id=episode_id,
             context=context,
+            agent_text=agent_text,
         )
         return self.enqueue_now(inp)
 

@@ -143,6 +143,7 @@ def clean_input(inp: RepairInput) -> RepairInput:
         episode_id=clean_optional(inp.episode_id, ID_CHAR_CAP),
         failures=tuple(_clean_record(f) for f in inp.failures),
         context=stored_optional(inp.context, CONTEXT_CHAR_CAP),
+        agent_text=stored_optional(inp.agent_text, CONTEXT_CHAR_CAP),
     )
 
 

@@ -302,13 +302,15 @@ class FeedbackSubscriber:
         The repair is keyed to the tool in play: ``tool_id``/``context`` when
         given, else the session's newest recorded tool step, else the
         session itself (``guidance_for`` finds it by its text either way).
-        ``agent_text``, the agent's previous turn, helps the classifier read
-        a short reply ("no", "still broken") as what it answers.
+        ``agent_text``, the agent's turn the message answers, is the
+        classifier's context (``classify_feedback(text, agent_text=...)``).
         """
         self._check_open()
         check_optional_strs(session_id=session_id, tool_id=tool_id, context=context, agent_text=agent_text)
-        feedback = classify_feedback(text, agent_text)
-        return feedback, self._enqueuer.user_feedback(feedback, session_id, tool_id, context, episode_id)
+        feedback = classify_feedback(text, agent_text=agent_text)
+        return feedback, self._enqueuer.user_feedback(
+            feedback, session_id, tool_id, context, episode_id, agent_text=agent_text
+        )
 
     # Returns (feedback, concurrent Future): ``await asyncio.wrap_future(f)`` waits for the repair.
     asubmit_user_feedback = in_worker_thread(

@@ -15,7 +15,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from memos_feedback.adapters.core import AdapterCore, default_context_of
-from memos_feedback.runtime.subscriber import FeedbackSubscriber
+from memos_feedback.events import FeedbackBus, FeedbackClassified
+from memos_feedback.runtime.subscriber import FeedbackSubscriber, attach_feedback_subscriber
+from memos_feedback.store import Store
 
 
 @contextmanager
@@ -113,3 +115,22 @@ def test_guidance_is_read_once_per_turn_and_refreshed_by_what_can_change_it(
         after = core.guidance("s")
     assert any(s.lstrip().upper().startswith("SELECT") for s in sql)  # a new message: read again
     assert repair.preference in after
+
+
+def test_the_agents_turn_goes_to_the_classifier(store: Store) -> None:
+    bus = FeedbackBus()
+    shapes: list[str] = []
+    bus.on_any(lambda e: shapes.append(e.shape) if isinstance(e, FeedbackClassified) else None)
+    sub = attach_feedback_subscriber(store, bus=bus, poll_interval=0.01)
+    try:
+        core = AdapterCore(sub, write_traces=False)
+        # "the other one" names a choice only against the options the agent's turn offered.
+        core.tool_succeeded("s", "cache", {"app": "web"}, "Redis or Memcached both work; I used Redis")
+        assert "I used Redis" in core._session("s").last_agent_text
+        core.user_message("s", "另一个")  # the runtime gave no reply: the newest tool outcome
+        assert core._session("s").last_agent_text == ""  # used once: a later message gets no stale turn
+        core.user_message("s", "the other one", agent_text="npm or pnpm? I went with npm.")
+        assert sub.flush(timeout=10)
+        assert shapes == ["preference", "preference"]
+    finally:
+        sub.close(timeout=10)

@@ -206,3 +206,19 @@ def test_callback_handler_sees_errors_and_error_messages(subscriber: FeedbackSub
     assert repair.preference in handler.guidance()
     codes = sorted(t.tool_calls[0].error_code or "" for t in subscriber.store.traces.list("cb-1"))
     assert codes == ["", "ValueError", "error-message", "error-message", "error-message"]
+
+
+def test_the_agents_turn_before_the_newest_user_message() -> None:
+    from langchain_core.messages import HumanMessage
+
+    from memos_feedback.adapters.langchain import agent_text_before_newest_user
+
+    history = [
+        HumanMessage(content="install react"),
+        AIMessage(content="Ran npm install react."),
+        ToolMessage(content="ok", tool_call_id="1"),
+        HumanMessage(content="use pnpm"),
+    ]
+    assert agent_text_before_newest_user(history) == "Ran npm install react."
+    assert agent_text_before_newest_user(history[:1]) is None
+    assert agent_text_before_newest_user([*history, HumanMessage(content="again")]) is None

@@ -156,3 +156,17 @@ def test_adapter_errors_do_not_break_the_run(broken_subscriber: FeedbackSubscrib
     assert [c.system_instructions for c in model.calls] == ["Sys."] * 5
     outputs = [str(i.output) for i in result.new_items if i.type == "tool_call_output_item"]
     assert len(outputs) == 4 and outputs[-1] == "x"
+
+
+def test_the_agents_turn_before_the_newest_user_input() -> None:
+    from memos_feedback.adapters.openai_agents import _newest_turn
+
+    items = [
+        {"role": "user", "content": "install react"},
+        {"role": "assistant", "content": [{"type": "output_text", "text": "Ran npm install react."}]},
+        {"type": "function_call_output", "call_id": "1", "output": "ok"},
+        {"role": "user", "content": "use pnpm"},
+    ]
+    assert _newest_turn(items) == ("use pnpm", "Ran npm install react.")
+    assert _newest_turn(items[:1]) == ("install react", None)
+    assert _newest_turn("just text") == ("just text", None)
