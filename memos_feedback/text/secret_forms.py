@@ -31,7 +31,11 @@ __all__ = ["REDACTED", "is_placeholder", "is_secret_name", "redact_forms"]
 
 REDACTED = "[redacted]"
 
-_REFERENCE_START = ("$", "%", "{{", "{%", "<", "@", REDACTED, "env:", "file:", "vault:", "secret:", "ref+")
+# A YAML tag ("!Ref DbPassword", "!vault |") and a path ("/run/secrets/db",
+# "~/.ssh/id_rsa") say where a secret is, not what it is.
+_REFERENCE_START = ("$", "%", "{{", "{%", "<", "@", "!", "/", "~/", "./", "../", REDACTED, "env:", "file:",
+                    "vault:", "secret:", "ref+", "arn:")  # fmt: skip
+_KEY_FILE = re.compile(r"[A-Za-z0-9_.\-]{1,128}\.(?:pem|key|p12|pfx|jks|keystore|crt|der|json|env|kdbx|gpg)")
 _PLACEHOLDER_WORDS = frozenset(
     {"none", "null", "nil", "true", "false", "str", "bytes", "int", "string", "optional", "undefined",
      "''", '""', "secretstr", "any", "required", "redacted", "hidden", "masked", "changeme", "change_me"}
@@ -57,6 +61,7 @@ def is_placeholder(value: str) -> bool:
         or _CAPS_NAME.fullmatch(value) is not None
         or _CALL.match(value) is not None
         or _ATTRIBUTE.fullmatch(value) is not None
+        or _KEY_FILE.fullmatch(value) is not None
         or _EXAMPLE.search(value) is not None
     )
 
@@ -90,7 +95,7 @@ _XML_NAMED = re.compile(
 # Tools that take a password by a short flag; the flag, and a word the line must hold.
 _TOOL_FLAG = re.compile(
     r"(?<![\w\-])(?:(?:sshpass|mongo(?:sh|dump|restore|export|import)?|(?:un)?zip|7za?)\b[^\n|;&]{0,200}?"
-    r"[ \t]-[pP]|(?:docker|podman|nerdctl|buildah|skopeo|oras|helm)\b[^\n|;&]{0,80}?\blogin\b[^\n|;&]{0,200}?"
+    r"[ \t]-[pP]|(?<![\w\-])login\b[^\n|;&]{0,200}?"
     r"[ \t]-p|(?:redis-cli|keydb-cli|valkey-cli)\b[^\n|;&]{0,200}?[ \t]-a|(?:sqlcmd|bcp|osql|isql)\b"
     r"[^\n|;&]{0,200}?[ \t]-P|ldap[a-z]{0,12}\b[^\n|;&]{0,200}?[ \t]-w)[ \t]{1,4}+([\"']?)([^\s\"']{1,256}+)"
 )
@@ -101,6 +106,13 @@ _TOOL_POSITION = re.compile(
     r"(?<![\w\-])(?:rabbitmqctl[ \t]{1,4}+(?:add_user|change_password)"
     r"|htpasswd[ \t]{1,4}+-[a-zA-Z]{0,4}b[a-zA-Z]{0,4}[ \t]{1,4}+\S{1,256}+|net[ \t]{1,4}+user)"
     r"[ \t]{1,4}+\S{1,128}+[ \t]{1,4}+([\"']?)([^\s\"']{1,256}+)"
+)
+# A config line "NAME VALUE" with no "=" (redis.conf, .netrc: "login ann password …").
+_SPACED = re.compile(
+    r"(?:^[ \t]{0,16}+|\blogin[ \t]{1,4}+\S{1,128}+[ \t]{1,4}+)"
+    r"(?:requirepass|masterauth|password|passwd|secret)"
+    r"[ \t]{1,4}+([\"']?)([^\s\"']{4,256}+)[\"']?[ \t]{0,4}+(?:$|\n|#)",
+    re.MULTILINE,
 )
 # What is echoed into a tool's --password-stdin is the password.
 _STDIN = re.compile(
@@ -132,6 +144,8 @@ def redact_forms(text: str, low: str) -> str:
         text = _TOOL_FLAG.sub(_value_group, text)
     if "rabbitmqctl" in text or "htpasswd" in text or "net user" in low:
         text = _TOOL_POSITION.sub(_value_group, text)
+    if "pass" in low or "secret" in low or "masterauth" in low:
+        text = _SPACED.sub(_value_group, text)
     if "--password-stdin" in text:
         text = _STDIN.sub(_value_group, text)
     if any(word in low for word in _ACCOUNT_WORDS):

@@ -114,6 +114,7 @@ _ASSIGNMENT = re.compile(
     r"([\"']?)([^\s\"'`,;&<>…，。；！？、（）「」]{1,512}+)"
 )
 # What must come before "key" for it to name a secret ("api_key", not "sort_key").
+_PAGE_TOKEN = re.compile(r"(?:page|cursor|continuation|pagination|sync|resume|idempotency|next|etag)[_\-.]?$")
 _KEY_KIND = re.compile(
     r"(?:api|access|private|auth|account|signing|encryption|master|session|secret|storage|license|app|client"
     r"|consumer|jwt|hmac|cookie|webhook|service|subscription|admin|write|read|deploy|sas|shared)[_\-.]?$"
@@ -349,6 +350,10 @@ def _assignment_value(low: str, text: str, at: int) -> tuple[int, int] | None:
         return None  # "bypass", "compass", "oauth"
     if match.group(1).startswith("s") and word in ("key", "token", "pass"):
         return None  # "max_tokens: 4096", "keys: [...]"
+    if word == "token" and _PAGE_TOKEN.search(before):
+        return None  # a pagination or idempotency token is a position, not a credential
+    if word == "auth" and match.end(3) - match.start(3) < 12:
+        return None  # "auth: jwt", "auth: basic": a setting; a credential is longer
     if _in_resource_name(low, at):
         return None
     value = text[match.start(3) : match.end(3)]
@@ -405,10 +410,14 @@ def _zh_secret(match: re.Match[str]) -> str:
 
 
 def _prose(match: re.Match[str]) -> str:
-    value = match.group(2)
-    if _is_reference(value) or value.isalpha():
+    value = match.group(2).rstrip(".,;:!?)")
+    # "the token is expired." is prose; a credential has a digit, or both
+    # cases and a symbol.
+    has_digit = any(ch.isdigit() for ch in value)
+    mixed = value != value.lower() and value != value.upper() and not value.isalnum()
+    if _is_reference(value) or len(value) < 6 or not (has_digit or mixed) or value.isdigit():
         return match.group(0)
-    return match.group(1) + REDACTED
+    return match.group(1) + REDACTED + match.group(2)[len(value) :]
 
 
 def _run(match: re.Match[str]) -> str:
