@@ -93,7 +93,7 @@ def score(redact: Callable[[str], str], directory: Path = DATA, *, misses: bool 
     figures: dict[str, object] = {
         "recall": _ratio(labelled - sum(missed.values()), labelled),
         "case_recall": _ratio(len(secrets) - missed_cases, len(secrets)),
-        "false_redaction": 1 - _ratio(len(lookalikes) - sum(changed.values()), len(lookalikes)),
+        "false_redaction": sum(changed.values()) / len(lookalikes) if lookalikes else 0.0,
         "secrets": labelled,
         "secret_cases": len(secrets),
         "lookalikes": len(lookalikes),

@@ -133,7 +133,11 @@ _PARTNER = re.compile(
 
 
 def redact_forms(text: str, low: str) -> str:
-    """``text`` with the values of the forms above redacted (``low`` is ``text.lower()``)."""
+    """``text`` with the values of the forms above redacted.
+
+    ``low`` is the lower-cased text, or that of the text before other rules
+    replaced parts of it by ``[redacted]``: it only guards the patterns.
+    """
     if "value" in low and ("name" in low or "key" in low):
         text = _NAME_VALUE.sub(_name_value, text)
     if "</" in text:

@@ -9,7 +9,10 @@ passes through this function first, so a secret is replaced by
 
 What is recognised, in order (docs/SECURITY.md has the corpus and figures):
 
-1. private key blocks (``-----BEGIN … PRIVATE KEY-----`` to its END line);
+1. private key blocks: the whole body between ``-----BEGIN … PRIVATE
+   KEY-----`` and its END line (the markers stay), with real or escaped
+   line breaks (a service-account JSON's ``"private_key": "…\\n…"``); a
+   certificate's or a public key's block is public and stays whole;
 2. JSON web tokens (three base64url parts, the first two starting ``eyJ``);
 3. tokens with a documented prefix: cloud (AWS key ids, Google API and
    OAuth keys), VCS (GitHub, GitLab), chat (Slack, Discord webhooks,
@@ -18,15 +21,21 @@ What is recognised, in order (docs/SECURITY.md has the corpus and figures):
    (``sk-…``);
 4. the password of a URL (``scheme://user:PASSWORD@host``; the user stays);
 5. ``Authorization:`` headers and ``Bearer …`` (the scheme word stays);
-6. assignments whose name says secret (``DB_PASSWORD=…``, ``"api_key": "…"``,
-   ``--token …``, ``密码：…``; the name stays, so the text still says what was
-   there), unless the value is a reference (``$VAR``, ``${VAR}``) or a
-   placeholder (``None``, ``null``);
+6. assignments, flags and query parameters whose name says secret
+   (``DB_PASSWORD=…``, ``"api_key": "…"``, ``--db-password …``,
+   ``-storepass …``, ``?sig=…``, ``密码：…``, "the token is …"; the name
+   stays, so the text still says what was there), and the context forms in
+   ``text.secret_forms`` (name/value entries, XML, tools' short password
+   flags, the partner of a key id) — unless the value is a reference
+   (``$VAR``, ``${VAR}``, ``{{ … }}``, a path), a mask or example
+   (``********``, ``<token>``, ``YOUR_API_KEY``) or code;
 7. free-standing blobs of random bytes: a run of 32+ base64 characters
    with digits, upper- and lower-case letters that switch class like random
    text does, and that does not decode to readable text. A commit hash, a
-   UUID, a hex checksum, a CamelCase path or base64 of ordinary text stays;
-   so does a run the text itself names a digest (``sha256``, ``integrity``).
+   UUID, a hex checksum, a CamelCase path, base64 of ordinary text, of a
+   file (PNG, gzip, …) or of an SSH public key stays; so does a run the text
+   itself names a digest or an id (``sha256``, ``integrity``, ``h1:``,
+   ``request-id:``, ``;base64,``).
 
 Every pattern is linear (bounded repetitions, possessive runs, no nested
 quantifiers) and the function is idempotent: ``redact_secrets`` of its own
@@ -233,7 +242,8 @@ def _redact_plain(text: str) -> str:
         text = _MYSQL_P.sub(r"\1" + REDACTED, text)
     if not text.isascii():
         text = _ZH_SECRET.sub(_zh_secret, text)
-    return redact_forms(text, text.lower())
+    # ``low`` only guards the forms' patterns: "[redacted]" adds none of their words.
+    return redact_forms(text, low)
 
 
 # What is read around the part of a text that a cap keeps: enough to see
