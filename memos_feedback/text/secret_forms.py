@@ -38,7 +38,7 @@ _REFERENCE_START = ("$", "%", "{{", "{%", "<", "@", "!", "/", "~/", "./", "../",
 _KEY_FILE = re.compile(r"[A-Za-z0-9_.\-]{1,128}\.(?:pem|key|p12|pfx|jks|keystore|crt|der|json|env|kdbx|gpg)")
 _PLACEHOLDER_WORDS = frozenset(
     {"none", "null", "nil", "true", "false", "str", "bytes", "int", "string", "optional", "undefined",
-     "''", '""', "secretstr", "any", "required", "redacted", "hidden", "masked", "changeme", "change_me"}
+     "''", '""', "~", "secretstr", "any", "required", "redacted", "hidden", "masked", "changeme", "change_me"}
 )  # fmt: skip
 # Words that mark an example to be replaced, wherever they are in the value.
 _EXAMPLE = re.compile(r"your|replace|placeholder|example|changeme|insert|dummy|redacted|xxxx|\.\.\.|…", re.I)
@@ -125,6 +125,13 @@ _ACCOUNT_PAIR = re.compile(
     re.IGNORECASE,
 )
 _ACCOUNT_WORDS = ("账户", "账号", "帐号", "用户", "login", "account", "user")
+# A session cookie is a login: the values of cookies named for one, on a Cookie line.
+_COOKIE = re.compile(
+    r"((?:^|[\s\"'])(?:set-)?cookie[\"']?[ \t]{0,4}+:[^\n]{0,2048}?(?<=[:;\s])"
+    r"[A-Za-z0-9_.\-]{0,64}(?:sess|sid|auth|token|jwt|remember|csrf|xsrf|login)[A-Za-z0-9_.\-]{0,64}=)"
+    r"([^;\s\"']{6,4096}+)",
+    re.IGNORECASE,
+)
 # The second half of a pair whose first half was a recognised key id.
 _PARTNER = re.compile(
     re.escape(REDACTED)
@@ -154,6 +161,8 @@ def redact_forms(text: str, low: str) -> str:
         text = _STDIN.sub(_value_group, text)
     if any(word in low for word in _ACCOUNT_WORDS):
         text = _ACCOUNT_PAIR.sub(_account_pair, text)
+    if "cookie" in low:
+        text = _COOKIE.sub(_cookie, text)
     if REDACTED in text:
         text = _PARTNER.sub(_partner, text)
     return text
@@ -186,6 +195,10 @@ def _account_pair(match: re.Match[str]) -> str:
     if not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)) or "/" in value:
         return match.group(0)
     return _replace(match, 1)
+
+
+def _cookie(match: re.Match[str]) -> str:
+    return _replace(match, 2)
 
 
 def _partner(match: re.Match[str]) -> str:

@@ -90,6 +90,9 @@ _TELEGRAM = re.compile(r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_\-]{33}")
 # Every token above, and every blob, lies in a run of these characters; one
 # scan finds the runs and the (rare) long ones are looked at closely.
 _RUN = re.compile(r"(?<![A-Za-z0-9+/_\-.])[A-Za-z0-9+/_\-.]{14,16384}+={0,2}")
+# A URL whose user is a long random token and has no password (a Sentry
+# DSN, "https://<token>@github.com"): the user is the credential.
+_URL_TOKEN_USER = re.compile(r"(://)([A-Za-z0-9_\-]{20,256}+)@")
 # Query parameters that carry a credential (a SAS "sig=", a presigned URL's signature).
 _QUERY = re.compile(
     r"([?&;](?:sig|signature|x-amz-signature|x-amz-security-token|x-goog-signature|access_token"
@@ -225,6 +228,7 @@ def _redact_plain(text: str) -> str:
         if "https://" in text:
             text = _WEBHOOK.sub(r"\1" + REDACTED, text)
         text = _URL_PASSWORD.sub(_url_password, text)
+        text = _URL_TOKEN_USER.sub(_url_token_user, text)
     if "=" in text and ("?" in text or "&" in text):
         text = _QUERY.sub(_query, text)
     low = text.lower()
@@ -298,6 +302,13 @@ def _url_password(match: re.Match[str]) -> str:
     return match.group(0) if _is_reference(value) else match.group(1) + REDACTED + "@"
 
 
+def _url_token_user(match: re.Match[str]) -> str:
+    user = match.group(2)
+    if not (any(c.isdigit() for c in user) and any(c.isalpha() for c in user)):
+        return match.group(0)
+    return match.group(1) + REDACTED + "@"
+
+
 def _query(match: re.Match[str]) -> str:
     return match.group(0) if _is_reference(match.group(2)) else match.group(1) + REDACTED
 
@@ -367,7 +378,7 @@ def _assignment_value(low: str, text: str, at: int) -> tuple[int, int] | None:
     if _in_resource_name(low, at):
         return None
     value = text[match.start(3) : match.end(3)]
-    if _is_reference(value.rstrip(")]}:")) or value.startswith("-----"):
+    if _is_reference(value.rstrip(")]}:")) or value.startswith("-----") or not value.strip("="):
         return None
     if _line_assignment(low, at):
         # NAME=value on a line of its own (.env, shell): the value runs to the
@@ -430,6 +441,12 @@ def _prose(match: re.Match[str]) -> str:
     return match.group(1) + REDACTED + match.group(2)[len(value) :]
 
 
+def _prefixed(match: re.Match[str]) -> str:
+    # "AKIAXXXXXXXXXXXXXXXX", "ghp_000…": a mask in a token's shape, not a token.
+    token = match.group(0)
+    return token if len(set(token[4:])) <= 2 else REDACTED
+
+
 def _run(match: re.Match[str]) -> str:
     before = match.string[max(0, match.start() - 16) : match.start()]
     return _redact_run(match.group(0), before)
@@ -438,7 +455,7 @@ def _run(match: re.Match[str]) -> str:
 def _redact_run(run: str, before: str, depth: int = 0) -> str:
     if "eyJ" in run:
         run = _JWT.sub(REDACTED, run)
-    run = _PREFIXED.sub(REDACTED, run)
+    run = _PREFIXED.sub(_prefixed, run)
     if REDACTED in run:
         # What is left beside a token is a run of its own on the next pass
         # (the marker's brackets end runs): treat it as one now, so a second
