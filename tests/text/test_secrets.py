@@ -68,3 +68,44 @@ _PARTS = st.sampled_from(
 def test_property_redacting_twice_changes_nothing(text: str) -> None:
     once = redact_secrets(text)
     assert redact_secrets(once) == once
+
+
+_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
+
+
+def test_a_private_key_loses_its_whole_body_and_keeps_its_markers() -> None:
+    pem = f"-----BEGIN RSA PRIVATE KEY-----\n{_BODY}\nAbC9\n-----END RSA PRIVATE KEY-----"
+    assert redact_secrets(pem) == "-----BEGIN RSA PRIVATE KEY-----\n[redacted]\n-----END RSA PRIVATE KEY-----"
+    end = '\\n-----END PRIVATE KEY-----\\n"}'
+    escaped = '{"private_key": "-----BEGIN PRIVATE KEY-----\\n' + _BODY + "\\nq1" + end
+    out = redact_secrets(escaped)
+    assert out == '{"private_key": "-----BEGIN PRIVATE KEY-----\\n[redacted]' + end
+
+
+def test_public_key_material_stays() -> None:
+    cert = f"-----BEGIN CERTIFICATE-----\n{_BODY}\n-----END CERTIFICATE-----"
+    ssh = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHcRohdBhGrAr13NXRZSh6Le/pIDUN40r1kz5LX7Y3fB ann@host"
+    assert redact_secrets(cert) == cert
+    assert redact_secrets(ssh) == ssh
+
+
+def test_placeholders_references_and_paths_are_not_secrets() -> None:
+    for text in ("password: ********", "Authorization: Bearer <token>", "API_KEY=YOUR_API_KEY",
+                 "token: {{ .Values.token }}", "postgres://USER:PASSWORD@HOST/db",
+                 "api_key: Optional[str] = None",
+                 "private_key: /etc/ssl/private/server.pem", "AWS_ACCESS_KEY_ID=AKIAXXXXXXXXXXXXXXXX",
+                 "password = os.environ['DB_PASSWORD']", "MasterUserPassword: !Ref DbPassword"):  # fmt: skip
+        assert redact_secrets(text) == text, text
+
+
+def test_tools_password_forms_are_redacted() -> None:
+    cases = {
+        "sshpass -p 'Zq7LmR2x' ssh ann@h": "sshpass -p '[redacted]' ssh ann@h",
+        "redis-cli -h h -p 6379 -a Zq7LmR2x ping": "redis-cli -h h -p 6379 -a [redacted] ping",
+        "keytool -list -storepass Zq7LmR2x": "keytool -list -storepass [redacted]",
+        "- name: DB_PASSWORD\n  value: Zq7LmR2x": "- name: DB_PASSWORD\n  value: [redacted]",
+        "<password>Zq7LmR2x</password>": "<password>[redacted]</password>",
+        "helm install x --set a.passwords[0]=Zq7LmR2x": "helm install x --set a.passwords[0]=[redacted]",
+    }
+    for text, expected in cases.items():
+        assert redact_secrets(text) == expected, text
