@@ -35,6 +35,8 @@ REDACTED = "[redacted]"
 # "~/.ssh/id_rsa") say where a secret is, not what it is.
 _REFERENCE_START = ("$", "%", "{{", "{%", "<", "@", "!", "/", "~/", "./", "../", REDACTED, "env:", "file:",
                     "vault:", "secret:", "ref+", "arn:")  # fmt: skip
+# A short lower-case word ("passwd: files", "credentials: include") is a setting.
+_SETTING_WORD = re.compile(r"[a-z]{2,12}")
 _KEY_FILE = re.compile(r"[A-Za-z0-9_.\-]{1,128}\.(?:pem|key|p12|pfx|jks|keystore|crt|der|json|env|kdbx|gpg)")
 _PLACEHOLDER_WORDS = frozenset(
     {"none", "null", "nil", "true", "false", "str", "bytes", "int", "string", "optional", "undefined",
@@ -62,6 +64,7 @@ def is_placeholder(value: str) -> bool:
         or _CALL.match(value) is not None
         or _ATTRIBUTE.fullmatch(value) is not None
         or _KEY_FILE.fullmatch(value) is not None
+        or _SETTING_WORD.fullmatch(value) is not None
         or _EXAMPLE.search(value) is not None
     )
 
@@ -85,9 +88,17 @@ def is_secret_name(name: str) -> bool:
 # name: X … value: Y within an entry (YAML list items, JSON objects, XML attributes).
 _NAME_VALUE = re.compile(
     r"\b(?:name|key|Name|Key)[\"']?[ \t]{0,4}+[:=][ \t]{0,4}+[\"']?([A-Za-z0-9_.\-]{1,128}+)[\"']?"
-    r"[ \t,]{0,8}+(?:\r?\n[ \t\-]{0,40}+)?(?:value|Value)[\"']?[ \t]{0,4}+[:=][ \t]{0,4}+([\"']?)"
+    r"[ \t,]{0,8}+(?:\r?\n[ \t\-]{0,40}+)?[\"']?(?:value|Value)[\"']?[ \t]{0,4}+[:=][ \t]{0,4}+([\"']?)"
     r"([^\s\"'<>,}]{1,512}+)"
 )
+# Code that hands a literal to a secret's name: "setPassword(\"…\")",
+# "define('DB_PASSWORD', '…')", "os.environ[\"API_KEY\"] = \"…\"".
+_CALL_VALUE = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]{0,63}+)\([ \t]{0,4}+()([\"'])([^\"'\s]{4,512}+)\3")
+_KEYED_VALUE = re.compile(
+    r"()[\"']([A-Za-z0-9_.\-]{1,64}+)[\"'][ \t]{0,4}+(?:,|\][ \t]{0,4}+=)[ \t]{0,4}+"
+    r"([\"'])([^\"'\s]{4,512}+)\3"
+)
+_KEYED_PAIRS = ("',", '",', "']", '"]')
 _XML_TAG = re.compile(r"<([A-Za-z][A-Za-z0-9_.:\-]{0,63}+)>([^<\s]{1,512}+)</\1>")
 _XML_NAMED = re.compile(
     r"\bname=[\"']([A-Za-z0-9_.:\-]{1,128}+)[\"'][^<>\n]{0,200}?>([^<\s]{1,512}+)<"
@@ -147,6 +158,10 @@ def redact_forms(text: str, low: str) -> str:
     """
     if "value" in low and ("name" in low or "key" in low):
         text = _NAME_VALUE.sub(_name_value, text)
+    if '("' in text or "('" in text:
+        text = _CALL_VALUE.sub(_code_value, text)
+    if any(pair in text for pair in _KEYED_PAIRS):
+        text = _KEYED_VALUE.sub(_code_value, text)
     if "</" in text:
         text = _XML_TAG.sub(_xml_tag, text)
     if "name=" in text:
@@ -179,6 +194,11 @@ def _replace(match: re.Match[str], group: int) -> str:
 
 def _name_value(match: re.Match[str]) -> str:
     return _replace(match, 3) if is_secret_name(match.group(1)) else match.group(0)
+
+
+def _code_value(match: re.Match[str]) -> str:
+    name = match.group(1) or match.group(2) or ""
+    return _replace(match, 4) if is_secret_name(name) else match.group(0)
 
 
 def _xml_tag(match: re.Match[str]) -> str:
