@@ -35,8 +35,6 @@ REDACTED = "[redacted]"
 # "~/.ssh/id_rsa") say where a secret is, not what it is.
 _REFERENCE_START = ("$", "%", "{{", "{%", "<", "@", "!", "/", "~/", "./", "../", REDACTED, "env:", "file:",
                     "vault:", "secret:", "ref+", "arn:")  # fmt: skip
-# A short lower-case word ("passwd: files", "credentials: include") is a setting.
-_SETTING_WORD = re.compile(r"[a-z]{2,12}")
 _KEY_FILE = re.compile(r"[A-Za-z0-9_.\-]{1,128}\.(?:pem|key|p12|pfx|jks|keystore|crt|der|json|env|kdbx|gpg)")
 _PLACEHOLDER_WORDS = frozenset(
     {"none", "null", "nil", "true", "false", "str", "bytes", "int", "string", "optional", "undefined",
@@ -64,7 +62,6 @@ def is_placeholder(value: str) -> bool:
         or _CALL.match(value) is not None
         or _ATTRIBUTE.fullmatch(value) is not None
         or _KEY_FILE.fullmatch(value) is not None
-        or _SETTING_WORD.fullmatch(value) is not None
         or _EXAMPLE.search(value) is not None
     )
 

@@ -126,6 +126,7 @@ _ASSIGNMENT = re.compile(
     r"([\"']?)([^\s\"'`,;&<>…，。；！？、（）「」]{1,512}+)"
 )
 # What must come before "key" for it to name a secret ("api_key", not "sort_key").
+_SETTING_WORD = re.compile(r"[a-z]{2,12}")
 _PAGE_TOKEN = re.compile(r"(?:page|cursor|continuation|pagination|sync|resume|idempotency|next|etag)[_\-.]?$")
 _KEY_KIND = re.compile(
     r"(?:api|access|private|auth|account|signing|encryption|master|session|secret|storage|license|app|client"
@@ -380,6 +381,8 @@ def _assignment_value(low: str, text: str, at: int) -> tuple[int, int] | None:
     value = text[match.start(3) : match.end(3)]
     if _is_reference(value.rstrip(")]}:")) or value.startswith("-----") or not value.strip("="):
         return None
+    if ":" in match.group(1) and _SETTING_WORD.fullmatch(value):
+        return None  # "passwd: files", "credentials: include": a setting's word
     if _line_assignment(low, at):
         # NAME=value on a line of its own (.env, shell): the value runs to the
         # first blank, whatever characters it holds.
