@@ -93,7 +93,7 @@ _NAME_VALUE = re.compile(
 _CALL_VALUE = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]{0,63}+)\([ \t]{0,4}+()([\"'])([^\"'\s]{4,512}+)\3")
 _KEYED_VALUE = re.compile(
     r"()[\"']([A-Za-z0-9_.\-]{1,64}+)[\"'][ \t]{0,4}+(?:,|\][ \t]{0,4}+=)[ \t]{0,4}+"
-    r"([\"'])([^\"'\s]{4,512}+)\3"
+    r"([\"'])([^\"'\s]{4,512}+)\3(?![ \t]{0,4}+:)"
 )
 _KEYED_PAIRS = ("',", '",', "']", '"]')
 _XML_TAG = re.compile(r"<([A-Za-z][A-Za-z0-9_.:\-]{0,63}+)>([^<\s]{1,512}+)</\1>")
@@ -140,6 +140,7 @@ _COOKIE = re.compile(
     r"([^;\s\"']{6,4096}+)",
     re.IGNORECASE,
 )
+_KEBAB = re.compile(r"[a-z]{1,32}(?:-[a-z0-9]{1,32}){1,8}")
 # The second half of a pair whose first half was a recognised key id.
 _PARTNER = re.compile(
     re.escape(REDACTED)
@@ -195,7 +196,9 @@ def _name_value(match: re.Match[str]) -> str:
 
 def _code_value(match: re.Match[str]) -> str:
     name = match.group(1) or match.group(2) or ""
-    return _replace(match, 4) if is_secret_name(name) else match.group(0)
+    if not is_secret_name(name) or match.group(4).casefold() == name.casefold():
+        return match.group(0)
+    return _replace(match, 4)
 
 
 def _xml_tag(match: re.Match[str]) -> str:
@@ -208,8 +211,13 @@ def _value_group(match: re.Match[str]) -> str:
 
 def _account_pair(match: re.Match[str]) -> str:
     value = match.group(1)
-    # A path ("user/repo"), a port or a word is no password: it needs a digit and a letter.
-    if not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)) or "/" in value:
+    # A path ("user/repo"), a port, a word or a region ("us-east-1") is no
+    # password: it needs a digit and a letter, and more than kebab-case.
+    if (
+        not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value))
+        or "/" in value
+        or _KEBAB.fullmatch(value)
+    ):
         return match.group(0)
     return _replace(match, 1)
 

@@ -127,6 +127,7 @@ _ASSIGNMENT = re.compile(
 )
 # What must come before "key" for it to name a secret ("api_key", not "sort_key").
 _SETTING_WORD = re.compile(r"[a-z]{2,12}")
+_SECRET_REF = re.compile(r"(?:existing|kube|k8s|use|from|ref)[_\-.]?$")
 _PAGE_TOKEN = re.compile(r"(?:page|cursor|continuation|pagination|sync|resume|idempotency|next|etag)[_\-.]?$")
 _KEY_KIND = re.compile(
     r"(?:api|access|private|auth|account|signing|encryption|master|session|secret|storage|license|app|client"
@@ -372,6 +373,8 @@ def _assignment_value(low: str, text: str, at: int) -> tuple[int, int] | None:
         return None  # "bypass", "compass", "oauth"
     if match.group(1).startswith("s") and word in ("key", "token", "pass"):
         return None  # "max_tokens: 4096", "keys: [...]"
+    if word == "secret" and _SECRET_REF.search(before):
+        return None  # "existingSecret=db-creds", "secretRef": the name of where a secret is
     if word == "token" and _PAGE_TOKEN.search(before):
         return None  # a pagination or idempotency token is a position, not a credential
     if word == "auth" and match.end(3) - match.start(3) < 12:
