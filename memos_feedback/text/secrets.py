@@ -159,10 +159,10 @@ _PROSE = re.compile(
 _DIGEST_PREFIX = re.compile(r"(?:sha(?:1|224|256|384|512)|md5)[\-:]", re.IGNORECASE)
 # A run the text names a digest or checksum is one, not a key.
 # So is one the text names an id ("x-amz-id-2:", "request_id="), data
-# ("base64,", a data: URI) or a public key ("ssh-ed25519 AAAA…").
+# ("base64,", a data: URI); an SSH public key names its kind inside itself.
 _DIGEST_NAME = re.compile(
-    r"(?:sha[0-9]{0,3}|md5|checksum|digest|integrity|hash|etag|\bh1|(?:\b|[_\-])id(?:-[0-9])?|;base64"
-    r"|ssh-[a-z0-9]{2,10}|ecdsa-sha2-nistp[0-9]{3}|sk-(?:ssh|ecdsa)-[a-z0-9@.\-]{4,40})[\s:=,\"'\-]{0,4}$",
+    r"(?:sha[0-9]{0,3}|md5|checksum|digest|integrity|hash|etag|\bh1|(?:\b|[_\-])id(?:-[0-9])?|;base64)"
+    r"[\s:=,\"'\-]{0,4}$",
     re.IGNORECASE,
 )
 _SEPARATORS = re.compile(r"[/_\-+=]")

@@ -59,7 +59,10 @@ def test_json_values_are_redacted_and_keys_kept() -> None:
 
 _PARTS = st.sampled_from(
     ["password=", "token: ", TOKEN, "AKIAQX7NR2KWZ4T6LBMV", "://u:", "@h", "Bearer ", "[redacted]", " ", "\n",
-     "密码是", "sk-", "A1b2C3d4" * 5, "eyJhbGciOiJIUzI1NiJ9", ".", "=", "-----BEGIN PRIVATE KEY-----", "x"]
+     "密码是", "sk-", "A1b2C3d4" * 5, "eyJhbGciOiJIUzI1NiJ9", ".", "=", "-----BEGIN PRIVATE KEY-----", "x",
+     "-----END PRIVATE KEY-----", "\\n", "-----BEGIN CERTIFICATE-----", "ssh-rsa ", "- name: DB_PASSWORD",
+     "value: ", "Cookie: session=", "sshpass -p ", "'", '"', ",", "setPassword(", "<password>", "</password>",
+     "login ", "user ", "/", ":", "?sig=", "&", "账号 ", "-----"]
 )  # fmt: skip
 
 
