@@ -9,7 +9,10 @@ passes through this function first, so a secret is replaced by
 
 What is recognised, in order (docs/SECURITY.md has the corpus and figures):
 
-1. private key blocks (``-----BEGIN … PRIVATE KEY-----`` to its END line);
+1. private key blocks: the whole body between ``-----BEGIN … PRIVATE
+   KEY-----`` and its END line (the markers stay), with real or escaped
+   line breaks (a service-account JSON's ``"private_key": "…\\n…"``); a
+   certificate's or a public key's block is public and stays whole;
 2. JSON web tokens (three base64url parts, the first two starting ``eyJ``);
 3. tokens with a documented prefix: cloud (AWS key ids, Google API and
    OAuth keys), VCS (GitHub, GitLab), chat (Slack, Discord webhooks,
@@ -18,15 +21,21 @@ What is recognised, in order (docs/SECURITY.md has the corpus and figures):
    (``sk-…``);
 4. the password of a URL (``scheme://user:PASSWORD@host``; the user stays);
 5. ``Authorization:`` headers and ``Bearer …`` (the scheme word stays);
-6. assignments whose name says secret (``DB_PASSWORD=…``, ``"api_key": "…"``,
-   ``--token …``, ``密码：…``; the name stays, so the text still says what was
-   there), unless the value is a reference (``$VAR``, ``${VAR}``) or a
-   placeholder (``None``, ``null``);
+6. assignments, flags and query parameters whose name says secret
+   (``DB_PASSWORD=…``, ``"api_key": "…"``, ``--db-password …``,
+   ``-storepass …``, ``?sig=…``, ``密码：…``, "the token is …"; the name
+   stays, so the text still says what was there), and the context forms in
+   ``text.secret_forms`` (name/value entries, XML, tools' short password
+   flags, the partner of a key id) — unless the value is a reference
+   (``$VAR``, ``${VAR}``, ``{{ … }}``, a path), a mask or example
+   (``********``, ``<token>``, ``YOUR_API_KEY``) or code;
 7. free-standing blobs of random bytes: a run of 32+ base64 characters
    with digits, upper- and lower-case letters that switch class like random
    text does, and that does not decode to readable text. A commit hash, a
-   UUID, a hex checksum, a CamelCase path or base64 of ordinary text stays;
-   so does a run the text itself names a digest (``sha256``, ``integrity``).
+   UUID, a hex checksum, a CamelCase path, base64 of ordinary text, of a
+   file (PNG, gzip, …) or of an SSH public key stays; so does a run the text
+   itself names a digest or an id (``sha256``, ``integrity``, ``h1:``,
+   ``request-id:``, ``;base64,``).
 
 Every pattern is linear (bounded repetitions, possessive runs, no nested
 quantifiers) and the function is idempotent: ``redact_secrets`` of its own
@@ -42,18 +51,23 @@ import binascii
 import re
 
 from ..limits import clean_text
+from .secret_forms import REDACTED, is_placeholder, redact_forms
 
 __all__ = ["REDACTED", "redact_optional", "redact_secrets", "redact_value", "stored_optional", "stored_text"]
-
-REDACTED = "[redacted]"
 
 # Characters a token may not be glued to on its left: "xghp_…" is a word.
 _LEFT = r"(?<![A-Za-z0-9_\-])"
 
-_PRIVATE_KEY = re.compile(
-    r"-----BEGIN[A-Z0-9 ]{0,40}+PRIVATE KEY(?: BLOCK)?-----"
-    r"(?:(?!-----END)[\s\S]){0,16384}+(?:-----END[A-Z0-9 ]{0,40}+PRIVATE KEY(?: BLOCK)?-----)?"
+# A PEM block: its label, then a body of base64, header lines ("Proc-Type:
+# 4,ENCRYPTED") and line breaks, real or escaped ("\\n" in a JSON string).
+# The markers stay; the whole body goes, up to the END marker or to the
+# first character no body holds (a cut block loses what it has).
+_PEM = re.compile(
+    r"(-----BEGIN (?:[A-Z0-9]{1,16} ){0,4}[A-Z0-9]{1,16}-----)"
+    r"((?:(?!-----)(?:[A-Za-z0-9+/=\s:,.()\-]|\\[nr]|\[redacted\])){0,16384}+)"
+    r"(-----END (?:[A-Z0-9]{1,16} ){0,4}[A-Z0-9]{1,16}-----)?"
 )
+_PEM_EDGE = re.compile(r"(?:\s|\\[nr])*")
 _JWT = re.compile(_LEFT + r"eyJ[A-Za-z0-9_\-]{8,2048}+\.eyJ[A-Za-z0-9_\-]{8,8192}+\.[A-Za-z0-9_\-]{0,2048}+")
 _PREFIXED = re.compile(
     _LEFT + r"(?:"
@@ -67,12 +81,25 @@ _PREFIXED = re.compile(
     r"|npm_[A-Za-z0-9]{36}|pypi-[A-Za-z0-9_\-]{50,512}+|dckr_pat_[A-Za-z0-9_\-]{20,64}+"
     r"|hf_[A-Za-z0-9]{30,64}+|SG\.[A-Za-z0-9_\-]{16,32}+\.[A-Za-z0-9_\-]{16,64}+"
     r"|key-[0-9a-f]{32}|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}|do[opr]_v1_[a-f0-9]{64}"
+    r"|hv[sbr]\.[A-Za-z0-9_\-]{20,512}+|dapi[0-9a-f]{32}(?:-[0-9]{1,2})?|[0-9a-f]{32}-us[0-9]{1,2}(?![0-9])"
+    r"|(?:gsk|xai|pplx|nvapi|r8|glsa|lin_api|figd|ntn|sntrys|PMAK|ATATT3)[_\-][A-Za-z0-9_\-]{20,512}+"
+    r"|LTAI[A-Za-z0-9]{12,28}|AKID[A-Za-z0-9]{13,40}|AccountKey=[A-Za-z0-9+/]{40,128}={0,2}"
     r")"
 )
 _TELEGRAM = re.compile(r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_\-]{33}")
 # Every token above, and every blob, lies in a run of these characters; one
 # scan finds the runs and the (rare) long ones are looked at closely.
 _RUN = re.compile(r"(?<![A-Za-z0-9+/_\-.])[A-Za-z0-9+/_\-.]{14,16384}+={0,2}")
+# A URL whose user is a long random token and has no password (a Sentry
+# DSN, "https://<token>@github.com"): the user is the credential.
+_URL_TOKEN_USER = re.compile(r"(://)([A-Za-z0-9_\-]{20,256}+)@")
+# Query parameters that carry a credential (a SAS "sig=", a presigned URL's signature).
+_QUERY = re.compile(
+    r"([?&;](?:sig|signature|x-amz-signature|x-amz-security-token|x-goog-signature|access_token"
+    r"|refresh_token|id_token|token|api_key|apikey|api-key|client_secret|password|passwd|secret|auth)=)"
+    r"([^&#\s\"'<>]{1,2048}+)",
+    re.IGNORECASE,
+)
 # Webhook URLs are credentials by themselves: the path after the host is the secret.
 _WEBHOOK = re.compile(
     r"(https://(?:hooks\.slack\.com/(?:services|workflows)|(?:discord|discordapp)\.com/api/webhooks)/)"
@@ -90,23 +117,30 @@ _BEARER = re.compile(r"\b(Bearer)[ \t]{1,4}+[A-Za-z0-9._~+/=\-]{8,4096}+", re.IG
 # A name that ends in a secret's word, right before ":" or "=", matched
 # on the lower-cased text at a hit of one of ``_NAME_WORDS``; the start of
 # the name is whatever precedes the word ("DB_PASSWORD", "webhookSecret").
-_NAME_WORDS = ("pass", "pwd", "secret", "token", "key", "credential", "dsn", "connection")
+_NAME_WORDS = ("pass", "pwd", "secret", "token", "key", "credential", "dsn", "connection", "auth")
 _ASSIGNMENT = re.compile(
     r"(?:password|passwd|passphrase|pass|pwd|secret|token|key|credentials|credential|dsn"
-    r"|connection_string|connectionstring|connection-string)"
-    r"([\"']?[ \t]{0,4}+[:=][ \t]{0,4}+)([\"']?)([^\s\"'`,;&<>…，。；！？、（）「」]{1,512}+)"
+    r"|connection_string|connectionstring|connection-string|auth)"
+    # "s" and "[0]": "clientPasswords[0]=…"
+    r"(s?(?:\[[0-9]{1,3}\])?[\"']?[ \t]{0,4}+[:=][ \t]{0,4}+)"
+    r"([\"']?)([^\s\"'`,;&<>…，。；！？、（）「」]{1,512}+)"
 )
 # What must come before "key" for it to name a secret ("api_key", not "sort_key").
+_SETTING_WORD = re.compile(r"[a-z]{2,12}")
+_SECRET_REF = re.compile(r"(?:existing|kube|k8s|use|from|ref)[_\-.]?$")
+_PAGE_TOKEN = re.compile(r"(?:page|cursor|continuation|pagination|sync|resume|idempotency|next|etag)[_\-.]?$")
 _KEY_KIND = re.compile(
-    r"(?:api|access|private|auth|account|signing|encryption|master|session|secret|storage|license)[_\-.]?$"
+    r"(?:api|access|private|auth|account|signing|encryption|master|session|secret|storage|license|app|client"
+    r"|consumer|jwt|hmac|cookie|webhook|service|subscription|admin|write|read|deploy|sas|shared)[_\-.]?$"
 )
 # Command-line flags followed by a space: "--password hunter2" (on the lower-cased text).
+# The flag's name ends in a secret's word ("--db-password", "-storepass", "--api-key").
 _FLAG = re.compile(
-    r"-(-?(?:password|passwd|pass|token|secret|api-key|apikey|auth-token|access-token"
-    r"|client-secret|private-key|passphrase)[ \t]{1,4}+)([\"']?)(?!-)([^\s\"']{1,512}+)"
+    r"-(-?(?:[a-z0-9]{1,24}[\-_]?){0,3}?(?:password|passwd|pass|passin|passout|token|secret|api-key|apikey"
+    r"|private-key|passphrase|pwd)[ \t]{1,4}+)([\"']?)(?!-)([^\s\"']{1,512}+)"
 )
 _USER_FLAG = re.compile(
-    r"(?<![A-Za-z0-9_\-])((?:-u|--user)[ \t]{1,4}+[\"']?[^\s:\"']{1,128}+:)[^\s\"']{1,256}+"
+    r"(?<![A-Za-z0-9_\-])((?:-u|--user|-a|--auth)[ \t]{1,4}+[\"']?[^\s:\"']{1,128}+:)[^\s\"']{1,256}+"
 )
 # "mysql -uroot -pS3cret": the password glued to -p.
 _MYSQL_P = re.compile(r"(\bmysql(?:dump|admin|sh)?\b[^\n]{0,200}?\s-p)(?![\s\[])\S{1,256}+")
@@ -117,30 +151,19 @@ _ZH_SECRET = re.compile(
 )
 # English prose: "the password is hunter2!" — only a value with a digit or symbol.
 _PROSE = re.compile(
-    r"\b((?:password|passphrase|passcode)[ \t]{1,4}+(?:is|was)[ \t]{1,4}+)(\S{6,256}+)", re.IGNORECASE
+    r"\b((?:password|passphrase|passcode|token|secret|api key|access key|secret key)[ \t]{1,4}+"
+    r"(?:is|was|是|为)[ \t]{1,4}+)([!-~]{6,256}+)",
+    re.IGNORECASE,
 )
 
 _DIGEST_PREFIX = re.compile(r"(?:sha(?:1|224|256|384|512)|md5)[\-:]", re.IGNORECASE)
 # A run the text names a digest or checksum is one, not a key.
+# So is one the text names an id ("x-amz-id-2:", "request_id="), data
+# ("base64,", a data: URI); an SSH public key names its kind inside itself.
 _DIGEST_NAME = re.compile(
-    r"(?:sha[0-9]{0,3}|md5|checksum|digest|integrity|hash|etag)[\s:=\"'\-]{0,4}$", re.IGNORECASE
-)
-_PLACEHOLDER = frozenset(
-    {
-        "none",
-        "null",
-        "nil",
-        "true",
-        "false",
-        "str",
-        "bytes",
-        "int",
-        "string",
-        "optional",
-        "undefined",
-        "''",
-        '""',
-    }
+    r"(?:sha[0-9]{0,3}|md5|checksum|digest|integrity|hash|etag|\bh1|(?:\b|[_\-])id(?:-[0-9])?|;base64)"
+    r"[\s:=,\"'\-]{0,4}$",
+    re.IGNORECASE,
 )
 _SEPARATORS = re.compile(r"[/_\-+=]")
 _HEX_ONLY = re.compile(r"[0-9a-fA-F]{2,4096}+")
@@ -160,31 +183,73 @@ def redact_secrets(text: str) -> str:
         return text
     # Each rule but the run scan runs only when a literal it needs is in the
     # text (a C-speed substring test): a 10 kB log pays for two scans.
-    if "-----BEGIN" in text:
-        text = _PRIVATE_KEY.sub(REDACTED, text)
+    if "-----BEGIN" not in text:
+        return _redact_plain(text)
+    # Where a cut block's body ends depends on what follows it, which the
+    # first pass may rewrite: repeat to the fixed point (rare, and short).
+    for _ in range(4):
+        once = _around_pem_blocks(text)
+        if once == text:
+            break
+        text = once
+    return text
+
+
+def _around_pem_blocks(text: str) -> str:
+    # A private key's body goes; a certificate's or public key's body is
+    # public and stays whole (the blob rule would take its lines for keys).
+    out, last = [], 0
+    for match in _PEM.finditer(text):
+        out.append(_redact_plain(text[last : match.start()]))
+        begin, body, end = match.group(1), match.group(2), match.group(3) or ""
+        if "PRIVATE" not in begin and end:
+            pass  # a certificate or a public key, whole: public
+        elif "PRIVATE" not in begin:
+            body = _redact_plain(body)
+        elif body.strip() and body.replace(REDACTED, "").replace("\\n", "").replace("\\r", "").strip():
+            lead = _PEM_EDGE.match(body)
+            head = lead.group(0) if lead else ""
+            rest = body[len(head) :]
+            tail_len = len(rest) - len(rest.rstrip())
+            while rest[: len(rest) - tail_len].endswith(("\\n", "\\r")):
+                tail_len += 2
+            body = head + REDACTED + rest[len(rest) - tail_len :] if tail_len else head + REDACTED
+        out.append(begin + body + end)
+        last = match.end()
+    out.append(_redact_plain(text[last:]))
+    return "".join(out)
+
+
+def _redact_plain(text: str) -> str:
+    if not text:
+        return text
     text = _RUN.sub(_run, text)
     if ":AA" in text:
         text = _TELEGRAM.sub(REDACTED, text)
     if "://" in text:
         if "https://" in text:
             text = _WEBHOOK.sub(r"\1" + REDACTED, text)
-        text = _URL_PASSWORD.sub(r"\1" + REDACTED + "@", text)
+        text = _URL_PASSWORD.sub(_url_password, text)
+        text = _URL_TOKEN_USER.sub(_url_token_user, text)
+    if "=" in text and ("?" in text or "&" in text):
+        text = _QUERY.sub(_query, text)
     low = text.lower()
     if "authorization" in low:
         text = _AUTH_HEADER.sub(_auth_header, text)
     if "bearer" in low:
-        text = _BEARER.sub(r"\1 " + REDACTED, text)
+        text = _BEARER.sub(_bearer, text)
     if any(word in low for word in _NAME_WORDS):
         text = _named_values(text, _lower_same_length(text))
-        if "pass" in low:
+        if " is " in low or " was " in low or "是" in text or "为" in text:
             text = _PROSE.sub(_prose, text)
-    if "-u " in text or "--user " in text:
+    if "-u " in text or "--user " in text or "-a " in text or "--auth " in text:
         text = _USER_FLAG.sub(r"\1" + REDACTED, text)
     if "mysql" in low:
         text = _MYSQL_P.sub(r"\1" + REDACTED, text)
     if not text.isascii():
         text = _ZH_SECRET.sub(_zh_secret, text)
-    return text
+    # ``low`` only guards the forms' patterns: "[redacted]" adds none of their words.
+    return redact_forms(text, low)
 
 
 # What is read around the part of a text that a cap keeps: enough to see
@@ -225,12 +290,34 @@ def redact_value(value: object) -> object:
 
 
 def _auth_header(match: re.Match[str]) -> str:
-    return match.group(1) + REDACTED
+    value = match.group(0)[len(match.group(1)) :]
+    return match.group(0) if _is_reference(value) else match.group(1) + REDACTED
+
+
+def _bearer(match: re.Match[str]) -> str:
+    value = match.group(0)[len(match.group(1)) :].strip()
+    return match.group(0) if _is_reference(value) else match.group(1) + " " + REDACTED
+
+
+def _url_password(match: re.Match[str]) -> str:
+    value = match.group(0)[len(match.group(1)) : -1]
+    return match.group(0) if _is_reference(value) else match.group(1) + REDACTED + "@"
+
+
+def _url_token_user(match: re.Match[str]) -> str:
+    user = match.group(2)
+    if not (any(c.isdigit() for c in user) and any(c.isalpha() for c in user)):
+        return match.group(0)
+    return match.group(1) + REDACTED + "@"
+
+
+def _query(match: re.Match[str]) -> str:
+    return match.group(0) if _is_reference(match.group(2)) else match.group(1) + REDACTED
 
 
 def _is_reference(value: str) -> bool:
-    # "$TOKEN", "${TOKEN}", "%TOKEN%", "[redacted]": not a secret (yet).
-    return value.startswith(("$", "%", REDACTED)) or value.casefold() in _PLACEHOLDER
+    # "$TOKEN", "${TOKEN}", "<token>", "********", "YOUR_KEY", "[redacted]": not a secret (yet).
+    return is_placeholder(value)
 
 
 def _lower_same_length(text: str) -> str:
@@ -282,14 +369,30 @@ def _assignment_value(low: str, text: str, at: int) -> tuple[int, int] | None:
     before = low[max(0, at - 16) : at]
     if word == "key" and not _KEY_KIND.search(before):
         return None
-    if word == "pass" and before[-1:].isalpha():
-        return None  # "bypass", "compass"
+    if word in ("pass", "auth") and before[-1:].isalpha():
+        return None  # "bypass", "compass", "oauth"
+    if match.group(1).startswith("s") and word in ("key", "token", "pass"):
+        return None  # "max_tokens: 4096", "keys: [...]"
+    if word == "secret" and _SECRET_REF.search(before):
+        return None  # "existingSecret=db-creds", "secretRef": the name of where a secret is
+    if word == "token" and _PAGE_TOKEN.search(before):
+        return None  # a pagination or idempotency token is a position, not a credential
+    if word == "auth" and match.end(3) - match.start(3) < 12:
+        return None  # "auth: jwt", "auth: basic": a setting; a credential is longer
+    if _in_resource_name(low, at):
+        return None
     value = text[match.start(3) : match.end(3)]
-    if _is_reference(value.rstrip(")]}:")):
+    if _is_reference(value.rstrip(")]}:")) or value.startswith("-----") or not value.strip("="):
         return None
-    # A call ("token=get_token()") or an attribute read is code, not a value.
-    if "(" in value or (value.replace(".", "").replace("_", "").isalpha() and "." in value):
-        return None
+    if ":" in match.group(1) and _SETTING_WORD.fullmatch(value):
+        return None  # "passwd: files", "credentials: include": a setting's word
+    if _line_assignment(low, at):
+        # NAME=value on a line of its own (.env, shell): the value runs to the
+        # first blank, whatever characters it holds.
+        end = match.start(3)
+        while end < len(text) and not text[end].isspace():
+            end += 1
+        return match.start(2), end
     # A quoted value loses its quotes with it ('token="x"' -> 'token=[redacted]').
     quote, end = match.group(2), match.end(3)
     if quote and low[end : end + 1] == quote:
@@ -297,9 +400,28 @@ def _assignment_value(low: str, text: str, at: int) -> tuple[int, int] | None:
     return match.start(2), end
 
 
+def _in_resource_name(low: str, at: int) -> bool:
+    # "arn:aws:secretsmanager:…:secret:prod/db": a resource's name, not its value.
+    start = max(low.rfind(" ", 0, at), low.rfind("\n", 0, at), low.rfind('"', 0, at)) + 1
+    return low.startswith("arn:", start)
+
+
+def _line_assignment(low: str, at: int) -> bool:
+    start = low.rfind("\n", 0, at) + 1
+    head = low[start:at].lstrip()
+    head = head.removeprefix("export ").lstrip()
+    return all(ch.isalnum() or ch == "_" for ch in head) and low.find("=", at, at + 40) != -1
+
+
 def _flag_value(low: str, text: str, at: int) -> tuple[int, int] | None:
-    start = at - 2 if low[max(0, at - 2) : at] == "--" else at - 1
-    if start < 0 or low[start] != "-" or (start > 0 and (low[start - 1].isalnum() or low[start - 1] in "_-")):
+    start = at
+    while start > 0 and (low[start - 1].isalnum() or low[start - 1] in "_-") and at - start < 40:
+        start -= 1
+    while start < at and low[start] != "-":
+        start += 1
+    if start >= at and low[start : start + 1] != "-":
+        return None
+    if start > 0 and not low[start - 1].isspace():
         return None
     match = _FLAG.match(low, start)
     if match is None or _is_reference(text[match.start(3) : match.end(3)]):
@@ -315,10 +437,20 @@ def _zh_secret(match: re.Match[str]) -> str:
 
 
 def _prose(match: re.Match[str]) -> str:
-    value = match.group(2)
-    if _is_reference(value) or value.isalpha():
+    value = match.group(2).rstrip(".,;:!?)")
+    # "the token is expired." is prose; a credential has a digit, or both
+    # cases and a symbol.
+    has_digit = any(ch.isdigit() for ch in value)
+    mixed = value != value.lower() and value != value.upper() and not value.isalnum()
+    if _is_reference(value) or len(value) < 6 or not (has_digit or mixed) or value.isdigit():
         return match.group(0)
-    return match.group(1) + REDACTED
+    return match.group(1) + REDACTED + match.group(2)[len(value) :]
+
+
+def _prefixed(match: re.Match[str]) -> str:
+    # "AKIAXXXXXXXXXXXXXXXX", "ghp_000…": a mask in a token's shape, not a token.
+    token = match.group(0)
+    return token if len(set(token[4:])) <= 2 else REDACTED
 
 
 def _run(match: re.Match[str]) -> str:
@@ -329,7 +461,7 @@ def _run(match: re.Match[str]) -> str:
 def _redact_run(run: str, before: str, depth: int = 0) -> str:
     if "eyJ" in run:
         run = _JWT.sub(REDACTED, run)
-    run = _PREFIXED.sub(REDACTED, run)
+    run = _PREFIXED.sub(_prefixed, run)
     if REDACTED in run:
         # What is left beside a token is a run of its own on the next pass
         # (the marker's brackets end runs): treat it as one now, so a second
@@ -376,6 +508,10 @@ def _looks_random(run: str) -> bool:
     return has_digit and has_upper and has_lower and pairs > 0 and switches / pairs >= _MIN_SWITCH_RATE
 
 
+_FILE_MAGIC = (b"\x89PNG", b"GIF8", b"\xff\xd8\xff", b"%PDF", b"\x1f\x8b", b"PK\x03\x04", b"RIFF", b"<svg")
+_SSH_KEY_KINDS = (b"ssh-", b"ecds", b"sk-s", b"sk-e")
+
+
 def _decodes_to_text(run: str) -> bool:
     """Whether ``run`` is base64 (or base64url) of readable text: data, not a key."""
     body = run.rstrip("=")
@@ -385,6 +521,8 @@ def _decodes_to_text(run: str) -> bool:
         raw = base64.b64decode(padded, altchars=alphabet.encode(), validate=True)
     except (binascii.Error, ValueError):
         return False
+    if raw.startswith(_FILE_MAGIC) or raw[4:8] in _SSH_KEY_KINDS:
+        return True  # a file (an image, an archive) or an SSH public key, which names its kind
     try:
         decoded = raw.decode("utf-8")
     except UnicodeDecodeError:
