@@ -330,6 +330,7 @@ def _synthesize(
         llm=deps.llm if cfg.use_llm else None,
         attach_to_policy_ids=policy_ids,
         raise_transient=deps.raise_transient,
+        context=inp.context,
     )
 
 

@@ -1,0 +1,246 @@
+"""The clauses of a user's message that prescribe or forbid, kept whole.
+
+A user's correction often says more than one thing: some context ("web/
+has an .nvmrc pinned to 20.11"), what to do ("run nvm use in there
+first"), what not to do ("don't touch the engines field"). A lesson takes
+the clause that carries the instruction, with its object, in the user's
+words. ``instruction_lines(text)`` finds them:
+
+* the message is split into sentences, each sentence into comma clauses;
+* a clause that opens with a prohibition ("don't", "never", "stop",
+  "别", "不要", "禁止" …) forbids; one that opens with an imperative verb
+  or carries a modal ("use", "run", "should", "always", "用", "改用",
+  "必须" …) prescribes; a clause with neither continues the instruction
+  before it (a list of objects, "and then install");
+* the first forbidding clause becomes ``Never: …`` (English "don't"),
+  else ``Avoid: …``; the first prescribing one becomes ``Prefer: …``
+  (``Always: …`` when it says "always"). The cue words themselves are
+  dropped, so a prohibition never reads "Always: don't …";
+* a line whose object is a demonstrative or one or two characters is not a
+  lesson (``meaningless_object``); the next candidate is tried.
+
+The classifier's extracted span, when it has one, picks the sentence to
+read first: the clause it comes from is the lesson's object.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..text.lessons import LESSON_CAP, lesson_problems
+
+__all__ = ["Instruction", "fit_line", "instruction_lines", "split_sentences"]
+
+_SENTENCE = re.compile(r"(?<=[。！？!?；;\n])|(?<=[.])\s+(?=\S)")
+_CLAUSE = re.compile(r"(?<=[，,])\s*")
+_DISCOURSE = re.compile(
+    r"^(?:\s*(?:(?:no|nope|nah|wait|wrong|not quite|that'?s wrong|that is wrong|ok(?:ay)?|well|sorry|oh|ah|hey"
+    r"|look|hmm+)\s*[,，!！.。:：~～-]+|(?:actually|also|and|but|then|again|please|pls|plz|fyi|btw|so)\b[,，]?"
+    r"|不对|不是这样|错了|不行|嗯+|哦+|啊|呃|好吧|另外|还有|然后|而且|但是|不过|记住|注意|以后|下次|今后)"
+    r"\s*[,，!！。:：~～]*\s*)+",
+    re.IGNORECASE,
+)
+_SUBJECT = re.compile(
+    r"^(?:(?:you|we|u|i'd like you to|i want you to|i need you to|can you|could you|please|pls|just|kindly)\s+)+"
+    r"|^(?:你们|你|我们|咱们|请你|请|麻烦|以后|下次|今后|一定要?|务必|都)+\s*",
+    re.IGNORECASE,
+)
+_NEVER_EN = re.compile(
+    r"^(?:please\s+|just\s+|and\s+)?(?:(?:you|we)\s+)?(?:don'?t|do\s+not|never|shouldn'?t|should\s+not"
+    r"|must\s+not|mustn'?t|won'?t|will\s+not|can'?t|cannot)(?:\s+ever)?\s+(?:ever\s+)?",
+    re.IGNORECASE,
+)
+_AVOID_EN = re.compile(
+    r"^(?:please\s+|just\s+|and\s+)?(?:stop|avoid|quit|no\s+more|no|drop\s+the|get\s+rid\s+of)\s+", re.IGNORECASE
+)
+_NOT_ALLOWED = re.compile(
+    r"^(?P<obj>.+?)\s+(?:is|are)\s+(?:not\s+allowed|forbidden|banned|not\s+permitted|off[- ]limits|a\s+no-go)\b",
+    re.IGNORECASE,
+)
+_AVOID_ZH = re.compile(
+    r"(?:千万别|千万不要|绝对不要|一定不要|不要再|别再|不许|不准|禁止|严禁|不得|不可以|不能再?|不要|不应该?|不用|避免|勿|别)"
+)
+_ALWAYS = re.compile(r"^(?:always|每次都|始终|一律|永远)\s*", re.IGNORECASE)
+_PRESCRIBE_EN = re.compile(
+    r"^(?:(?:first|then|instead|only|always|just|also|now)\s*,?\s+)*(?:use|run|call|set|pin|add|keep|put|pass|install"
+    r"|upgrade|downgrade|switch|move|rename|write|import|point|go|stick|make|wrap|read|check|build|restart"
+    r"|create|remove|delete|enable|disable|export|source|activate|load|bump|rebase|commit|push|pull|apply"
+    r"|change|replace|prefer|start|specify|mount|cd|prefix|append|update|regenerate|rerun|re-run|retry|wait"
+    r"|ask|follow|leave|send|open|edit|fix|lock|reset|target|select|choose|register|configure|define"
+    r"|declare|mark|tag|route|limit|raise|lower|increase|decrease|reduce|split|merge|squash|sign|verify"
+    r"|validate|test|format|quote|escape|convert|return|log|handle|skip|ignore|exclude|include|stay|try|let"
+    r"|deploy|drain|cordon|scale|roll|revert|backport|cherry-pick|regenerate|clean|clear|flush|copy|link"
+    r"|bind|attach|detach|assign|grant|rotate|renew|request|fetch|download|upload|store|save|put|mock"
+    r"|patch|bake|compile|cook|package|ship|release|tag|stage|submit|shelve|sync|checkout|branch)\b",
+    re.IGNORECASE,
+)
+_MODAL_EN = re.compile(
+    r"\b(?:should|must|need(?:s)?\s+to|ha(?:s|ve)\s+to|always|instead|prefer(?:red)?|make\s+sure|only\s+use"
+    r"|is\s+the\s+(?:right|correct)|goes?\s+through|belongs?\s+in|lives?\s+in|only)\b",
+    re.IGNORECASE,
+)
+_PRESCRIBE_ZH = re.compile(
+    r"(?:改用|换成|换用|改成|改为|设成|设为|统一用?|一律|必须|应该|应当|务必|记得|需要|只用|只能|都用|请用|要用|先|用|"
+    r"使用|调用|执行|运行|跑|走|加上|加|设置|指定|固定|锁定|保持|保留|升级|降级|回退|放到|放在|写到|写成|装|切到|"
+    r"切换到|开启|打开|关闭|配置|检查|确认|等|传|带上?|要)"
+)
+_INSTEAD_TAIL = re.compile(r"(?:\s+(?:instead\s+of|rather\s+than|not)\s+|\s*(?:而不是|而非|不要用|别用)\s*)(?P<obj>.+)$")
+_TRAILING = re.compile(
+    r"(?:[\s,，;；:：、。.!！?？~～\-–—]|\s(?:please|pls|plz|thanks|thx|ok|okay)\b|(?<=[\u4e00-\u9fff])[吧哦啊呀哈])+$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Instruction:
+    """A lesson line and the clause it was read from."""
+
+    line: str
+    clause: str
+
+
+def split_sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
+
+
+def instruction_lines(text: str, hint: str | None = None) -> tuple[Instruction | None, Instruction | None]:
+    """``(prefer, avoid)``: the lines the message's instructions make, either may be None."""
+    sentences = split_sentences(text)
+    if hint:
+        # The classifier's span names the sentence that matters most: read it first.
+        sentences.sort(key=lambda s: hint not in s)
+    prefer: Instruction | None = None
+    avoid: Instruction | None = None
+    for sentence in sentences:
+        for polarity, clause in _instructions(sentence):
+            if polarity == "avoid" and avoid is None:
+                avoid = _avoid_line(clause, text)
+            elif polarity == "prefer" and prefer is None:
+                prefer = _prefer_line(clause, text)
+                if avoid is None and prefer is not None:
+                    avoid = _instead_line(clause, text)
+        if prefer is not None and avoid is not None:
+            break
+    return prefer, avoid
+
+
+def _instructions(sentence: str) -> list[tuple[str, str]]:
+    """(polarity, clause) for each instruction of the sentence, continuations joined on."""
+    out: list[tuple[str, str]] = []
+    for clause in _CLAUSE.split(sentence):
+        clause = _DISCOURSE.sub("", clause.strip()).strip()
+        if not clause:
+            continue
+        polarity = _polarity(clause)
+        if polarity is None:
+            if out:
+                kind, prev = out[-1]
+                out[-1] = (kind, f"{prev}{'' if prev.endswith('，') else ' '}{clause}")
+            continue
+        out.append((polarity, clause))
+    return out
+
+
+def _polarity(clause: str) -> str | None:
+    bare = _SUBJECT.sub("", clause)
+    if _NEVER_EN.match(bare) or _AVOID_EN.match(bare) or _NOT_ALLOWED.match(bare):
+        return "avoid"
+    zh = _AVOID_ZH.search(clause)
+    if zh is not None and zh.start() <= 12:
+        return "avoid"
+    if _PRESCRIBE_EN.match(bare) or _MODAL_EN.search(clause) or _ALWAYS.match(bare):
+        return "prefer"
+    zh_pos = _PRESCRIBE_ZH.search(clause)
+    if zh_pos is not None and zh_pos.start() <= 12:
+        return "prefer"
+    return None
+
+
+def _avoid_line(clause: str, source: str) -> Instruction | None:
+    clause = clause.rstrip("，, ")
+    bare = _SUBJECT.sub("", clause)
+    m = _NOT_ALLOWED.match(bare)
+    if m is not None:
+        return _checked("Avoid: ", m.group("obj"), clause, source)
+    m = _NEVER_EN.match(bare)
+    if m is not None:
+        return _checked("Never: ", bare[m.end() :], clause, source)
+    m = _AVOID_EN.match(bare)
+    if m is not None:
+        return _checked("Avoid: ", bare[m.end() :], clause, source)
+    zh = _AVOID_ZH.search(clause)
+    if zh is None:
+        return None
+    before = _SUBJECT.sub("", clause[: zh.start()]).strip()
+    rest = clause[zh.end() :].lstrip()
+    body = f"{before}{rest}" if len(before) > 2 else rest
+    return _checked("Avoid: ", body, clause, source)
+
+
+def _prefer_line(clause: str, source: str) -> Instruction | None:
+    bare = _SUBJECT.sub("", clause.rstrip("，, "))
+    m = _ALWAYS.match(bare)
+    if m is not None and bare[m.end() :].strip():
+        return _checked("Always: ", bare[m.end() :], clause, source)
+    return _checked("Prefer: ", bare, clause, source)
+
+
+def _instead_line(clause: str, source: str) -> Instruction | None:
+    m = _INSTEAD_TAIL.search(clause)
+    if m is None:
+        return None
+    return _checked("Avoid: ", m.group("obj"), clause, source)
+
+
+def _checked(label: str, body: str, clause: str, source: str) -> Instruction | None:
+    line = fit_line(label, body)
+    if line is None or lesson_problems(line, source):
+        return None
+    return Instruction(line, clause)
+
+
+def fit_line(label: str, body: str, cap: int = LESSON_CAP) -> str | None:
+    """``label + body`` within ``cap``: cut at a clause, else a word, boundary; never mid-bracket."""
+    body = _TRAILING.sub("", " ".join(body.split()))
+    budget = cap - len(label)
+    if len(body) > budget:
+        body = _cut(body, budget)
+    body = _tidy_end(body)
+    return label + body if body else None
+
+
+def _cut(body: str, budget: int) -> str:
+    head = body[: budget + 1]
+    for marks in ("。；;！？!?", "，,、"):
+        at = max(head.rfind(m) for m in marks)
+        if at >= budget // 2:
+            return head[:at]
+    at = head.rfind(" ")
+    if at >= budget // 2:
+        return head[:at]
+    return head[:budget]
+
+
+_DANGLING = re.compile(
+    r"(?:\s+(?:and|or|to|the|a|an|of|with|for|then|but|because|if|when|than|into|from|by|in|on|at|is|are"
+    r"|be|not|so|as|that|which|while|via|its|their|your|our|my)|和|或|或者|的|把|在|跟|从|对|与|及|并|而|但|因为|如果|就|先|再|让|给|被|将)$",
+    re.IGNORECASE,
+)
+_OPENERS = "(（[{「『【"
+
+
+def _tidy_end(body: str) -> str:
+    for _ in range(8):
+        before = body
+        body = _TRAILING.sub("", body)
+        body = _DANGLING.sub("", body)
+        for left, right in ("()", "（）", "[]", "{}", "「」", "『』", "【】"):
+            if body.count(left) > body.count(right):
+                body = body[: body.rfind(left)]
+        for quote in ('"', "`"):
+            if body.count(quote) % 2:
+                body = body[: body.rfind(quote)]
+        if body == before:
+            break
+    return body.strip()

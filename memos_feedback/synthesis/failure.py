@@ -1,0 +1,103 @@
+"""What a failure says, in one line: the action that was done and how it failed.
+
+``error_signature(text)`` is the first meaningful message line of a tool's
+output: stack frames, file:line locations, path dumps, diff hunks, code
+gutters, caret markers, separators and "Traceback" headers are skipped;
+a line that opens like an error ("error:", "npm ERR!", "FooError:",
+"fatal:", "E123") is taken first, then one that carries a failure word,
+then the first line left. Log prefixes (time stamps, levels in brackets)
+are dropped, and the line is cut at a clause boundary.
+
+``failure_line(action, text, chinese)`` makes the "Avoid:" line from it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..text.lessons import LESSON_CAP, lesson_problems, meaningless_object
+from ..text.sanitize import SCAN_LIMIT, sanitize_line
+from .clauses import fit_line
+
+__all__ = ["error_signature", "failure_line"]
+
+_SIGNATURE_CAP = 110
+_FRAME = re.compile(
+    r"^\s*(?:at\s+\S|File\s+\"|#\d+\s|\d+\s*[|│]|[|│]\s|\^|~{2,}|Traceback\b|goroutine\s+\d|\.\.\.\s*\d+\s+more"
+    r"|[+\-]{3}\s|@@|diff\s+--git|index\s+[0-9a-f]{6,}|Caused\s+by:\s*$|In\s+file\s+included)"
+    r"|^\s*(?:[\w.$<>]+\.)+[\w$<>]+\(.*\)\s*$"  # a bare call frame "pkg.Type.method(args)"
+    r"|^\s*(?:[A-Za-z]:)?(?:[/\\][\w.@+-]+){2,}(?::\d+)*\s*$"  # a path alone
+    r"|^\s*[=\-*_#~]{3,}\s*$",
+    re.IGNORECASE,
+)
+_ERROR_OPENING = re.compile(
+    r"^\s*(?:\S+:\s*)?(?:error|fatal|panic|err!|failed|failure|exception|e\d{2,}|[A-Z]\w*(?:Error|Exception|Fault)"
+    r"|ERR_[A-Z_]+|FAILED|FATAL|ERROR|CRITICAL)\b",
+)
+_FAILURE_WORD = re.compile(
+    r"error|exception|\b(?:fail(?:ed|s|ure)?|fatal|denied|refused|not found|cannot|can't|could not|couldn't"
+    r"|unable|invalid|unsupported|missing|timed out|timeout|forbidden|unauthori[sz]ed|conflict|mismatch"
+    r"|incompatible|panic|abort(?:ed)?|killed|oom|exit (?:code|status) [1-9])\b"
+    r"|报错|错误|失败|异常|超时|拒绝|找不到|不存在|无法",
+    re.IGNORECASE,
+)
+_LOG_PREFIX = re.compile(
+    r"^\s*(?:\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?\s*|\[?\d\d:\d\d:\d\d(?:[.,]\d+)?\]?\s*"
+    r"|\[(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE|FATAL|E|W|I)\]\s*|\$\s+|>\s+)+",
+    re.IGNORECASE,
+)
+_BOUNDARY = ("; ", ". ", ", ", " (", " - ", ": ")
+
+
+def error_signature(text: str | None) -> str | None:
+    """The first meaningful error line of ``text``, sanitised and cut short; None when there is none."""
+    if not text:
+        return None
+    lines = [_LOG_PREFIX.sub("", ln).strip() for ln in text[-SCAN_LIMIT:].splitlines()]
+    lines = [ln for ln in lines if ln and not _FRAME.search(ln) and len(ln) > 3]
+    if not lines:
+        return None
+    pick = next((ln for ln in lines if _ERROR_OPENING.match(ln)), None)
+    if pick is None:
+        pick = next((ln for ln in lines if _FAILURE_WORD.search(ln)), lines[0])
+    clean = sanitize_line(pick, SCAN_LIMIT)
+    if not clean:
+        return None
+    return _shorten(clean)
+
+
+def _shorten(line: str) -> str:
+    if len(line) <= _SIGNATURE_CAP:
+        return line
+    head = line[:_SIGNATURE_CAP]
+    for mark in _BOUNDARY:
+        at = head.rfind(mark)
+        if at >= 40:
+            return head[:at]
+    at = head.rfind(" ")
+    return head[:at] if at >= 40 else head
+
+
+def failure_line(action: str | None, text: str | None, *, chinese: bool, source: str | None) -> str | None:
+    """``Avoid: <action> (failed: <signature>)``, or the part of it the evidence has; None for neither."""
+    act = sanitize_line(action, 100) if action else ""
+    if act and meaningless_object(act) is not None:
+        act = ""
+    signature = error_signature(text)
+    if act and signature:
+        tail = f"（报错：{signature}）" if chinese else f" — failed with: {signature}"
+        room = LESSON_CAP - len("Avoid: ") - len(tail)
+        if len(act) > room:
+            act = act[: max(0, room)].rsplit(" ", 1)[0]
+        candidate = fit_line("Avoid: ", act + tail) if act else None
+        if candidate is not None and not lesson_problems(candidate, source):
+            return candidate
+    if act:
+        line = fit_line("Avoid: ", f"{act}（之前失败过）" if chinese else f"{act} as before (it failed)")
+        if line is not None and not lesson_problems(line, source):
+            return line
+    if signature:
+        line = fit_line("Avoid: ", f"再次触发：{signature}" if chinese else f"what fails with: {signature}")
+        if line is not None and not lesson_problems(line, source):
+            return line
+    return None

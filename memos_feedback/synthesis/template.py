@@ -1,0 +1,174 @@
+"""The template lessons: two lines from the evidence, saying only what it supports.
+
+In order, each side taking the first that gives a line passing the lesson
+check (``text.lessons.lesson_problems``):
+
+* **the user's words** — the clause that prescribes (``Prefer:`` /
+  ``Always:``) and the one that forbids (``Never:`` / ``Avoid:``), found in
+  the message by ``clauses.instruction_lines``; then the classifier's
+  extracted fields, as lines of their own;
+* **a success** among the high-value traces — ``Prefer:`` the action that
+  worked, stated as an action;
+* **a failure** among the low-value traces — ``Avoid:`` the action (the
+  tool's context, else the tool) and the error's first meaningful line.
+
+A side with none of these stays empty: no placeholder is written. With
+both sides empty there is no lesson (``None``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..text.lessons import LESSON_CAP, has_cjk, lesson_problems
+from ..text.sanitize import sanitize_line
+from ..types import TraceRow
+from .clauses import fit_line, instruction_lines, split_sentences
+from .evidence import RepairEvidence
+from .failure import failure_line
+from .prompts import FeedbackSignal
+
+__all__ = ["lesson_source", "template_lines"]
+
+_EXCERPT_CHARS = 1_000
+_WORKED = re.compile(
+    r"\s+(?:works?|worked|succeeded|succeeds|passed|passes|is fine|was fine|went through|is ok|was ok)\b",
+    re.IGNORECASE,
+)
+_PAST = {
+    "ran": "run",
+    "used": "use",
+    "installed": "install",
+    "called": "call",
+    "switched": "switch",
+    "added": "add",
+    "pinned": "pin",
+    "set": "set",
+    "built": "build",
+    "re-ran": "re-run",
+    "reran": "rerun",
+    "restarted": "restart",
+    "upgraded": "upgrade",
+    "downgraded": "downgrade",
+}
+
+
+def lesson_source(feedback: FeedbackSignal | None, context: str | None) -> str:
+    """The text whose language the lesson follows: the user's message, else the context."""
+    text = getattr(feedback, "text", "") if feedback is not None else ""
+    if isinstance(text, str) and text.strip():
+        return text
+    return context or ""
+
+
+def template_lines(
+    tool_id: str | None,
+    evidence: RepairEvidence,
+    feedback: FeedbackSignal | None,
+    context: str | None,
+) -> tuple[str, str] | None:
+    """``(preference, anti_pattern)``, either possibly ``""``; None when neither has a line."""
+    source = lesson_source(feedback, context)
+    prefer, avoid = _from_user(feedback, source)
+    if prefer is None:
+        prefer = _success_line(evidence.high, source)
+    if avoid is None:
+        worst = min(evidence.low, key=lambda t: t.value, default=None)
+        if worst is not None:
+            action = _action(context, _failed_tool(worst) or tool_id)
+            text = _failure_text(worst)
+            avoid = failure_line(action, text, chinese=has_cjk(source), source=source or None)
+    lines = [_final(line, source) for line in (prefer, avoid)]
+    if not any(lines):
+        return None
+    return lines[0], lines[1]
+
+
+def _from_user(feedback: FeedbackSignal | None, source: str) -> tuple[str | None, str | None]:
+    if feedback is None:
+        return None, None
+    text = getattr(feedback, "text", "")
+    hint = feedback.prefer or feedback.correction or feedback.constraint or feedback.avoid
+    prefer_i, avoid_i = instruction_lines(text, hint) if isinstance(text, str) and text.strip() else (None, None)
+    prefer = prefer_i.line if prefer_i is not None else None
+    avoid = avoid_i.line if avoid_i is not None else None
+    if prefer is None:
+        for label, value in (
+            ("Prefer: ", feedback.prefer),
+            ("Use the corrected value: ", feedback.correction),
+            ("Always: ", feedback.constraint),
+        ):
+            prefer = _field_line(label, value, source)
+            if prefer is not None:
+                break
+    if avoid is None:
+        avoid = _field_line("Avoid: ", feedback.avoid, source)
+    return prefer, avoid
+
+
+def _field_line(label: str, value: str | None, source: str) -> str | None:
+    if not value:
+        return None
+    line = fit_line(label, sanitize_line(value, LESSON_CAP))
+    return line if line is not None and not lesson_problems(line, source or None) else None
+
+
+def _success_line(traces: tuple[TraceRow, ...], source: str) -> str | None:
+    best = max(traces, key=lambda t: t.value, default=None)
+    if best is None:
+        return None
+    for text in (best.reflection, best.agent_text):
+        sentence = next(iter(split_sentences(sanitize_line((text or "")[:_EXCERPT_CHARS]))), "")
+        action = _as_action(sentence)
+        if action:
+            line = fit_line("Prefer: ", action)
+            if line is not None and not lesson_problems(line, source or None):
+                return line
+    return None
+
+
+def _as_action(sentence: str) -> str:
+    """"Ran pnpm install in web/: 312 packages" → "run pnpm install in web/"."""
+    sentence = sentence.split(": ", 1)[0].strip()
+    head, *tail = _WORKED.split(sentence, maxsplit=1)
+    rest = tail[0].strip() if tail else ""
+    sentence = f"{head} {rest}".strip() if re.match(r"(?:for|in|on|with|under)\b", rest) else head.strip()
+    first, _, rest = sentence.partition(" ")
+    verb = _PAST.get(first.lower())
+    return f"{verb} {rest}".strip() if verb else sentence
+
+
+# Tool names that say how, not what: the context names the action for them.
+_GENERIC_TOOLS = frozenset(
+    "shell bash sh zsh run exec cmd terminal command fs file files edit write read python code tool test tests"
+    " ci job script task http api web browser search".split()
+)
+
+
+def _action(context: str | None, tool: str | None) -> str | None:
+    """What was done: the context, with the tool in front when it names something the context does not."""
+    ctx = " ".join((context or "").split())
+    if not tool:
+        return ctx or None
+    head = re.split(r"[._:/\s-]", tool.strip(), maxsplit=1)[0].lower()
+    if not ctx:
+        return tool
+    if head in _GENERIC_TOOLS or head in ctx.lower():
+        return ctx
+    return f"{tool} ({ctx})"
+
+
+def _failed_tool(trace: TraceRow) -> str | None:
+    return next((c.name for c in trace.tool_calls if c.error_code), None)
+
+
+def _failure_text(trace: TraceRow) -> str:
+    parts = [p for p in (trace.agent_text, trace.reflection) if p]
+    return "\n".join(parts)
+
+
+def _final(line: str | None, source: str) -> str:
+    if not line:
+        return ""
+    clean = sanitize_line(line, LESSON_CAP * 2)
+    return clean if clean and not lesson_problems(clean, source or None) else ""
