@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..text.lessons import LESSON_CAP, lesson_problems
+from ..text.lessons import LESSON_CAP, has_cjk, lesson_problems
 
 __all__ = ["Instruction", "fit_line", "instruction_lines", "split_sentences"]
 
@@ -77,7 +77,7 @@ _PRESCRIBE_EN = re.compile(
 )
 _MODAL_EN = re.compile(
     r"\b(?:should|must|need(?:s)?\s+to|ha(?:s|ve)\s+to|always|instead|prefer(?:red)?|make\s+sure|only\s+use"
-    r"|is\s+the\s+(?:right|correct)|goes?\s+through|belongs?\s+in|lives?\s+in|only)\b",
+    r"|is\s+the\s+(?:right|correct)|goes?\s+through|belongs?\s+in|lives?\s+in)\b",
     re.IGNORECASE,
 )
 _PRESCRIBE_ZH = re.compile(
@@ -86,6 +86,14 @@ _PRESCRIBE_ZH = re.compile(
     r"切换到|开启|打开|关闭|配置|检查|确认|等|传|带上?|要)"
 )
 _INSTEAD_TAIL = re.compile(r"(?:\s+(?:instead\s+of|rather\s+than|not)\s+|\s*(?:而不是|而非|不要用|别用)\s*)(?P<obj>.+)$")
+_CONCRETE = re.compile(
+    r"`[^`]+`|[A-Za-z0-9][\w-]*[./_=:@#][\w./=:@#*<>|%-]*\w|--?[a-z][\w-]+|\b[A-Z]{2,}\w*\b|\b[a-z]+[A-Z]\w*"
+    r"|(?<=[\u4e00-\u9fff\s])[A-Za-z][\w-]{1,}(?=[\u4e00-\u9fff\s，。]|$)"
+)
+_CONDITION = re.compile(
+    r"^(?:when|whenever|if|once|before|after|while)\b[^,，]*[,，]\s*$|(?:的时候|的時候|时|時|的话|的話|之前|之后|之後)[,，]\s*$",
+    re.IGNORECASE,
+)
 _TRAILING = re.compile(
     r"(?:[\s,，;；:：、。.!！?？~～\-–—]|\s(?:please|pls|plz|thanks|thx|ok|okay)\b|(?<=[\u4e00-\u9fff])[吧哦啊呀哈])+$",
     re.IGNORECASE,
@@ -110,29 +118,38 @@ def instruction_lines(text: str, hint: str | None = None) -> tuple[Instruction |
     if hint:
         # The classifier's span names the sentence that matters most: read it first.
         sentences.sort(key=lambda s: hint not in s)
+    found = [item for sentence in sentences for item in _instructions(sentence)]
+    # A clause that names something concrete (a command, a flag, a file, a
+    # value) is a better lesson than one that only says "do it properly";
+    # among equals the user's order is kept.
+    found.sort(key=lambda item: not _CONCRETE.search(item[1]))
     prefer: Instruction | None = None
     avoid: Instruction | None = None
-    for sentence in sentences:
-        for polarity, clause in _instructions(sentence):
-            if polarity == "avoid" and avoid is None:
-                avoid = _avoid_line(clause, text)
-            elif polarity == "prefer" and prefer is None:
-                prefer = _prefer_line(clause, text)
-                if avoid is None and prefer is not None:
-                    avoid = _instead_line(clause, text)
-        if prefer is not None and avoid is not None:
-            break
+    for polarity, clause in found:
+        if polarity == "avoid" and avoid is None:
+            avoid = _avoid_line(clause, text)
+        elif polarity == "prefer" and prefer is None:
+            prefer = _prefer_line(clause, text)
+            if avoid is None and prefer is not None:
+                avoid = _instead_line(clause, text)
     return prefer, avoid
 
 
 def _instructions(sentence: str) -> list[tuple[str, str]]:
     """(polarity, clause) for each instruction of the sentence, continuations joined on."""
     out: list[tuple[str, str]] = []
+    pending = ""
     for clause in _CLAUSE.split(sentence):
         clause = _DISCOURSE.sub("", clause.strip()).strip()
         if not clause:
             continue
+        if _CONDITION.search(clause):
+            # "when using GradScaler," / "用 GradScaler 的时候，" belongs to what follows.
+            pending = f"{pending}{clause}"
+            continue
         polarity = _polarity(clause)
+        if pending and polarity is not None:
+            clause, pending = f"{pending}{'' if has_cjk(pending) else ' '}{clause}", ""
         if polarity is None:
             if out:
                 kind, prev = out[-1]
@@ -142,8 +159,13 @@ def _instructions(sentence: str) -> list[tuple[str, str]]:
     return out
 
 
+_DESCRIBES = re.compile(r"^(?:that|this|it|which|these|those|there)\b(?!\s+(?:should|must)\b)", re.IGNORECASE)
+
+
 def _polarity(clause: str) -> str | None:
     bare = _SUBJECT.sub("", clause)
+    if _DESCRIBES.match(bare):
+        return None  # "that only hides it": a remark about the last attempt, not an instruction
     if _NEVER_EN.match(bare) or _AVOID_EN.match(bare) or _NOT_ALLOWED.match(bare):
         return "avoid"
     zh = _AVOID_ZH.search(clause)

@@ -19,7 +19,7 @@ from ..text.lessons import LESSON_CAP, lesson_problems, meaningless_object
 from ..text.sanitize import SCAN_LIMIT, sanitize_line
 from .clauses import fit_line
 
-__all__ = ["error_signature", "failure_line"]
+__all__ = ["error_signature", "failure_line", "hint_line"]
 
 _SIGNATURE_CAP = 110
 _FRAME = re.compile(
@@ -78,17 +78,24 @@ def _shorten(line: str) -> str:
     return head[:at] if at >= 40 else head
 
 
+def _tidy(text: str) -> str:
+    line = fit_line("", text)
+    return line or ""
+
+
 def failure_line(action: str | None, text: str | None, *, chinese: bool, source: str | None) -> str | None:
     """``Avoid: <action> (failed: <signature>)``, or the part of it the evidence has; None for neither."""
-    act = sanitize_line(action, 100) if action else ""
+    act = sanitize_line(action, LESSON_CAP) if action else ""
     if act and meaningless_object(act) is not None:
         act = ""
     signature = error_signature(text)
+    if signature and act and (act.casefold() in signature.casefold() or signature.casefold() in act.casefold()):
+        signature = None  # the "error" only repeats what was done: no message to quote
     if act and signature:
         tail = f"（报错：{signature}）" if chinese else f" — failed with: {signature}"
         room = LESSON_CAP - len("Avoid: ") - len(tail)
         if len(act) > room:
-            act = act[: max(0, room)].rsplit(" ", 1)[0]
+            act = _tidy(act[: max(0, room)].rsplit(" ", 1)[0])
         candidate = fit_line("Avoid: ", act + tail) if act else None
         if candidate is not None and not lesson_problems(candidate, source):
             return candidate
@@ -98,6 +105,33 @@ def failure_line(action: str | None, text: str | None, *, chinese: bool, source:
             return line
     if signature:
         line = fit_line("Avoid: ", f"再次触发：{signature}" if chinese else f"what fails with: {signature}")
+        if line is not None and not lesson_problems(line, source):
+            return line
+    return None
+
+
+# The tool's own advice: "hint: …", "Did you mean X?", "To fix this, run …",
+# "Use X instead". It names an alternative, so it may become a Prefer line.
+_HINT = re.compile(
+    r"^\s*(?:hint|help|tip|suggestion|solution|fix)\s*:\s*(?P<a>.+)$"
+    r"|\b(?:did\s+you\s+mean|to\s+fix\s+(?:this|it)?\s*,?|please\s+(?:use|run)|consider\s+(?:using|running)"
+    r"|you\s+(?:should|can|may|might\s+want\s+to)\s+(?:use|run|set|add|pass|call)|try\s+(?:using|running))"
+    r"\s*:?\s*(?P<b>.+)$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_OVERRIDE = re.compile(r"\b(?:at\s+the\s+risk|override|--force\b|--break-|--no-verify|insecure|disable)", re.IGNORECASE)
+_HAS_OBJECT = re.compile(r"[./_=`'\"-]|\b[A-Z]{2,}|\w+\(")
+
+
+def hint_line(text: str | None, source: str | None) -> str | None:
+    """``Prefer: <what the tool itself suggests>``, when its output names a concrete fix."""
+    if not text:
+        return None
+    for m in _HINT.finditer(text[-SCAN_LIMIT:]):
+        advice = (m.group("a") or m.group("b") or "").strip()
+        if not _HAS_OBJECT.search(advice) or _OVERRIDE.search(advice):
+            continue  # nothing concrete, or the unsafe way out the tool also offers
+        line = fit_line("Prefer: ", sanitize_line(advice, LESSON_CAP))
         if line is not None and not lesson_problems(line, source):
             return line
     return None

@@ -25,7 +25,7 @@ from ..text.sanitize import sanitize_line
 from ..types import TraceRow
 from .clauses import fit_line, instruction_lines, split_sentences
 from .evidence import RepairEvidence
-from .failure import failure_line
+from .failure import failure_line, hint_line
 from .prompts import FeedbackSignal
 
 __all__ = ["lesson_source", "template_lines"]
@@ -72,6 +72,8 @@ def template_lines(
     prefer, avoid = _from_user(feedback, source)
     if prefer is None:
         prefer = _success_line(evidence.high, source)
+    if prefer is None and evidence.low:
+        prefer = hint_line(_failure_text(evidence.low[0]), source or None)
     if avoid is None:
         worst = min(evidence.low, key=lambda t: t.value, default=None)
         if worst is not None:
