@@ -75,7 +75,11 @@ class Share:
         self.total += 1
 
     def as_dict(self) -> dict[str, Any]:
-        return {"value": self.hits / self.total if self.total else None, "hits": self.hits, "total": self.total}
+        return {
+            "value": self.hits / self.total if self.total else None,
+            "hits": self.hits,
+            "total": self.total,
+        }
 
     def __str__(self) -> str:
         return f"{self.hits}/{self.total} ({100 * self.hits / self.total:.1f} %)" if self.total else "-"
@@ -123,7 +127,9 @@ def _parse(raw: str, where: str) -> LessonCase:
             raise KeyError("expected needs string prefer and avoid")
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
         raise LessonDataError(f"{where}: {exc}") from None
-    return LessonCase(str(obj.get("id", where)), str(obj.get("lang", "")), obj.get("project"), repair, expected)
+    return LessonCase(
+        str(obj.get("id", where)), str(obj.get("lang", "")), obj.get("project"), repair, expected
+    )
 
 
 def _norm(text: str) -> str:
@@ -176,7 +182,9 @@ def _write(store: Store, case: LessonCase, deps: RepairDeps) -> tuple[str, str] 
         reason = next((ln.strip() for ln in r["trace"].splitlines() if ln.strip()), "")[:200]
         burst = None
         for step in range(deps.config.failure_threshold):
-            burst = signals.record_failure(FailureRecord(tool, ctx, step, reason, None, session, f"ep-{case.id}"))
+            burst = signals.record_failure(
+                FailureRecord(tool, ctx, step, reason, None, session, f"ep-{case.id}")
+            )
         if burst is not None:
             inp = RepairInput(
                 trigger="failure-burst",
@@ -268,9 +276,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         print(f"error: cannot read cases: {exc}", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="memos-lessons-") as tmp:
-        with open_store(f"sqlite:///{Path(tmp) / 'lessons.db'}") as store:
-            report = evaluate_lessons(cases, store)
+    with (
+        tempfile.TemporaryDirectory(prefix="memos-lessons-") as tmp,
+        open_store(f"sqlite:///{Path(tmp) / 'lessons.db'}") as store,
+    ):
+        report = evaluate_lessons(cases, store)
     if args.json:
         payload = report.as_dict()
         if args.show:

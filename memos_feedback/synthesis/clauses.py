@@ -35,14 +35,15 @@ __all__ = ["Instruction", "fit_line", "instruction_lines", "split_sentences"]
 _SENTENCE = re.compile(r"(?<=[。！？!?；;\n])|(?<=[.])\s+(?=\S)")
 _CLAUSE = re.compile(r"(?<=[，,])\s*")
 _DISCOURSE = re.compile(
-    r"^(?:\s*(?:(?:no|nope|nah|wait|wrong|not quite|that'?s wrong|that is wrong|ok(?:ay)?|well|sorry|oh|ah|hey"
-    r"|look|hmm+)\s*[,，!！.。:：~～-]+|(?:actually|also|and|but|then|again|please|pls|plz|fyi|btw|so)\b[,，]?"
+    r"^(?:\s*(?:(?:no|nope|nah|wait|wrong|not quite|that'?s wrong|that is wrong|ok(?:ay)?|well|sorry"
+    r"|oh|ah|hey|look|hmm+)\s*[,，!！.。:：~～-]+|(?:actually|also|and|but|then|again|please|pls|plz|fyi|btw|so)\b[,，]?"
     r"|不对|不是这样|错了|不行|嗯+|哦+|啊|呃|好吧|另外|还有|然后|而且|但是|不过|记住|注意|以后|下次|今后)"
     r"\s*[,，!！。:：~～]*\s*)+",
     re.IGNORECASE,
 )
 _SUBJECT = re.compile(
-    r"^(?:(?:you|we|u|i'd like you to|i want you to|i need you to|can you|could you|please|pls|just|kindly)\s+)+"
+    r"^(?:(?:you|we|u|i'd like you to|i want you to|i need you to|can you|could you|please|pls|just"
+    r"|kindly)\s+)+"
     r"|^(?:你们|你|我们|咱们|请你|请|麻烦|以后|下次|今后|一定要?|务必|都)+\s*",
     re.IGNORECASE,
 )
@@ -52,10 +53,12 @@ _NEVER_EN = re.compile(
     re.IGNORECASE,
 )
 _AVOID_EN = re.compile(
-    r"^(?:please\s+|just\s+|and\s+)?(?:stop|avoid|quit|no\s+more|no|drop\s+the|get\s+rid\s+of)\s+", re.IGNORECASE
+    r"^(?:please\s+|just\s+|and\s+)?(?:stop|avoid|quit|no\s+more|no|drop\s+the|get\s+rid\s+of)\s+",
+    re.IGNORECASE,
 )
 _NOT_ALLOWED = re.compile(
-    r"^(?P<obj>.+?)\s+(?:is|are)\s+(?:not\s+allowed|forbidden|banned|not\s+permitted|off[- ]limits|a\s+no-go)\b",
+    r"^(?P<obj>.+?)\s+(?:is|are)\s+(?:not\s+allowed|forbidden|banned|not\s+permitted|off[- ]limits"
+    r"|a\s+no-go)\b",
     re.IGNORECASE,
 )
 _AVOID_ZH = re.compile(
@@ -85,7 +88,9 @@ _PRESCRIBE_ZH = re.compile(
     r"使用|调用|执行|运行|跑|走|加上|加|设置|指定|固定|锁定|保持|保留|升级|降级|回退|放到|放在|写到|写成|装|切到|"
     r"切换到|开启|打开|关闭|配置|检查|确认|等|传|带上?|要)"
 )
-_INSTEAD_TAIL = re.compile(r"(?:\s+(?:instead\s+of|rather\s+than|not)\s+|\s*(?:而不是|而非|不要用|别用)\s*)(?P<obj>.+)$")
+_INSTEAD_TAIL = re.compile(
+    r"(?:\s+(?:instead\s+of|rather\s+than|not)\s+|\s*(?:而不是|而非|不要用|别用)\s*)(?P<obj>.+)$"
+)
 _CONCRETE = re.compile(
     r"`[^`]+`|[A-Za-z0-9][\w-]*[./_=:@#][\w./=:@#*<>|%-]*\w|--?[a-z][\w-]+|\b[A-Z]{2,}\w*\b|\b[a-z]+[A-Z]\w*"
     r"|(?<=[\u4e00-\u9fff\s])[A-Za-z][\w-]{1,}(?=[\u4e00-\u9fff\s，。]|$)"

@@ -13,6 +13,7 @@ are dropped, and the line is cut at a clause boundary.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ..text.lessons import LESSON_CAP, lesson_problems, meaningless_object
@@ -34,6 +35,7 @@ _ERROR_OPENING = re.compile(
     r"^\s*(?:\S+:\s*)?(?:error|fatal|panic|err!|failed|failure|exception|e\d{2,}|[A-Z]\w*(?:Error|Exception|Fault)"
     r"|ERR_[A-Z_]+|FAILED|FATAL|ERROR|CRITICAL)\b",
 )
+_ERROR_INSIDE = re.compile(r"(?<=\s)(?:error|fatal|ERROR|FATAL|[A-Z]\w*(?:Error|Exception)|ERR_[A-Z_]+)\b:")
 _FAILURE_WORD = re.compile(
     r"error|exception|\b(?:fail(?:ed|s|ure)?|fatal|denied|refused|not found|cannot|can't|could not|couldn't"
     r"|unable|invalid|unsupported|missing|timed out|timeout|forbidden|unauthori[sz]ed|conflict|mismatch"
@@ -53,6 +55,16 @@ def error_signature(text: str | None) -> str | None:
     """The first meaningful error line of ``text``, sanitised and cut short; None when there is none."""
     if not text:
         return None
+    if len(text) <= _MEMO_TEXT:
+        return _signature_memo(text)
+    return _signature(text)
+
+
+# Every repair of a session reads the same few traces: short texts keep their answer.
+_MEMO_TEXT = 4_096
+
+
+def _signature(text: str) -> str | None:
     lines = [_LOG_PREFIX.sub("", ln).strip() for ln in text[-SCAN_LIMIT:].splitlines()]
     lines = [ln for ln in lines if ln and not _FRAME.search(ln) and len(ln) > 3]
     if not lines:
@@ -60,10 +72,16 @@ def error_signature(text: str | None) -> str | None:
     pick = next((ln for ln in lines if _ERROR_OPENING.match(ln)), None)
     if pick is None:
         pick = next((ln for ln in lines if _FAILURE_WORD.search(ln)), lines[0])
+    inside = _ERROR_INSIDE.search(pick)
+    if inside is not None:
+        pick = pick[inside.start() :]  # the message, not what was printed before it
     clean = sanitize_line(pick, SCAN_LIMIT)
     if not clean:
         return None
     return _shorten(clean)
+
+
+_signature_memo = functools.lru_cache(maxsize=1_024)(_signature)
 
 
 def _shorten(line: str) -> str:
@@ -89,7 +107,11 @@ def failure_line(action: str | None, text: str | None, *, chinese: bool, source:
     if act and meaningless_object(act) is not None:
         act = ""
     signature = error_signature(text)
-    if signature and act and (act.casefold() in signature.casefold() or signature.casefold() in act.casefold()):
+    if (
+        signature
+        and act
+        and (act.casefold() in signature.casefold() or signature.casefold() in act.casefold())
+    ):
         signature = None  # the "error" only repeats what was done: no message to quote
     if act and signature:
         tail = f"（报错：{signature}）" if chinese else f" — failed with: {signature}"
@@ -104,7 +126,7 @@ def failure_line(action: str | None, text: str | None, *, chinese: bool, source:
         if line is not None and not lesson_problems(line, source):
             return line
     if signature:
-        line = fit_line("Avoid: ", f"再次触发：{signature}" if chinese else f"what fails with: {signature}")
+        line = fit_line("Avoid: ", f"再次出现 {signature}" if chinese else signature)
         if line is not None and not lesson_problems(line, source):
             return line
     return None
@@ -119,7 +141,9 @@ _HINT = re.compile(
     r"\s*:?\s*(?P<b>.+)$",
     re.IGNORECASE | re.MULTILINE,
 )
-_OVERRIDE = re.compile(r"\b(?:at\s+the\s+risk|override|--force\b|--break-|--no-verify|insecure|disable)", re.IGNORECASE)
+_OVERRIDE = re.compile(
+    r"\b(?:at\s+the\s+risk|override|--force\b|--break-|--no-verify|insecure|disable)", re.IGNORECASE
+)
 _HAS_OBJECT = re.compile(r"[./_=`'\"-]|\b[A-Z]{2,}|\w+\(")
 
 

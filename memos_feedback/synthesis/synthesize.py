@@ -9,7 +9,8 @@ Two ways to write the two lines, tried in order:
    empty once sanitised, a line that breaks a lesson rule, even an
    unexpected exception from the client — falls back to the template, with
    the reason kept in ``llm_error`` (and counted, ``synthesis_counts``).
-   One side may be ``""`` (the evidence says nothing about it), not both. Only with ``raise_transient=True`` does an
+   One side may be ``""`` (the evidence says nothing about it), not both.
+   Only with ``raise_transient=True`` does an
    ``LLMTransientError`` propagate, so the durable queue can retry the job
    later; its last attempt calls again with ``raise_transient=False``.
 2. **Template** (``template.py``): the user's prescribing and forbidding

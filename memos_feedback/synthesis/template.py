@@ -76,7 +76,8 @@ def template_lines(
         prefer = hint_line(_failure_text(evidence.low[0]), source or None)
     if avoid is None:
         worst = min(evidence.low, key=lambda t: t.value, default=None)
-        if worst is not None:
+        # A failure that left neither text nor a failed call says nothing to quote.
+        if worst is not None and (_failure_text(worst).strip() or _failed_tool(worst)):
             action = _action(context, _failed_tool(worst) or tool_id)
             text = _failure_text(worst)
             avoid = failure_line(action, text, chinese=has_cjk(source), source=source or None)
@@ -91,7 +92,9 @@ def _from_user(feedback: FeedbackSignal | None, source: str) -> tuple[str | None
         return None, None
     text = getattr(feedback, "text", "")
     hint = feedback.prefer or feedback.correction or feedback.constraint or feedback.avoid
-    prefer_i, avoid_i = instruction_lines(text, hint) if isinstance(text, str) and text.strip() else (None, None)
+    prefer_i, avoid_i = (
+        instruction_lines(text, hint) if isinstance(text, str) and text.strip() else (None, None)
+    )
     prefer = prefer_i.line if prefer_i is not None else None
     avoid = avoid_i.line if avoid_i is not None else None
     if prefer is None:
@@ -130,7 +133,7 @@ def _success_line(traces: tuple[TraceRow, ...], source: str) -> str | None:
 
 
 def _as_action(sentence: str) -> str:
-    """"Ran pnpm install in web/: 312 packages" → "run pnpm install in web/"."""
+    """ "Ran pnpm install in web/: 312 packages" → "run pnpm install in web/"."""
     sentence = sentence.split(": ", 1)[0].strip()
     head, *tail = _WORKED.split(sentence, maxsplit=1)
     rest = tail[0].strip() if tail else ""
@@ -141,10 +144,12 @@ def _as_action(sentence: str) -> str:
 
 
 # Tool names that say how, not what: the context names the action for them.
-_GENERIC_TOOLS = frozenset(
-    "shell bash sh zsh run exec cmd terminal command fs file files edit write read python code tool test tests"
-    " ci job script task http api web browser search".split()
+_GENERIC_TOOL_NAMES = (
+    "shell bash sh zsh run exec cmd terminal command fs file files edit write read python code tool test"
+    " tests"
+    " ci job script task http api web browser search"
 )
+_GENERIC_TOOLS = frozenset(_GENERIC_TOOL_NAMES.split())
 
 
 def _action(context: str | None, tool: str | None) -> str | None:

@@ -48,23 +48,25 @@ _LABEL = re.compile(
     re.IGNORECASE,
 )
 # "X instead of Y", "X rather than Y", "X 而不是 Y": two objects.
-_INSTEAD = re.compile(r"\s+(?:instead\s+of|rather\s+than)\s+|\s*(?:而不是|而非|而不要|不要用)\s*", re.IGNORECASE)
+_INSTEAD = re.compile(
+    r"\s+(?:instead\s+of|rather\s+than)\s+|\s*(?:而不是|而非|而不要|不要用)\s*", re.IGNORECASE
+)
 # A trailing note in brackets or after a dash is a qualifier, not the object.
 _QUALIFIER = re.compile(r"\s*(?:[(（].*|\s[—–-]\s.*)$", re.DOTALL)
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WORDS = re.compile(r"[A-Za-z][A-Za-z'-]*|[\u3400-\u4dbf\u4e00-\u9fff]+|\S")
 
 # Words that refer to no particular thing: what a placeholder is made of.
-_GENERIC_EN = frozenset(
-    """a an the for of to with in on at by from that which what this these those it its is was are were be
+_GENERIC_EN_WORDS = """
+    a an the for of to with in on at by from that which what this these those it its is was are were be
     been being and or not no same previous previously before earlier last again once prior old
     approach approaches method methods way ways solution solutions thing things something anything
     fix fixes option options step steps action actions attempt attempts pattern patterns one ones other
     alternative alternatives different better correct right proper wrong bad good usual usual normal
     worked works work working succeeded success successful successfully failed fails fail failing failure
     repeat repeating repeated do doing done did try trying tried use using used again task tool here there
-    time times whatever whichever instead""".split()
-)
+    time times whatever whichever instead"""
+_GENERIC_EN = frozenset(_GENERIC_EN_WORDS.split())
 _GENERIC_ZH = (
     "之前|以前|上次|原来|原先|成功|失败|的|了|过|方法|方式|做法|办法|同样|一样|重复|这个|那个|这样|那样"
     "|这种|那种|别的|其他|其它|正确|错误|操作|步骤|尝试|再|又|方案|东西|用|做|它|此"
