@@ -33,7 +33,9 @@ from ..text.lessons import LESSON_CAP, has_cjk, lesson_problems
 __all__ = ["Instruction", "fit_line", "instruction_lines", "split_sentences"]
 
 _SENTENCE = re.compile(r"(?<=[。！？!?；;\n])|(?<=[.])\s+(?=\S)")
-_CLAUSE = re.compile(r"(?<=[，,])\s*")
+# Clauses end at a comma or a colon; an ASCII one only before a space, so
+# "CUDA_VISIBLE_DEVICES=4,5,6,7" and "localhost:29500" stay whole.
+_CLAUSE = re.compile(r"(?<=[，：])\s*|(?<=[,:])\s+")
 _DISCOURSE = re.compile(
     r"^(?:\s*(?:(?:no|nope|nah|wait|wrong|not quite|that'?s wrong|that is wrong|ok(?:ay)?|well|sorry"
     r"|oh|ah|hey|look|hmm+)\s*[,，!！.。:：~～-]+|(?:actually|also|and|but|then|again|please|pls|plz|fyi|btw|so)\b[,，]?"
@@ -83,10 +85,19 @@ _MODAL_EN = re.compile(
     r"|is\s+the\s+(?:right|correct)|goes?\s+through|belongs?\s+in|lives?\s+in)\b",
     re.IGNORECASE,
 )
+# Strong cues prescribe wherever they stand; weak ones ("用", "要", "先")
+# only near the start of a clause. "不需要", "没用" are not cues at all.
+_PRESCRIBE_ZH_STRONG = re.compile(
+    r"(?<![不别没])(?:改用|换成|换用|改成|改为|设成|设为|统一用?|一律|必须|应该|应当|务必|记得|只用|只能|都用|请用|要用)"
+)
 _PRESCRIBE_ZH = re.compile(
-    r"(?:改用|换成|换用|改成|改为|设成|设为|统一用?|一律|必须|应该|应当|务必|记得|需要|只用|只能|都用|请用|要用|先|用|"
-    r"使用|调用|执行|运行|跑|走|加上|加|设置|指定|固定|锁定|保持|保留|升级|降级|回退|放到|放在|写到|写成|装|切到|"
-    r"切换到|开启|打开|关闭|配置|检查|确认|等|传|带上?|要)"
+    r"(?<![不别没])(?:需要|先|用|使用|调用|执行|运行|跑|加上|加|设置|指定|固定|锁定|保持|保留|升级|降级|回退|放到|放在|"
+    r"写到|写成|装|切到|切换到|开启|打开|关闭|配置|检查|确认|等|传|带上?|要)"
+)
+# A clause that explains ("那个 loading script 会…", "because …") is not part of the instruction.
+_EXPLAINS = re.compile(
+    r"^(?:那个|这个|那样|这样|因为|因此|所以|否则|不然|那等于|這|那|because|since|so\s|otherwise|that'?s|this\s+is|which)",
+    re.IGNORECASE,
 )
 _INSTEAD_TAIL = re.compile(
     r"(?:\s+(?:instead\s+of|rather\s+than|not)\s+|\s*(?:而不是|而非|不要用|别用)\s*)(?P<obj>.+)$"
@@ -117,17 +128,25 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
 
 
-def instruction_lines(text: str, hint: str | None = None) -> tuple[Instruction | None, Instruction | None]:
-    """``(prefer, avoid)``: the lines the message's instructions make, either may be None."""
-    sentences = split_sentences(text)
-    if hint:
-        # The classifier's span names the sentence that matters most: read it first.
-        sentences.sort(key=lambda s: hint not in s)
-    found = [item for sentence in sentences for item in _instructions(sentence)]
+def instruction_lines(
+    text: str, hint: str | None = None, avoid_hint: str | None = None
+) -> tuple[Instruction | None, Instruction | None]:
+    """``(prefer, avoid)``: the lines the message's instructions make, either may be None.
+
+    ``hint`` / ``avoid_hint``: the classifier's spans for each side, which
+    break ties between equally concrete clauses.
+    """
+    found = [item for sentence in split_sentences(text) for item in _instructions(sentence)]
+
     # A clause that names something concrete (a command, a flag, a file, a
     # value) is a better lesson than one that only says "do it properly";
-    # among equals the user's order is kept.
-    found.sort(key=lambda item: not _CONCRETE.search(item[1]))
+    # then the one the classifier's span comes from; then the user's order.
+    def rank(item: tuple[str, str]) -> tuple[bool, bool]:
+        polarity, clause = item
+        side_hint = avoid_hint if polarity == "avoid" else hint
+        return (not _CONCRETE.search(clause), not (side_hint and side_hint in clause))
+
+    found.sort(key=rank)
     prefer: Instruction | None = None
     avoid: Instruction | None = None
     for polarity, clause in found:
@@ -156,18 +175,57 @@ def _instructions(sentence: str) -> list[tuple[str, str]]:
         if pending and polarity is not None:
             clause, pending = f"{pending}{'' if has_cjk(pending) else ' '}{clause}", ""
         if polarity is None:
-            if out:
+            if _EXPLAINS.match(clause):
+                if out:
+                    kind, prev = out[-1]
+                    out[-1] = (kind, prev.rstrip("，,： "))
+                out.append(("explains", clause))  # ends what came before; never a lesson
+                continue
+            if out and out[-1][0] != "explains":
                 kind, prev = out[-1]
-                out[-1] = (kind, f"{prev}{'' if prev.endswith('，') else ' '}{clause}")
+                out[-1] = (kind, f"{prev}{'' if prev.endswith(('，', '：')) else ' '}{clause}")
             continue
         out.append((polarity, clause))
     return out
+
+
+_OMITTED = re.compile(
+    r"^(?:you|u)\s+(?:never|didn'?t|did\s+not|forgot\s+to|forget\s+to|keep\s+forgetting\s+to|missed|skipped)\s+",
+    re.IGNORECASE,
+)
+# Words that open a clause without being an imperative verb.
+_NOT_VERB_WORDS = (
+    "i you he she it we they this that these those there here the a an my your our their its his her some any"
+    " all every each no none nothing anything everything something who what which when where why how if"
+    " because since so but and or also then now just only even still yet not is are was were be been has have"
+    " had do does did will would can could should must may might shall"
+)
+_NOT_VERB = frozenset(_NOT_VERB_WORDS.split())
+_SUBJECT_VERB_WORDS = (
+    "is are was were has have had does did will would can could should must may might needs goes seems looks"
+    " runs breaks fails works means belongs lives wants 's"
+)
+_SUBJECT_VERB = frozenset(_SUBJECT_VERB_WORDS.split())
+_NOUNISH = re.compile(r"(?:s|ed|ing|tion|sion|ness|ment|ity|ly|er|or)$")
+
+
+def _bare_verb(bare: str) -> bool:
+    """A clause that opens with a bare verb and names something concrete ("restore it with uv pip sync …")."""
+    words = bare.split(None, 2)
+    if len(words) < 2 or not words[0].isascii() or not words[0].isalpha():
+        return False
+    first, second = words[0].lower(), words[1].lower().strip(",.")
+    if first in _NOT_VERB or _NOUNISH.search(first) or second in _SUBJECT_VERB or second.endswith("'s"):
+        return False
+    return _CONCRETE.search(bare) is not None
 
 
 _DESCRIBES = re.compile(r"^(?:that|this|it|which|these|those|there)\b(?!\s+(?:should|must)\b)", re.IGNORECASE)
 
 
 def _polarity(clause: str) -> str | None:
+    if _OMITTED.match(clause):
+        return "prefer"  # "you never call X" / "you forgot to X": do X
     bare = _SUBJECT.sub("", clause)
     if _DESCRIBES.match(bare):
         return None  # "that only hides it": a remark about the last attempt, not an instruction
@@ -176,7 +234,9 @@ def _polarity(clause: str) -> str | None:
     zh = _AVOID_ZH.search(clause)
     if zh is not None and zh.start() <= 12:
         return "avoid"
-    if _PRESCRIBE_EN.match(bare) or _MODAL_EN.search(clause) or _ALWAYS.match(bare):
+    if _PRESCRIBE_EN.match(bare) or _MODAL_EN.search(clause) or _ALWAYS.match(bare) or _bare_verb(bare):
+        return "prefer"
+    if _PRESCRIBE_ZH_STRONG.search(clause):
         return "prefer"
     zh_pos = _PRESCRIBE_ZH.search(clause)
     if zh_pos is not None and zh_pos.start() <= 12:
@@ -201,11 +261,16 @@ def _avoid_line(clause: str, source: str) -> Instruction | None:
         return None
     before = _SUBJECT.sub("", clause[: zh.start()]).strip()
     rest = clause[zh.end() :].lstrip()
-    body = f"{before}{rest}" if len(before) > 2 else rest
+    glue = " " if before[-1:].isascii() and rest[:1].isascii() else ""
+    body = f"{before}{glue}{rest}" if len(before) > 2 else rest
     return _checked("Avoid: ", body, clause, source)
 
 
 def _prefer_line(clause: str, source: str) -> Instruction | None:
+    omitted = _OMITTED.match(clause)
+    if omitted is not None:
+        rest = clause[omitted.end() :]
+        return _checked("Prefer: ", rest, clause, source)
     bare = _SUBJECT.sub("", clause.rstrip("，, "))
     m = _ALWAYS.match(bare)
     if m is not None and bare[m.end() :].strip():

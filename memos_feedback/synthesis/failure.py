@@ -23,6 +23,7 @@ from .clauses import fit_line
 __all__ = ["error_signature", "failure_line", "hint_line"]
 
 _SIGNATURE_CAP = 110
+_MIN_SIGNATURE = 48
 _FRAME = re.compile(
     r"^\s*(?:at\s+\S|File\s+\"|#\d+\s|\d+\s*[|│]|[|│]\s|\^|~{2,}|Traceback\b|goroutine\s+\d|\.\.\.\s*\d+\s+more"
     r"|[+\-]{3}\s|@@|diff\s+--git|index\s+[0-9a-f]{6,}|Caused\s+by:\s*$|In\s+file\s+included)"
@@ -35,6 +36,8 @@ _ERROR_OPENING = re.compile(
     r"^\s*(?:\S+:\s*)?(?:error|fatal|panic|err!|failed|failure|exception|e\d{2,}|[A-Z]\w*(?:Error|Exception|Fault)"
     r"|ERR_[A-Z_]+|FAILED|FATAL|ERROR|CRITICAL)\b",
 )
+_EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b:\s*\S")
+_EXIT_ONLY = re.compile(r"\bexit(?:ed)?\s+(?:with\s+)?(?:exit\s+)?(?:code|status)\b", re.IGNORECASE)
 _ERROR_INSIDE = re.compile(r"(?<=\s)(?:error|fatal|ERROR|FATAL|[A-Z]\w*(?:Error|Exception)|ERR_[A-Z_]+)\b:")
 _FAILURE_WORD = re.compile(
     r"error|exception|\b(?:fail(?:ed|s|ure)?|fatal|denied|refused|not found|cannot|can't|could not|couldn't"
@@ -69,7 +72,13 @@ def _signature(text: str) -> str | None:
     lines = [ln for ln in lines if ln and not _FRAME.search(ln) and len(ln) > 3]
     if not lines:
         return None
-    pick = next((ln for ln in lines if _ERROR_OPENING.match(ln)), None)
+    # An exception's own message first; then an error line that is not just
+    # an exit status ("task 1: Exited with exit code 1" says only that it failed).
+    pick = next((ln for ln in lines if _EXCEPTION.search(ln)), None)
+    if pick is None:
+        pick = next((ln for ln in lines if _ERROR_OPENING.match(ln) and not _EXIT_ONLY.search(ln)), None)
+    if pick is None:
+        pick = next((ln for ln in lines if _ERROR_OPENING.match(ln)), None)
     if pick is None:
         pick = next((ln for ln in lines if _FAILURE_WORD.search(ln)), lines[0])
     inside = _ERROR_INSIDE.search(pick)
@@ -84,16 +93,17 @@ def _signature(text: str) -> str | None:
 _signature_memo = functools.lru_cache(maxsize=1_024)(_signature)
 
 
-def _shorten(line: str) -> str:
-    if len(line) <= _SIGNATURE_CAP:
+def _shorten(line: str, cap: int = _SIGNATURE_CAP) -> str:
+    if len(line) <= cap:
         return line
-    head = line[:_SIGNATURE_CAP]
+    head = line[:cap]
+    floor = min(40, cap // 2)
     for mark in _BOUNDARY:
         at = head.rfind(mark)
-        if at >= 40:
+        if at >= floor:
             return head[:at]
     at = head.rfind(" ")
-    return head[:at] if at >= 40 else head
+    return head[:at] if at >= floor else head
 
 
 def _tidy(text: str) -> str:
@@ -114,6 +124,11 @@ def failure_line(action: str | None, text: str | None, *, chinese: bool, source:
     ):
         signature = None  # the "error" only repeats what was done: no message to quote
     if act and signature:
+        # What was done is the lesson's object: the error's line gives way first.
+        frame = len("Avoid: ") + (len("（报错：）") if chinese else len(" — failed with: "))
+        spare = LESSON_CAP - frame - len(act)
+        if len(signature) > spare:
+            signature = _shorten(signature, max(_MIN_SIGNATURE, spare))
         tail = f"（报错：{signature}）" if chinese else f" — failed with: {signature}"
         room = LESSON_CAP - len("Avoid: ") - len(tail)
         if len(act) > room:
@@ -138,22 +153,31 @@ _HINT = re.compile(
     r"^\s*(?:hint|help|tip|suggestion|solution|fix)\s*:\s*(?P<a>.+)$"
     r"|\b(?:did\s+you\s+mean|to\s+fix\s+(?:this|it)?\s*,?|please\s+(?:use|run)|consider\s+(?:using|running)"
     r"|you\s+(?:should|can|may|might\s+want\s+to)\s+(?:use|run|set|add|pass|call)|try\s+(?:using|running))"
-    r"\s*:?\s*(?P<b>.+)$",
+    r"\s*:?\s*(?P<b>.+)$"
+    r"|(?:^\s*(?:[-*•]\s*)?(?:\w+ly\s+)?|[,;]\s+|\.\s+)(?P<c>(?:use|run|try|set|pass|call|add|install)\s+.*$)",
     re.IGNORECASE | re.MULTILINE,
 )
 _OVERRIDE = re.compile(
     r"\b(?:at\s+the\s+risk|override|--force\b|--break-|--no-verify|insecure|disable)", re.IGNORECASE
 )
+_TOKEN = re.compile(r"[\w./=:@-]+")
 _HAS_OBJECT = re.compile(r"[./_=`'\"-]|\b[A-Z]{2,}|\w+\(")
 
 
-def hint_line(text: str | None, source: str | None) -> str | None:
-    """``Prefer: <what the tool itself suggests>``, when its output names a concrete fix."""
+def hint_line(text: str | None, source: str | None, avoid: str | None = None) -> str | None:
+    """``Prefer: <what the tool itself suggests>``, when its output names a concrete fix.
+
+    Never what ``avoid`` (the other line) warns against: a tool often offers
+    the unsafe way out too ("pass trust_remote_code=True").
+    """
     if not text:
         return None
+    avoided = {t.casefold() for t in _TOKEN.findall(avoid or "") if _HAS_OBJECT.search(t)}
     for m in _HINT.finditer(text[-SCAN_LIMIT:]):
-        advice = (m.group("a") or m.group("b") or "").strip()
+        advice = (m.group("a") or m.group("b") or m.group("c") or "").strip()
         if not _HAS_OBJECT.search(advice) or _OVERRIDE.search(advice):
+            continue
+        if any(t.casefold() in avoided for t in _TOKEN.findall(advice)):
             continue  # nothing concrete, or the unsafe way out the tool also offers
         line = fit_line("Prefer: ", sanitize_line(advice, LESSON_CAP))
         if line is not None and not lesson_problems(line, source):

@@ -72,8 +72,6 @@ def template_lines(
     prefer, avoid = _from_user(feedback, source)
     if prefer is None:
         prefer = _success_line(evidence.high, source)
-    if prefer is None and evidence.low:
-        prefer = hint_line(_failure_text(evidence.low[0]), source or None)
     if avoid is None:
         worst = min(evidence.low, key=lambda t: t.value, default=None)
         # A failure that left neither text nor a failed call says nothing to quote.
@@ -81,6 +79,8 @@ def template_lines(
             action = _action(context, _failed_tool(worst) or tool_id)
             text = _failure_text(worst)
             avoid = failure_line(action, text, chinese=has_cjk(source), source=source or None)
+    if prefer is None and evidence.low:
+        prefer = hint_line(_failure_text(evidence.low[0]), source or None, avoid)
     lines = [_final(line, source) for line in (prefer, avoid)]
     if not any(lines):
         return None

@@ -73,7 +73,7 @@ _GENERIC_ZH = (
 )
 _GENERIC_ZH_RE = re.compile(f"(?:{_GENERIC_ZH})+")
 _DEMONSTRATIVE = re.compile(
-    r"^(?:(?:do(?:ing)?|use|using|try(?:ing)?|run(?:ning)?|write|writing|the|a|an)\s+)*"
+    r"^(?:[a-z][\w'-]*\s+)?(?:(?:do(?:ing)?|use|using|try(?:ing)?|run(?:ning)?|write|writing|the|a|an)\s+)*"
     r"(?:this|that|these|those|it|them|one|here|there|so|such|something|stuff)$"
     r"|^(?:用|做|写|搞|改|跑|执行|使用)?(?:这|那|此|它|这样|那样|这个|那个|这种|那种|这些|那些|这么做|那么做|这么写|那么写|这么干)$",
     re.IGNORECASE,

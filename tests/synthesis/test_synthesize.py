@@ -21,6 +21,7 @@ from memos_feedback.synthesis.synthesize import (
     SKIP_INSUFFICIENT_EVIDENCE,
     SKIP_LLM_FAILED,
     SynthesisOutcome,
+    synthesis_counts,
     synthesize_draft,
 )
 from memos_feedback.types import ClassifiedFeedback, Shape
@@ -159,12 +160,19 @@ def test_template_one_side_stays_empty_and_lowers_confidence() -> None:
 
 
 def test_template_picks_best_and_worst_trace() -> None:
-    highs = [trace("h1", 0.3, reflection="meh"), trace("h2", 0.95, reflection="best one"), trace("h3", 0.5)]
-    lows = [trace("l1", -0.2, reflection="minor"), trace("l2", -0.99, reflection="worst one")]
+    highs = [
+        trace("h1", 0.3, reflection="pip install -r req.txt"),
+        trace("h2", 0.95, reflection="uv sync --frozen"),
+        trace("h3", 0.5),
+    ]
+    lows = [
+        trace("l1", -0.2, reflection="minor: slow mirror"),
+        trace("l2", -0.99, reflection="resolver conflict"),
+    ]
     draft = run(evidence(highs, lows)).draft
     assert draft is not None
-    assert draft.preference == "Prefer: best one"
-    assert draft.anti_pattern == "Avoid: pip.install — failed with: worst one"
+    assert draft.preference == "Prefer: uv sync --frozen"
+    assert draft.anti_pattern == "Avoid: pip.install — failed with: resolver conflict"
     assert draft.high_value_trace_ids == ("h1", "h2", "h3")
     assert draft.low_value_trace_ids == ("l1", "l2")
 
@@ -305,6 +313,30 @@ def test_every_llm_failure_falls_back_to_the_template(
     assert draft is not None
     assert draft.preference == "Prefer: uv sync resolved the dependencies"
     assert draft.anti_pattern == "Avoid: pip.install — failed with: pip install failed"
+
+
+@pytest.mark.parametrize(
+    ("name", "rule"),
+    [("placeholder", "placeholder"), ("stack-frame", "stack-or-diff"), ("demonstrative", "tiny-object")],
+)
+def test_a_reply_that_breaks_a_lesson_rule_falls_back_and_is_counted(
+    server: ChatServer, llm: OpenAIRepairLLM, name: str, rule: str
+) -> None:
+    before = synthesis_counts()
+    server.script(FAILURES[name])
+    out = run(BOTH, llm=llm)
+    assert out.source == "template" and out.llm_error == f"lesson check: {rule}"
+    after = synthesis_counts()
+    assert after["llm-rejected-lesson"] == before["llm-rejected-lesson"] + 1
+    assert after["template"] == before["template"] + 1
+    assert after["llm"] == before["llm"] and after["llm-failed"] == before["llm-failed"]
+
+
+def test_a_reply_may_leave_one_side_empty(server: ChatServer, llm: OpenAIRepairLLM) -> None:
+    server.script(Behaviour.ok(json.dumps({**GOOD_REPLY, "preference": ""})))
+    out = run(BOTH, llm=llm)
+    assert out.source == "llm" and out.draft is not None
+    assert out.draft.preference == "" and out.draft.anti_pattern == GOOD_REPLY["anti_pattern"]
 
 
 def test_llm_failure_without_grounded_text_skips_as_llm_failed(
