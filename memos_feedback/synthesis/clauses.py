@@ -82,7 +82,11 @@ _PRESCRIBE_EN = re.compile(
 )
 _MODAL_EN = re.compile(
     r"\b(?:should|must|need(?:s)?\s+to|ha(?:s|ve)\s+to|always|instead|prefer(?:red)?|make\s+sure|only\s+use"
-    r"|is\s+the\s+(?:right|correct)|goes?\s+through|belongs?\s+in|lives?\s+in)\b",
+    r"|is\s+the\s+(?:right|correct)|goes?\s+through|belongs?\s+in|lives?\s+in)\b"
+    # "it's `git push --force-with-lease`": a correction naming the right thing
+    r"|\b(?:it'?s|it\s+is)\s+(?=`|\S*[./_=-]\S)"
+    # "vitest only": a restriction to one thing
+    r"|^[\w.@/-]+\s+only\b",
     re.IGNORECASE,
 )
 # Strong cues prescribe wherever they stand; weak ones ("用", "要", "先")
@@ -106,10 +110,9 @@ _CONCRETE = re.compile(
     r"`[^`]+`|[A-Za-z0-9][\w-]*[./_=:@#][\w./=:@#*<>|%-]*\w|--?[a-z][\w-]+|\b[A-Z]{2,}\w*\b|\b[a-z]+[A-Z]\w*"
     r"|(?<=[\u4e00-\u9fff\s])[A-Za-z][\w-]{1,}(?=[\u4e00-\u9fff\s，。]|$)"
 )
-_CONDITION = re.compile(
-    r"^(?:when|whenever|if|once|before|after|while)\b[^,，]*[,，]\s*$|(?:的时候|的時候|时|時|的话|的話|之前|之后|之後)[,，]\s*$",
-    re.IGNORECASE,
-)
+_CONDITION = re.compile(r"^(?:when|whenever|if|once|before|after|while)\b[^,，]*[,，]\s*$", re.IGNORECASE)
+# "用 GradScaler 的时候，": a condition, whatever verb it holds.
+_CONDITION_ZH = re.compile(r"(?:的时候|的時候|时|時|的话|的話|之前|之后|之後)[,，]\s*$")
 _TRAILING = re.compile(
     r"(?:[\s,，;；:：、。.!！?？~～\-–—]|\s(?:please|pls|plz|thanks|thx|ok|okay)\b|(?<=[\u4e00-\u9fff])[吧哦啊呀哈])+$",
     re.IGNORECASE,
@@ -167,11 +170,11 @@ def _instructions(sentence: str) -> list[tuple[str, str]]:
         clause = _DISCOURSE.sub("", clause.strip()).strip()
         if not clause:
             continue
-        if _CONDITION.search(clause):
+        polarity = None if _CONDITION_ZH.search(clause) else _polarity(clause)
+        if polarity is None and (_CONDITION.search(clause) or _CONDITION_ZH.search(clause)):
             # "when using GradScaler," / "用 GradScaler 的时候，" belongs to what follows.
             pending = f"{pending}{clause}"
             continue
-        polarity = _polarity(clause)
         if pending and polarity is not None:
             clause, pending = f"{pending}{'' if has_cjk(pending) else ' '}{clause}", ""
         if polarity is None:
@@ -203,7 +206,7 @@ _NOT_VERB_WORDS = (
 _NOT_VERB = frozenset(_NOT_VERB_WORDS.split())
 _SUBJECT_VERB_WORDS = (
     "is are was were has have had does did will would can could should must may might needs goes seems looks"
-    " runs breaks fails works means belongs lives wants 's"
+    " runs breaks fails works means belongs lives wants 's and or nor & / vs"
 )
 _SUBJECT_VERB = frozenset(_SUBJECT_VERB_WORDS.split())
 _NOUNISH = re.compile(r"(?:s|ed|ing|tion|sion|ness|ment|ity|ly|er|or)$")
@@ -316,7 +319,7 @@ def _cut(body: str, budget: int) -> str:
 
 _DANGLING = re.compile(
     r"(?:\s+(?:and|or|to|the|a|an|of|with|for|then|but|because|if|when|than|into|from|by|in|on|at|is|are"
-    r"|be|not|so|as|that|which|while|via|its|their|your|our|my)|和|或|或者|的|把|在|跟|从|对|与|及|并|而|但|因为|如果|就|先|再|让|给|被|将)$",
+    r"|be|not|so|as|that|which|while|via|its|their|your|our|my)|和|或|或者|把|在|跟|从|对|与|及|并|而|但|因为|如果|就|先|再|让|给|被|将)$",
     re.IGNORECASE,
 )
 _OPENERS = "(（[{「『【"

@@ -18,9 +18,9 @@ import re
 
 from ..text.lessons import LESSON_CAP, lesson_problems, meaningless_object
 from ..text.sanitize import SCAN_LIMIT, sanitize_line
-from .clauses import fit_line
+from .clauses import fit_line, instruction_lines
 
-__all__ = ["error_signature", "failure_line", "hint_line"]
+__all__ = ["error_signature", "failure_line", "hint_line", "retry_line"]
 
 _SIGNATURE_CAP = 110
 _MIN_SIGNATURE = 48
@@ -36,6 +36,7 @@ _ERROR_OPENING = re.compile(
     r"^\s*(?:\S+:\s*)?(?:error|fatal|panic|err!|failed|failure|exception|e\d{2,}|[A-Z]\w*(?:Error|Exception|Fault)"
     r"|ERR_[A-Z_]+|FAILED|FATAL|ERROR|CRITICAL)\b",
 )
+_ERROR_NAME = re.compile(r"[\w.]*(?:Error|Exception|Fault)\b|\bERR_[A-Z_]+|\bE\d{2,}\b|\b[A-Z][A-Za-z]+Limit\b")
 _EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b:\s*\S")
 _EXIT_ONLY = re.compile(r"\bexit(?:ed)?\s+(?:with\s+)?(?:exit\s+)?(?:code|status)\b", re.IGNORECASE)
 _ERROR_INSIDE = re.compile(r"(?<=\s)(?:error|fatal|ERROR|FATAL|[A-Z]\w*(?:Error|Exception)|ERR_[A-Z_]+)\b:")
@@ -87,7 +88,7 @@ def _signature(text: str) -> str | None:
     clean = sanitize_line(pick, SCAN_LIMIT)
     if not clean:
         return None
-    return _shorten(clean)
+    return _tidy(_shorten(clean)) or None
 
 
 _signature_memo = functools.lru_cache(maxsize=1_024)(_signature)
@@ -128,7 +129,12 @@ def failure_line(action: str | None, text: str | None, *, chinese: bool, source:
         frame = len("Avoid: ") + (len("（报错：）") if chinese else len(" — failed with: "))
         spare = LESSON_CAP - frame - len(act)
         if len(signature) > spare:
-            signature = _shorten(signature, max(_MIN_SIGNATURE, spare))
+            # Short of room, the error's name ("DistNetworkError", "E404") stands for its line.
+            named = _ERROR_NAME.search(signature)
+            if spare < _MIN_SIGNATURE and named is not None:
+                signature = named.group(0)
+            else:
+                signature = _shorten(signature, max(_MIN_SIGNATURE, spare))
         tail = f"（报错：{signature}）" if chinese else f" — failed with: {signature}"
         room = LESSON_CAP - len("Avoid: ") - len(tail)
         if len(act) > room:
@@ -175,6 +181,10 @@ def hint_line(text: str | None, source: str | None, avoid: str | None = None) ->
     avoided = {t.casefold() for t in _TOKEN.findall(avoid or "") if _HAS_OBJECT.search(t)}
     for m in _HINT.finditer(text[-SCAN_LIMIT:]):
         advice = (m.group("a") or m.group("b") or m.group("c") or "").strip()
+        if m.group("a"):
+            # "hint:" lines wrap mid-sentence: the instruction inside them, if any.
+            found = instruction_lines(advice)[0]
+            advice = found.clause if found is not None else ""
         if not _HAS_OBJECT.search(advice) or _OVERRIDE.search(advice):
             continue
         if any(t.casefold() in avoided for t in _TOKEN.findall(advice)):
@@ -183,3 +193,52 @@ def hint_line(text: str | None, source: str | None, avoid: str | None = None) ->
         if line is not None and not lesson_problems(line, source):
             return line
     return None
+
+
+# A command the trace shows, and what it printed: "$ cmd" or ">>> expr" lines.
+_PROMPT = re.compile(r"^\s*(?:\$|>>>)\s+(?P<cmd>\S.*)$")
+_HEAD = re.compile(r"[A-Za-z_][\w.-]*")
+
+
+def retry_line(action: str | None, text: str | None, source: str | None) -> str | None:
+    """``Prefer: <cmd>`` when the trace shows the same tool run again, differently, without failing.
+
+    A retry of the failing command (same head word as the action, other
+    arguments) that printed no failure is the success the evidence holds;
+    diagnostics (``ls``, ``nvidia-smi``) do not share the action's head.
+    """
+    if not text or not action:
+        return None
+    lines = text[-SCAN_LIMIT:].splitlines()
+    failed_before = False
+    for n, raw in enumerate(lines):
+        m = _PROMPT.match(raw)
+        if m is None:
+            failed_before = failed_before or _FAILURE_WORD.search(raw) is not None
+            continue
+        cmd = m.group("cmd").strip()
+        output = "\n".join(_until_next_prompt(lines[n + 1 :]))
+        head = _HEAD.match(cmd)
+        if (
+            failed_before
+            and head is not None
+            and len(head.group(0)) > 2
+            and head.group(0) in action
+            and cmd not in action
+            and output.strip()
+            and _FAILURE_WORD.search(output) is None
+        ):
+            line = fit_line("Prefer: ", sanitize_line(cmd, LESSON_CAP))
+            if line is not None and not lesson_problems(line, source):
+                return line
+        failed_before = failed_before or _FAILURE_WORD.search(output) is not None
+    return None
+
+
+def _until_next_prompt(lines: list[str]) -> list[str]:
+    out: list[str] = []
+    for raw in lines:
+        if _PROMPT.match(raw):
+            break
+        out.append(raw)
+    return out

@@ -25,7 +25,7 @@ from ..text.sanitize import sanitize_line
 from ..types import TraceRow
 from .clauses import fit_line, instruction_lines, split_sentences
 from .evidence import RepairEvidence
-from .failure import failure_line, hint_line
+from .failure import failure_line, hint_line, retry_line
 from .prompts import FeedbackSignal
 
 __all__ = ["lesson_source", "template_lines"]
@@ -80,7 +80,11 @@ def template_lines(
             text = _failure_text(worst)
             avoid = failure_line(action, text, chinese=has_cjk(source), source=source or None)
     if prefer is None and evidence.low:
-        prefer = hint_line(_failure_text(evidence.low[0]), source or None, avoid)
+        # The trace itself may hold the success: the same tool run again,
+        # differently, without failing; else the tool's own concrete hint.
+        failed = _failure_text(evidence.low[0])
+        action = _action(context, _failed_tool(evidence.low[0]) or tool_id)
+        prefer = retry_line(action, failed, source or None) or hint_line(failed, source or None, avoid)
     lines = [_final(line, source) for line in (prefer, avoid)]
     if not any(lines):
         return None
