@@ -34,11 +34,14 @@ __all__ = ["Instruction", "fit_line", "instruction_lines", "split_sentences"]
 
 _SENTENCE = re.compile(r"(?<=[。！？!?；;\n])|(?<=[.])\s+(?=\S)")
 # Clauses end at a comma or a colon; an ASCII one only before a space, so
-# "CUDA_VISIBLE_DEVICES=4,5,6,7" and "localhost:29500" stay whole.
-_CLAUSE = re.compile(r"(?<=[，：])\s*|(?<=[,:])\s+")
+# "CUDA_VISIBLE_DEVICES=4,5,6,7" and "localhost:29500" stay whole. An ASCII
+# colon ends a clause only after a few plain words ("…has no business
+# running inside the job: run …"), never after a key ("push_to_hub: false").
+_CLAUSE = re.compile(r"(?<=[，：])\s*|(?<=,)\s+|(?<=[A-Za-z]:)\s+")
+_COLON_CLAUSE_WORDS = 4
 _DISCOURSE = re.compile(
     r"^(?:\s*(?:(?:no|nope|nah|wait|wrong|not quite|that'?s wrong|that is wrong|ok(?:ay)?|well|sorry"
-    r"|oh|ah|hey|look|hmm+)\s*[,，!！.。:：~～-]+|(?:actually|also|and|but|then|again|please|pls|plz|fyi|btw|so)\b[,，]?"
+    r"|oh|ah|hey|look|hmm+)\s*[,，!！.。:：~～-]+|(?:actually|also|and|but|then|again|please|pls|plz|fyi|btw)\b[,，]?"
     r"|不对|不是这样|错了|不行|嗯+|哦+|啊|呃|好吧|另外|还有|然后|而且|但是|不过|记住|注意|以后|下次|今后)"
     r"\s*[,，!！。:：~～]*\s*)+",
     re.IGNORECASE,
@@ -100,7 +103,8 @@ _PRESCRIBE_ZH = re.compile(
 )
 # A clause that explains ("那个 loading script 会…", "because …") is not part of the instruction.
 _EXPLAINS = re.compile(
-    r"^(?:那个|这个|那样|这样|因为|因此|所以|否则|不然|那等于|這|那|because|since|so\s|otherwise|that'?s|this\s+is|which)",
+    r"^(?:那个|这个|那样|这样|因为|因此|所以|否则|不然|那等于|這|那|because|since|so\s|otherwise|that'?s|this\s+is|which"
+    r"|hence|thus|therefore|or\s+else)",
     re.IGNORECASE,
 )
 _INSTEAD_TAIL = re.compile(
@@ -108,7 +112,7 @@ _INSTEAD_TAIL = re.compile(
 )
 _CONCRETE = re.compile(
     r"`[^`]+`|[A-Za-z0-9][\w-]*[./_=:@#][\w./=:@#*<>|%-]*\w|--?[a-z][\w-]+|\b[A-Z]{2,}\w*\b|\b[a-z]+[A-Z]\w*"
-    r"|(?<=[\u4e00-\u9fff\s])[A-Za-z][\w-]{1,}(?=[\u4e00-\u9fff\s，。]|$)"
+    r"|(?<=[\u4e00-\u9fff])\s*[A-Za-z][\w-]+|[A-Za-z][\w-]+\s*(?=[\u4e00-\u9fff])"
 )
 _CONDITION = re.compile(r"^(?:when|whenever|if|once|before|after|while)\b[^,，]*[,，]\s*$", re.IGNORECASE)
 # "用 GradScaler 的时候，": a condition, whatever verb it holds.
@@ -162,14 +166,31 @@ def instruction_lines(
     return prefer, avoid
 
 
+def _keeps_colon(piece: str) -> bool:
+    words = piece.split()
+    return len(words) < _COLON_CLAUSE_WORDS or not words[-1][:-1].isalpha()
+
+
+def _clauses(sentence: str) -> list[str]:
+    out: list[str] = []
+    for piece in _CLAUSE.split(sentence):
+        if out and out[-1].endswith(":") and _keeps_colon(out[-1]):
+            out[-1] = f"{out[-1]} {piece}"  # "vitest only: vi.fn …" is one clause
+        else:
+            out.append(piece)
+    return out
+
+
 def _instructions(sentence: str) -> list[tuple[str, str]]:
     """(polarity, clause) for each instruction of the sentence, continuations joined on."""
     out: list[tuple[str, str]] = []
     pending = ""
-    for clause in _CLAUSE.split(sentence):
+    after_colon = False
+    for clause in _clauses(sentence):
         clause = _DISCOURSE.sub("", clause.strip()).strip()
         if not clause:
             continue
+        elaborates, after_colon = after_colon, clause.endswith((":", "："))
         polarity = None if _CONDITION_ZH.search(clause) else _polarity(clause)
         if polarity is None and (_CONDITION.search(clause) or _CONDITION_ZH.search(clause)):
             # "when using GradScaler," / "用 GradScaler 的时候，" belongs to what follows.
@@ -178,7 +199,7 @@ def _instructions(sentence: str) -> list[tuple[str, str]]:
         if pending and polarity is not None:
             clause, pending = f"{pending}{'' if has_cjk(pending) else ' '}{clause}", ""
         if polarity is None:
-            if _EXPLAINS.match(clause):
+            if _EXPLAINS.match(clause) or elaborates:
                 if out:
                     kind, prev = out[-1]
                     out[-1] = (kind, prev.rstrip("，,： "))
@@ -192,6 +213,7 @@ def _instructions(sentence: str) -> list[tuple[str, str]]:
     return out
 
 
+_PLEASE = re.compile(r"^(?:(?:please|pls|just|kindly)\s+)+", re.IGNORECASE)
 _OMITTED = re.compile(
     r"^(?:you|u)\s+(?:never|didn'?t|did\s+not|forgot\s+to|forget\s+to|keep\s+forgetting\s+to|missed|skipped)\s+",
     re.IGNORECASE,
@@ -201,7 +223,7 @@ _NOT_VERB_WORDS = (
     "i you he she it we they this that these those there here the a an my your our their its his her some any"
     " all every each no none nothing anything everything something who what which when where why how if"
     " because since so but and or also then now just only even still yet not is are was were be been has have"
-    " had do does did will would can could should must may might shall"
+    " had do does did will would can could should must may might shall hence thus therefore otherwise"
 )
 _NOT_VERB = frozenset(_NOT_VERB_WORDS.split())
 _SUBJECT_VERB_WORDS = (
@@ -215,7 +237,7 @@ _NOUNISH = re.compile(r"(?:s|ed|ing|tion|sion|ness|ment|ity|ly|er|or)$")
 def _bare_verb(bare: str) -> bool:
     """A clause that opens with a bare verb and names something concrete ("restore it with uv pip sync …")."""
     words = bare.split(None, 2)
-    if len(words) < 2 or not words[0].isascii() or not words[0].isalpha():
+    if len(words) < 2 or has_cjk(bare) or not words[0].isascii() or not words[0].isalpha():
         return False
     first, second = words[0].lower(), words[1].lower().strip(",.")
     if first in _NOT_VERB or _NOUNISH.search(first) or second in _SUBJECT_VERB or second.endswith("'s"):
@@ -237,7 +259,8 @@ def _polarity(clause: str) -> str | None:
     zh = _AVOID_ZH.search(clause)
     if zh is not None and zh.start() <= 12:
         return "avoid"
-    if _PRESCRIBE_EN.match(bare) or _MODAL_EN.search(clause) or _ALWAYS.match(bare) or _bare_verb(bare):
+    plain = _PLEASE.sub("", clause)  # "you broke it" is a statement, "please restore it" is not
+    if _PRESCRIBE_EN.match(bare) or _MODAL_EN.search(clause) or _ALWAYS.match(bare) or _bare_verb(plain):
         return "prefer"
     if _PRESCRIBE_ZH_STRONG.search(clause):
         return "prefer"

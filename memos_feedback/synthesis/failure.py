@@ -36,7 +36,9 @@ _ERROR_OPENING = re.compile(
     r"^\s*(?:\S+:\s*)?(?:error|fatal|panic|err!|failed|failure|exception|e\d{2,}|[A-Z]\w*(?:Error|Exception|Fault)"
     r"|ERR_[A-Z_]+|FAILED|FATAL|ERROR|CRITICAL)\b",
 )
-_ERROR_NAME = re.compile(r"[\w.]*(?:Error|Exception|Fault)\b|\bERR_[A-Z_]+|\bE\d{2,}\b|\b[A-Z][A-Za-z]+Limit\b")
+_ERROR_NAME = re.compile(
+    r"[\w.]*(?:Error|Exception|Fault)\b|\bERR_[A-Z_]+|\bE\d{2,}\b|\b[A-Z][A-Za-z]+Limit\b"
+)
 _EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b:\s*\S")
 _EXIT_ONLY = re.compile(r"\bexit(?:ed)?\s+(?:with\s+)?(?:exit\s+)?(?:code|status)\b", re.IGNORECASE)
 _ERROR_INSIDE = re.compile(r"(?<=\s)(?:error|fatal|ERROR|FATAL|[A-Z]\w*(?:Error|Exception)|ERR_[A-Z_]+)\b:")
