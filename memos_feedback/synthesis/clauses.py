@@ -30,9 +30,10 @@ from dataclasses import dataclass
 
 from ..text.lessons import LESSON_CAP, has_cjk, lesson_problems
 
-__all__ = ["Instruction", "fit_line", "instruction_lines", "split_sentences"]
+__all__ = ["Instruction", "fit_line", "instruction_lines", "is_concrete", "split_sentences"]
 
-_SENTENCE = re.compile(r"(?<=[。！？!?；;\n])|(?<=[.])\s+(?=\S)")
+# A full stop ends a sentence before a space, except in "e.g." / "i.e." / "etc." / "vs.".
+_SENTENCE = re.compile(r"(?<=[。！？!?；;\n])|(?<!e\.g\.)(?<!i\.e\.)(?<!etc\.)(?<!vs\.)(?<=[.])\s+(?=\S)")
 # Clauses end at a comma or a colon; an ASCII one only before a space, so
 # "CUDA_VISIBLE_DEVICES=4,5,6,7" and "localhost:29500" stay whole. An ASCII
 # colon ends a clause only after a few plain words ("…has no business
@@ -49,7 +50,7 @@ _DISCOURSE = re.compile(
 _SUBJECT = re.compile(
     r"^(?:(?:you|we|u|i'd like you to|i want you to|i need you to|can you|could you|please|pls|just"
     r"|kindly)\s+)+"
-    r"|^(?:你们|你|我们|咱们|请你|请|麻烦|以后|下次|今后|一定要?|务必|都)+\s*",
+    r"|^(?:你们|你|我们|咱们|请你|请|麻烦|以后|下次|今后|一定要?|务必|都|但是?|而且|并且)+\s*",
     re.IGNORECASE,
 )
 _NEVER_EN = re.compile(
@@ -67,7 +68,8 @@ _NOT_ALLOWED = re.compile(
     re.IGNORECASE,
 )
 _AVOID_ZH = re.compile(
-    r"(?:千万别|千万不要|绝对不要|一定不要|不要再|别再|不许|不准|禁止|严禁|不得|不可以|不能再?|不要|不应该?|不用|避免|勿|别)"
+    r"(?:千万别|千万不要|绝对不要|绝对不能|绝对不可以|绝不|决不|一定不要|不要再|别再|不许|不准|禁止|严禁|不得|不可以|不能再?"
+    r"|不要|不应该?|不用|避免|勿|别)"
 )
 _ALWAYS = re.compile(r"^(?:always|每次都|始终|一律|永远)\s*", re.IGNORECASE)
 _PRESCRIBE_EN = re.compile(
@@ -99,12 +101,12 @@ _PRESCRIBE_ZH_STRONG = re.compile(
 )
 _PRESCRIBE_ZH = re.compile(
     r"(?<![不别没])(?:需要|先|用|使用|调用|执行|运行|跑|加上|加|设置|指定|固定|锁定|保持|保留|升级|降级|回退|放到|放在|"
-    r"写到|写成|装|切到|切换到|开启|打开|关闭|配置|检查|确认|等|传|带上?|要)"
+    r"写到|写成|装|切到|切换到|开启|打开|关闭|配置|检查|确认|等|传|带上?|要)(?!了)"
 )
 # A clause that explains ("那个 loading script 会…", "because …") is not part of the instruction.
 _EXPLAINS = re.compile(
     r"^(?:那个|这个|那样|这样|因为|因此|所以|否则|不然|那等于|這|那|because|since|so\s|otherwise|that'?s|this\s+is|which"
-    r"|hence|thus|therefore|or\s+else)",
+    r"|hence|thus|therefore|or\s+else|(?:it|they)\s|之后|之後|以免|免得)",
     re.IGNORECASE,
 )
 _INSTEAD_TAIL = re.compile(
@@ -131,6 +133,11 @@ class Instruction:
     clause: str
 
 
+def is_concrete(text: str) -> bool:
+    """Whether ``text`` names a command, flag, file, identifier or value."""
+    return _CONCRETE.search(text) is not None
+
+
 def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
 
@@ -148,10 +155,12 @@ def instruction_lines(
     # A clause that names something concrete (a command, a flag, a file, a
     # value) is a better lesson than one that only says "do it properly";
     # then the one the classifier's span comes from; then the user's order.
-    def rank(item: tuple[str, str]) -> tuple[bool, bool]:
+    # A firm cue ("always", "must", "一律", "统一用") outranks a light one ("用").
+    def rank(item: tuple[str, str]) -> tuple[bool, bool, bool]:
         polarity, clause = item
         side_hint = avoid_hint if polarity == "avoid" else hint
-        return (not _CONCRETE.search(clause), not (side_hint and side_hint in clause))
+        firm = polarity == "avoid" or _MODAL_EN.search(clause) or _PRESCRIBE_ZH_STRONG.search(clause)
+        return (not _CONCRETE.search(clause), not firm, not (side_hint and side_hint in clause))
 
     found.sort(key=rank)
     prefer: Instruction | None = None
@@ -166,6 +175,10 @@ def instruction_lines(
     return prefer, avoid
 
 
+def _open_brackets(piece: str) -> bool:
+    return any(piece.count(left) > piece.count(right) for left, right in ("()", "[]", "{}", "（）"))
+
+
 def _keeps_colon(piece: str) -> bool:
     words = piece.split()
     return len(words) < _COLON_CLAUSE_WORDS or not words[-1][:-1].isalpha()
@@ -174,7 +187,9 @@ def _keeps_colon(piece: str) -> bool:
 def _clauses(sentence: str) -> list[str]:
     out: list[str] = []
     for piece in _CLAUSE.split(sentence):
-        if out and out[-1].endswith(":") and _keeps_colon(out[-1]):
+        if out and _open_brackets(out[-1]):
+            out[-1] = f"{out[-1]} {piece}"  # "errors.Is(err, ctx)": no clause ends inside brackets
+        elif out and out[-1].endswith(":") and _keeps_colon(out[-1]):
             out[-1] = f"{out[-1]} {piece}"  # "vitest only: vi.fn …" is one clause
         else:
             out.append(piece)
@@ -199,7 +214,7 @@ def _instructions(sentence: str) -> list[tuple[str, str]]:
         if pending and polarity is not None:
             clause, pending = f"{pending}{'' if has_cjk(pending) else ' '}{clause}", ""
         if polarity is None:
-            if _EXPLAINS.match(clause) or elaborates:
+            if _EXPLAINS.match(clause) or elaborates or _PARTICLE_AFTER.match(clause):
                 if out:
                     kind, prev = out[-1]
                     out[-1] = (kind, prev.rstrip("，,： "))
@@ -213,6 +228,16 @@ def _instructions(sentence: str) -> list[tuple[str, str]]:
     return out
 
 
+_UNIT = re.compile(r"[A-Za-z0-9_.\-/$~=]+|[\u3400-\u9fff]")
+_NEAR = 6
+
+
+def _near_start(prefix: str) -> bool:
+    """A cue is near the start when a few words or characters precede it (an identifier counts once)."""
+    return len(_UNIT.findall(prefix)) <= _NEAR
+
+
+_PARTICLE_AFTER = re.compile(r"^[A-Za-z\u4e00-\u9fff][\w-]*?\s*(?:的时候|的時候|了|时候|時候)")
 _PLEASE = re.compile(r"^(?:(?:please|pls|just|kindly)\s+)+", re.IGNORECASE)
 _OMITTED = re.compile(
     r"^(?:you|u)\s+(?:never|didn'?t|did\s+not|forgot\s+to|forget\s+to|keep\s+forgetting\s+to|missed|skipped)\s+",
@@ -257,15 +282,17 @@ def _polarity(clause: str) -> str | None:
     if _NEVER_EN.match(bare) or _AVOID_EN.match(bare) or _NOT_ALLOWED.match(bare):
         return "avoid"
     zh = _AVOID_ZH.search(clause)
-    if zh is not None and zh.start() <= 12:
+    if zh is not None and _near_start(clause[: zh.start()]):
         return "avoid"
     plain = _PLEASE.sub("", clause)  # "you broke it" is a statement, "please restore it" is not
+    if _PARTICLE_AFTER.match(bare):
+        return None  # "merge 的时候…", "加了…": a condition or a past action, not an order
     if _PRESCRIBE_EN.match(bare) or _MODAL_EN.search(clause) or _ALWAYS.match(bare) or _bare_verb(plain):
         return "prefer"
     if _PRESCRIBE_ZH_STRONG.search(clause):
         return "prefer"
     zh_pos = _PRESCRIBE_ZH.search(clause)
-    if zh_pos is not None and zh_pos.start() <= 12:
+    if zh_pos is not None and _near_start(clause[: zh_pos.start()]):
         return "prefer"
     return None
 
@@ -287,7 +314,7 @@ def _avoid_line(clause: str, source: str) -> Instruction | None:
         return None
     before = _SUBJECT.sub("", clause[: zh.start()]).strip()
     rest = clause[zh.end() :].lstrip()
-    glue = " " if before[-1:].isascii() and rest[:1].isascii() else ""
+    glue = " " if before[-1:].isascii() or rest[:1].isascii() else ""
     body = f"{before}{glue}{rest}" if len(before) > 2 else rest
     return _checked("Avoid: ", body, clause, source)
 

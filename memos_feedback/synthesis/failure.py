@@ -18,7 +18,7 @@ import re
 
 from ..text.lessons import LESSON_CAP, lesson_problems, meaningless_object
 from ..text.sanitize import SCAN_LIMIT, sanitize_line
-from .clauses import fit_line, instruction_lines
+from .clauses import fit_line, instruction_lines, split_sentences
 
 __all__ = ["error_signature", "failure_line", "hint_line", "retry_line"]
 
@@ -109,6 +109,11 @@ def _shorten(line: str, cap: int = _SIGNATURE_CAP) -> str:
     return head[:at] if at >= floor else head
 
 
+def _repeats(signature: str, action: str) -> bool:
+    said, done = set(_TOKEN.findall(signature.casefold())), set(_TOKEN.findall(action.casefold()))
+    return bool(said) and len(said & done) >= 0.6 * len(said)
+
+
 def _tidy(text: str) -> str:
     line = fit_line("", text)
     return line or ""
@@ -120,11 +125,7 @@ def failure_line(action: str | None, text: str | None, *, chinese: bool, source:
     if act and meaningless_object(act) is not None:
         act = ""
     signature = error_signature(text)
-    if (
-        signature
-        and act
-        and (act.casefold() in signature.casefold() or signature.casefold() in act.casefold())
-    ):
+    if signature and act and _repeats(signature, act):
         signature = None  # the "error" only repeats what was done: no message to quote
     if act and signature:
         # What was done is the lesson's object: the error's line gives way first.
@@ -183,6 +184,8 @@ def hint_line(text: str | None, source: str | None, avoid: str | None = None) ->
     avoided = {t.casefold() for t in _TOKEN.findall(avoid or "") if _HAS_OBJECT.search(t)}
     for m in _HINT.finditer(text[-SCAN_LIMIT:]):
         advice = (m.group("a") or m.group("b") or m.group("c") or "").strip()
+        if m.group("c"):
+            advice = next(iter(split_sentences(advice)), "")  # the advice, not the notes after it
         if m.group("a"):
             # "hint:" lines wrap mid-sentence: the instruction inside them, if any.
             found = instruction_lines(advice)[0]

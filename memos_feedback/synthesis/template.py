@@ -23,7 +23,7 @@ import re
 from ..text.lessons import LESSON_CAP, has_cjk, lesson_problems
 from ..text.sanitize import sanitize_line
 from ..types import TraceRow
-from .clauses import fit_line, instruction_lines, split_sentences
+from .clauses import fit_line, instruction_lines, is_concrete, split_sentences
 from .evidence import RepairEvidence
 from .failure import failure_line, hint_line, retry_line
 from .prompts import FeedbackSignal
@@ -70,6 +70,8 @@ def template_lines(
     """``(preference, anti_pattern)``, either possibly ``""``; None when neither has a line."""
     source = lesson_source(feedback, context)
     prefer, avoid = _from_user(feedback, source)
+    if avoid is not None:
+        avoid = _with_instance(avoid, context, source)
     if prefer is None:
         prefer = _success_line(evidence.high, source)
     if avoid is None:
@@ -91,6 +93,28 @@ def template_lines(
     return lines[0], lines[1]
 
 
+def _with_instance(line: str, context: str | None, source: str) -> str:
+    """A prohibition that names nothing concrete gets what was done as its instance.
+
+    "Never: write into an existing version" is a rule; the context ("aws s3
+    sync … s3://corpus/v3/") is the case it was written about, which the next
+    reader must recognise.
+    """
+    ctx = " ".join((context or "").split())
+    if not ctx or is_concrete(line) or not is_concrete(ctx):
+        return line
+    chinese = has_cjk(source)
+    frame = "（比如：）" if chinese else " — as in: "
+    room = LESSON_CAP - len(line) - len(frame)
+    if room < 24:
+        return line
+    instance = fit_line("", ctx if len(ctx) <= room else ctx[:room].rsplit(" ", 1)[0]) or ""
+    if not instance:
+        return line
+    longer = f"{line}（比如：{instance}）" if chinese else f"{line} — as in: {instance}"
+    return longer if not lesson_problems(longer, source or None) else line
+
+
 def _from_user(feedback: FeedbackSignal | None, source: str) -> tuple[str | None, str | None]:
     if feedback is None:
         return None, None
@@ -101,11 +125,19 @@ def _from_user(feedback: FeedbackSignal | None, source: str) -> tuple[str | None
     )
     prefer = prefer_i.line if prefer_i is not None else None
     avoid = avoid_i.line if avoid_i is not None else None
+    if feedback.constraint:
+        # A constraint may forbid ("绝对不能加 NEXT_PUBLIC_"): read it as a clause,
+        # so a prohibition never comes out as "Always: don't …".
+        c_prefer, c_avoid = instruction_lines(feedback.constraint)
+        if avoid is None and c_avoid is not None:
+            avoid = c_avoid.line
+        if prefer is None and c_prefer is not None:
+            prefer = c_prefer.line
     if prefer is None:
         for label, value in (
             ("Prefer: ", feedback.prefer),
             ("Use the corrected value: ", feedback.correction),
-            ("Always: ", feedback.constraint),
+            ("Always: ", None if _forbids(feedback.constraint) else feedback.constraint),
         ):
             prefer = _field_line(label, value, source)
             if prefer is not None:
@@ -113,6 +145,10 @@ def _from_user(feedback: FeedbackSignal | None, source: str) -> tuple[str | None
     if avoid is None:
         avoid = _field_line("Avoid: ", feedback.avoid, source)
     return prefer, avoid
+
+
+def _forbids(text: str | None) -> bool:
+    return bool(text) and instruction_lines(text or "")[1] is not None
 
 
 def _field_line(label: str, value: str | None, source: str) -> str | None:

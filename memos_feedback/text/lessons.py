@@ -97,7 +97,7 @@ _STACK = re.compile(
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:/[\w.@+-]+){3,}")
 _CUT_END = re.compile(
     r"(?:\.\.\.|…|[,，:：;；(（\[{<\-–—=&|、])\s*$"
-    r"|\b(?:and|or|to|the|a|an|of|with|for|then|but|because|if|when|than|into|from|by|in|on|at|is|are"
+    r"|(?:^|(?<=\s))(?:and|or|to|the|a|an|of|with|for|then|but|because|if|when|than|into|from|by|in|on|at|is|are"
     r"|be|not|so|as|that|which|while|via|its|their|your|our|my)\s*$"
     r"|(?:和|或|或者|把|在|跟|从|对|与|及|并|而|但|因为|如果|就|先|再|要|用|让|给|被|将)\s*$",
     re.IGNORECASE,
