@@ -200,12 +200,10 @@ def _instructions(sentence: str) -> list[tuple[str, str]]:
     """(polarity, clause) for each instruction of the sentence, continuations joined on."""
     out: list[tuple[str, str]] = []
     pending = ""
-    after_colon = False
     for clause in _clauses(sentence):
         clause = _DISCOURSE.sub("", clause.strip()).strip()
         if not clause:
             continue
-        elaborates, after_colon = after_colon, clause.endswith((":", "："))
         polarity = None if _CONDITION_ZH.search(clause) else _polarity(clause)
         if polarity is None and (_CONDITION.search(clause) or _CONDITION_ZH.search(clause)):
             # "when using GradScaler," / "用 GradScaler 的时候，" belongs to what follows.
@@ -214,7 +212,7 @@ def _instructions(sentence: str) -> list[tuple[str, str]]:
         if pending and polarity is not None:
             clause, pending = f"{pending}{'' if has_cjk(pending) else ' '}{clause}", ""
         if polarity is None:
-            if _EXPLAINS.match(clause) or elaborates or _PARTICLE_AFTER.match(clause):
+            if _EXPLAINS.match(clause) or _PARTICLE_AFTER.match(clause):
                 if out:
                     kind, prev = out[-1]
                     out[-1] = (kind, prev.rstrip("，,： "))

@@ -166,8 +166,13 @@ _HINT = re.compile(
     r"|(?:^\s*(?:[-*•]\s*)?(?:\w+ly\s+)?|[,;]\s+|\.\s+)(?P<c>(?:use|run|try|set|pass|call|add|install)\s+.*$)",
     re.IGNORECASE | re.MULTILINE,
 )
+# A way out that turns a check off is not a lesson, however well it works:
+# "--break-system-packages", "--no-verify", "trust_remote_code=True", "sudo".
 _OVERRIDE = re.compile(
-    r"\b(?:at\s+the\s+risk|override|--force\b|--break-|--no-verify|insecure|disable)", re.IGNORECASE
+    r"\bat\s+the\s+risk|\boverrid|--(?:no|skip|force|allow|disable|ignore|insecure|unsafe|break)[\w-]*"
+    r"|\b\w*(?:trust|unsafe|insecure|skip|ignore|force|allow|disable)\w*\s*=\s*(?:true|1|yes|on)\b"
+    r"|\bsudo\b|\bchmod\s+(?:-R\s+)?777\b|\binsecure\b|\bdisable",
+    re.IGNORECASE,
 )
 _TOKEN = re.compile(r"[\w./=:@-]+")
 _HAS_OBJECT = re.compile(r"[./_=`'\"-]|\b[A-Z]{2,}|\w+\(")
@@ -233,6 +238,8 @@ def retry_line(action: str | None, text: str | None, source: str | None) -> str 
             and output.strip()
             and _FAILURE_WORD.search(output) is None
         ):
+            if _OVERRIDE.search(cmd):
+                continue  # it "worked" by switching a check off
             line = fit_line("Prefer: ", sanitize_line(cmd, LESSON_CAP))
             if line is not None and not lesson_problems(line, source):
                 return line
