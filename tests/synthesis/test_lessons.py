@@ -13,7 +13,7 @@ from memos_feedback.devtools.lessons_eval import evaluate_lessons, load_lesson_c
 from memos_feedback.errors import InvalidInputError
 from memos_feedback.store import open_store
 from memos_feedback.synthesis.clauses import fit_line, instruction_lines
-from memos_feedback.synthesis.failure import error_signature, failure_line, hint_line
+from memos_feedback.synthesis.failure import error_signature, failure_line, hint_line, retry_line
 from memos_feedback.text.lessons import LESSON_CAP, RULES, lesson_objects, lesson_problems
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -184,9 +184,13 @@ def test_failure_line_names_the_action_and_the_error_in_the_source_language() ->
 
 
 def test_a_hint_of_the_tool_is_preferred_but_never_what_is_avoided() -> None:
-    out = "error: lockfile out of date\nhint: run `pnpm install --no-frozen-lockfile` locally and commit"
+    out = "error: lockfile out of date\nhint: run `pnpm install` in web/ and commit pnpm-lock.yaml"
     line = hint_line(out, None)
     assert line is not None and line.startswith("Prefer: run")
+    # A way out that switches the check off is not a lesson.
+    assert (
+        hint_line("error: lockfile out of date\nhint: run `pnpm install --no-frozen-lockfile`", None) is None
+    )
     unsafe = "error: custom code\nPlease pass the argument trust_remote_code=True to allow it"
     assert hint_line(unsafe, None, avoid="Never: trust_remote_code=True") is None
 
@@ -229,3 +233,52 @@ def test_eval_lessons_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     bad.write_text('{"repair": {}}\n', encoding="utf-8")
     assert eval_main(["lessons", str(bad)]) == 2
     assert "bad.jsonl:1" in capsys.readouterr().err
+
+
+def test_a_retry_that_printed_no_failure_is_the_success_to_prefer() -> None:
+    trace = (
+        "$ helm upgrade web ./chart --set image.tag=latest\n"
+        "Error: UPGRADE FAILED: image tag latest is not allowed\n"
+        "$ kubectl get pods\n"
+        "web-1 Running\n"
+        "$ helm upgrade web ./chart --set image.tag=1.4.2\n"
+        "Release web has been upgraded. Happy Helming!\n"
+    )
+    action = "helm upgrade web ./chart --set image.tag=latest"
+    assert retry_line(action, trace, None) == "Prefer: helm upgrade web ./chart --set image.tag=1.4.2"
+    # A retry that only got through by switching a check off is not one.
+    forced = trace.replace("--set image.tag=1.4.2", "--set image.tag=latest --skip-checks")
+    assert retry_line(action, forced, None) is None
+    # Diagnostics (another tool) are never the alternative.
+    assert retry_line("make deploy", "$ make deploy\nError: boom\n$ ls\nMakefile\n", None) is None
+
+
+def test_synthesis_names_the_context_as_the_failed_action() -> None:
+    from memos_feedback.config import FeedbackConfig
+    from memos_feedback.synthesis.evidence import RepairEvidence
+    from memos_feedback.synthesis.synthesize import synthesize_draft
+    from memos_feedback.types import ToolCall, TraceRow
+
+    low = TraceRow(
+        "l",
+        "s",
+        None,
+        1,
+        "",
+        "fatal: could not read Username for 'https://git.example'",
+        None,
+        -1.0,
+        (ToolCall("shell.run", error_code="1"),),
+    )
+    out = synthesize_draft(
+        context_hash="0123456789abcdef",
+        trigger="failure-burst",
+        tool_id="shell.run",
+        evidence=RepairEvidence(high=(), low=(low,), keyword=None, relaxed=False),
+        config=FeedbackConfig(),
+        context="go mod tidy in services/worker",
+    )
+    assert out.draft is not None and out.draft.preference == ""
+    assert out.draft.anti_pattern == (
+        "Avoid: go mod tidy in services/worker — failed with: fatal: could not read Username for 'https://git.example'"
+    )
