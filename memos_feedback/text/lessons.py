@@ -40,7 +40,9 @@ __all__ = [
     "meaningless_object",
 ]
 
-LESSON_CAP = 180
+# A lesson fits a rendered guidance line (``RecallConfig.render_line_cap``,
+# 200) behind its longest head, "10. [tool-quirk, warn] " (23 characters).
+LESSON_CAP = 176
 RULES = ("placeholder", "stack-or-diff", "tiny-object", "cut", "over-cap", "language")
 
 _LABEL = re.compile(
