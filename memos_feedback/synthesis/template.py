@@ -23,7 +23,7 @@ import re
 from ..text.lessons import LESSON_CAP, has_cjk, lesson_problems
 from ..text.sanitize import sanitize_line
 from ..types import TraceRow
-from .clauses import fit_line, instruction_lines, is_concrete, split_sentences
+from .clauses import fit_line, instruction_lines, split_sentences
 from .evidence import RepairEvidence
 from .failure import failure_line, hint_line, retry_line
 from .prompts import FeedbackSignal
@@ -70,49 +70,28 @@ def template_lines(
     """``(preference, anti_pattern)``, either possibly ``""``; None when neither has a line."""
     source = lesson_source(feedback, context)
     prefer, avoid = _from_user(feedback, source)
-    if avoid is not None:
-        avoid = _with_instance(avoid, context, source)
     if prefer is None:
         prefer = _success_line(evidence.high, source)
     if avoid is None:
         worst = min(evidence.low, key=lambda t: t.value, default=None)
         # A failure that left neither text nor a failed call says nothing to quote.
         if worst is not None and (_failure_text(worst).strip() or _failed_tool(worst)):
-            action = _action(context, _failed_tool(worst) or tool_id)
+            # With a user message the lesson is about what they said; the
+            # situation is stored beside the lines already, and repeating
+            # it in them would make every near miss of it look alike.
+            action = None if feedback is not None else (_failed_tool(worst) or tool_id or context)
             text = _failure_text(worst)
             avoid = failure_line(action, text, chinese=has_cjk(source), source=source or None)
     if prefer is None and evidence.low:
         # The trace itself may hold the success: the same tool run again,
         # differently, without failing; else the tool's own concrete hint.
         failed = _failure_text(evidence.low[0])
-        action = _action(context, _failed_tool(evidence.low[0]) or tool_id)
-        prefer = retry_line(action, failed, source or None) or hint_line(failed, source or None, avoid)
+        done = " ".join(p for p in (_failed_tool(evidence.low[0]) or tool_id, context) if p)
+        prefer = retry_line(done, failed, source or None) or hint_line(failed, source or None, avoid)
     lines = [_final(line, source) for line in (prefer, avoid)]
     if not any(lines):
         return None
     return lines[0], lines[1]
-
-
-def _with_instance(line: str, context: str | None, source: str) -> str:
-    """A prohibition that names nothing concrete gets what was done as its instance.
-
-    "Never: write into an existing version" is a rule; the context ("aws s3
-    sync … s3://corpus/v3/") is the case it was written about, which the next
-    reader must recognise.
-    """
-    ctx = " ".join((context or "").split())
-    if not ctx or is_concrete(line) or not is_concrete(ctx):
-        return line
-    chinese = has_cjk(source)
-    frame = "（比如：）" if chinese else " — as in: "
-    room = LESSON_CAP - len(line) - len(frame)
-    if room < 24:
-        return line
-    instance = fit_line("", ctx if len(ctx) <= room else ctx[:room].rsplit(" ", 1)[0]) or ""
-    if not instance:
-        return line
-    longer = f"{line}（比如：{instance}）" if chinese else f"{line} — as in: {instance}"
-    return longer if not lesson_problems(longer, source or None) else line
 
 
 def _from_user(feedback: FeedbackSignal | None, source: str) -> tuple[str | None, str | None]:
@@ -181,28 +160,6 @@ def _as_action(sentence: str) -> str:
     first, _, rest = sentence.partition(" ")
     verb = _PAST.get(first.lower())
     return f"{verb} {rest}".strip() if verb else sentence
-
-
-# Tool names that say how, not what: the context names the action for them.
-_GENERIC_TOOL_NAMES = (
-    "shell bash sh zsh run exec cmd terminal command fs file files edit write read python code tool test"
-    " tests"
-    " ci job script task http api web browser search"
-)
-_GENERIC_TOOLS = frozenset(_GENERIC_TOOL_NAMES.split())
-
-
-def _action(context: str | None, tool: str | None) -> str | None:
-    """What was done: the context, with the tool in front when it names something the context does not."""
-    ctx = " ".join((context or "").split())
-    if not tool:
-        return ctx or None
-    head = re.split(r"[._:/\s-]", tool.strip(), maxsplit=1)[0].lower()
-    if not ctx:
-        return tool
-    if head in _GENERIC_TOOLS or head in ctx.lower():
-        return ctx
-    return f"{tool} ({ctx})"
 
 
 def _failed_tool(trace: TraceRow) -> str | None:

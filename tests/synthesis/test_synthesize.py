@@ -129,7 +129,8 @@ def test_template_from_constraint() -> None:
     draft = run(evidence(low=[LOW]), fb).draft
     assert draft is not None
     assert draft.preference == "Prefer: log every request"
-    assert draft.anti_pattern == "Avoid: pip.install — failed with: pip install failed"
+    # With a user message the failure's line stands alone (the situation is stored beside it).
+    assert draft.anti_pattern == "Avoid: pip install failed"
     assert draft.confidence == 0.7
     assert draft.severity == "warn"
 
