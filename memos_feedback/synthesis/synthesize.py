@@ -124,8 +124,10 @@ def synthesize_draft(
 ) -> SynthesisOutcome:
     """Write a ``DecisionRepairDraft`` or say why not (see the module docstring).
 
-    ``context`` is the tool's context text: the action a failure lesson names
-    and, without a user message, the language the lesson is written in.
+    ``context`` is the tool's context text: without a user message, the
+    language the lesson is written in, and where a retry of the failing
+    command is recognised. It is not repeated in the lines (the repair
+    stores it beside them).
     """
     policy_ids = _check_inputs(context_hash, trigger, tool_id, evidence, config, attach_to_policy_ids)
     if context is not None:

@@ -9,8 +9,10 @@ check (``text.lessons.lesson_problems``):
   extracted fields, as lines of their own;
 * **a success** among the high-value traces — ``Prefer:`` the action that
   worked, stated as an action;
-* **a failure** among the low-value traces — ``Avoid:`` the action (the
-  tool's context, else the tool) and the error's first meaningful line.
+* **a failure** among the low-value traces — ``Avoid:`` the tool call
+  (without a user message) and the error's first meaningful line. The
+  context is not repeated in the line: the repair stores it beside its
+  lines, and recall would see every near miss in that situation as alike.
 
 A side with none of these stays empty: no placeholder is written. With
 both sides empty there is no lesson (``None``).
