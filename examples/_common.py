@@ -21,7 +21,7 @@ from memos_feedback.events import FeedbackEvent
 
 CORRECTION = "no, use pnpm instead of npm"
 SECOND_TASK = "please install react for the docs site"
-LESSON = "Prefer: pnpm instead of npm"  # what the correction teaches
+LESSON = "Prefer: use pnpm instead of npm"  # what the correction teaches
 
 
 def start(name: str) -> FeedbackSubscriber:

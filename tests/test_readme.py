@@ -29,7 +29,7 @@ def test_the_usage_snippets_run_as_written(tmp_path: Path) -> None:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "@repair" in done.stdout and "Prefer: pnpm instead of npm" in done.stdout
+    assert "@repair" in done.stdout and "Prefer: use pnpm instead of npm" in done.stdout
     # The second session is served the first one's lesson, and settles it.
     assert done.stdout.count("<memory-context>") == 1 and "repair.outcome" in done.stdout
     assert ".shape.shape" not in "".join(snippets)

@@ -244,18 +244,20 @@ def _calibrated(comb: Combined, model: LearnedModel | None) -> float:
 # ---------------------------------------------------------------------------
 # Public entry point
 # ---------------------------------------------------------------------------
-def classify_feedback(text: object, agent_text: object = None) -> ClassifiedFeedback:
+def classify_feedback(text: object, agent_text: object = None, *, abstain: bool = True) -> ClassifiedFeedback:
     """Classify one user message; see the module docstring and the shapes spec.
 
     ``text`` may be ``str``, ``bytes`` (decoded as UTF-8, bad bytes replaced)
     or ``None``; anything else raises ``InvalidInputError``. ``agent_text``,
     the agent's previous turn, is optional context (see ``classify_with``).
+    ``abstain=False`` gives the answer even when the model is unsure: for a
+    caller that already decided a repair is due and wants its fields.
     """
-    return classify_with(text, agent_text=agent_text, model=shipped_model())
+    return classify_with(text, agent_text=agent_text, model=shipped_model(), abstain=abstain)
 
 
 def classify_with(
-    text: object, *, agent_text: object = None, model: LearnedModel | None = None
+    text: object, *, agent_text: object = None, model: LearnedModel | None = None, abstain: bool = True
 ) -> ClassifiedFeedback:
     """``classify_feedback`` with an explicit learned model (``None``: the rules alone)."""
     trimmed = _coerce(text).strip()
@@ -268,7 +270,7 @@ def classify_with(
     comb = _combine(rule, _confidence(rule, ev.scores), prepared.norm, model, extra)
     # A message that is only pasted code or log gives the learned tier nothing to
     # read (its answer is its prior): the rules' failure report stands.
-    abstained = abstains(comb, model) and not prepared.norm.isspace()
+    abstained = abstain and abstains(comb, model) and not prepared.norm.isspace()
     shape = Shape.UNKNOWN if abstained else comb.shape
     prefer = avoid = correction = constraint = None
     if shape is Shape.PREFERENCE:

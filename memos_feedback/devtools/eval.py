@@ -4,6 +4,7 @@
     memos-feedback eval recall CASES.jsonl [--mode lexical|semantic|both] [--json]
     memos-feedback eval calibration [LABELS.jsonl ...] [--json]
     memos-feedback eval --cv writer [--json] [--shipped]      (``cv.py``: leave one writer out)
+    memos-feedback eval lessons CASES.jsonl [...] [--show] [--json]
 
 Figures, as ``feedback-shapes.md`` ("How a classifier is scored") defines them:
 
@@ -432,6 +433,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .recall_eval import main as recall_main
 
         return recall_main(args_in[1:])
+    if args_in[:1] == ["lessons"]:
+        from .lessons_eval import main as lessons_main
+
+        return lessons_main(args_in[1:])
     if args_in[:1] == ["calibration"]:
         return _calibration_main(args_in[1:])
     if any(a == "--cv" or a.startswith("--cv=") for a in args_in):

@@ -227,7 +227,10 @@ def _classify(run: _Run) -> ClassifiedFeedback | None:
     text = run.inp.user_text
     if not (text and text.strip()):
         return None
-    feedback = classify_feedback(text, agent_text=run.inp.agent_text)
+    # Whether a repair is due was decided when the trigger was queued (by the
+    # classifier, its LLM tier, or the caller of run_once): an unsure model
+    # abstains there, not here, where the fields are what is asked for.
+    feedback = classify_feedback(text, agent_text=run.inp.agent_text, abstain=False)
     run.emit(FeedbackClassified(shape=feedback.shape.value, confidence=feedback.confidence))
     return feedback
 
@@ -330,6 +333,7 @@ def _synthesize(
         llm=deps.llm if cfg.use_llm else None,
         attach_to_policy_ids=policy_ids,
         raise_transient=deps.raise_transient,
+        context=inp.context,
     )
 
 

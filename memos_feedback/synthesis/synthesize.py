@@ -3,16 +3,21 @@
 Two ways to write the two lines, tried in order:
 
 1. **LLM** (``config.use_llm`` and a client given): the ``decision.repair.v1``
-   prompt; the reply is checked field by field and both lines are
-   sanitised. Any failure — transport, refusal, malformed reply, a line
-   that is empty once sanitised, even an unexpected exception from the
-   client — falls back to the template, with the reason kept in
-   ``llm_error``. Only with ``raise_transient=True`` does an
+   prompt; the reply is checked field by field, both lines are sanitised
+   and then held to the lesson rules (``text.lessons``) the template keeps
+   too. Any failure — transport, refusal, malformed reply, a line that is
+   empty once sanitised, a line that breaks a lesson rule, even an
+   unexpected exception from the client — falls back to the template, with
+   the reason kept in ``llm_error`` (and counted, ``synthesis_counts``).
+   One side may be ``""`` (the evidence says nothing about it), not both.
+   Only with ``raise_transient=True`` does an
    ``LLMTransientError`` propagate, so the durable queue can retry the job
    later; its last attempt calls again with ``raise_transient=False``.
-2. **Template**: lines built from the user's words first, the evidence
-   second. A side with neither gets a generic line, but a draft made only of
-   generic lines is never written (``insufficient-evidence``, or
+2. **Template** (``template.py``): the user's prescribing and forbidding
+   clauses first, the evidence second (a success: the action that worked;
+   a failure: the action and its error's first meaningful line). A side
+   with neither stays empty — never a placeholder — and a draft with both
+   sides empty is never written (``insufficient-evidence``, or
    ``llm-failed`` when the LLM was tried): a repair must be grounded.
 
 Without any trace on either side nothing is written either, even when the
@@ -23,25 +28,28 @@ ids could not be audited later.
 
 from __future__ import annotations
 
-import functools
 import math
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError, LLMError, LLMTransientError
+from ..text.lessons import LESSON_CAP, lesson_problems
 from ..text.logs import library_logger
-from ..text.sanitize import DEFAULT_CAP, SCAN_LIMIT, check_text, sanitize_line
-from ..types import REPAIR_SHAPE_VALUES, SEVERITIES, DecisionRepairDraft, Severity, ToolCall, TraceRow
+from ..text.sanitize import check_text, sanitize_line
+from ..types import REPAIR_SHAPE_VALUES, SEVERITIES, DecisionRepairDraft, Severity
 from .evidence import RepairEvidence
 from .llm import RepairLLM
 from .prompts import REPAIR_SCHEMA_NAME, FeedbackSignal, build_repair_messages, check_feedback, feedback_shape
+from .template import lesson_source, template_lines
 
 __all__ = [
     "SKIP_INSUFFICIENT_EVIDENCE",
     "SKIP_LLM_FAILED",
     "SynthesisOutcome",
+    "synthesis_counts",
     "synthesize_draft",
 ]
 
@@ -54,9 +62,24 @@ SKIP_LLM_FAILED = "llm-failed"
 _WARN_SHAPES = frozenset({"negative", "correction"})
 _CONFIDENCE_BOTH_SIDES = 0.6
 _CONFIDENCE_ONE_SIDE = 0.4
-# Raw text taken from a trace before sanitising; long enough for one line.
-_EXCERPT_CHARS = 1_000
 _ERROR_CAP = 200
+
+# How drafts were written since the process started, for metrics: "llm",
+# "template", "llm-rejected-lesson" (the reply broke a lesson rule and the
+# template was used) and "llm-failed" (any other LLM failure).
+_COUNTS: dict[str, int] = {"llm": 0, "template": 0, "llm-rejected-lesson": 0, "llm-failed": 0}
+_COUNTS_LOCK = threading.Lock()
+
+
+def synthesis_counts() -> dict[str, int]:
+    """A copy of the draft counters (see ``_COUNTS``)."""
+    with _COUNTS_LOCK:
+        return dict(_COUNTS)
+
+
+def _count(name: str) -> None:
+    with _COUNTS_LOCK:
+        _COUNTS[name] += 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +105,10 @@ class _RejectedReply(Exception):
     """The LLM's reply failed validation; the message is the short reason."""
 
 
+class _RejectedLesson(_RejectedReply):
+    """The reply's lines break a lesson rule; the message names the rules."""
+
+
 def synthesize_draft(
     *,
     context_hash: str,
@@ -93,9 +120,18 @@ def synthesize_draft(
     llm: RepairLLM | None = None,
     attach_to_policy_ids: Iterable[str] = (),
     raise_transient: bool = False,
+    context: str | None = None,
 ) -> SynthesisOutcome:
-    """Write a ``DecisionRepairDraft`` or say why not (see the module docstring)."""
+    """Write a ``DecisionRepairDraft`` or say why not (see the module docstring).
+
+    ``context`` is the tool's context text: without a user message, the
+    language the lesson is written in, and where a retry of the failing
+    command is recognised. It is not repeated in the lines (the repair
+    stores it beside them).
+    """
     policy_ids = _check_inputs(context_hash, trigger, tool_id, evidence, config, attach_to_policy_ids)
+    if context is not None:
+        check_text("context", context)
     check_feedback(feedback)
     if llm is not None and not isinstance(llm, RepairLLM):
         raise InvalidInputError(f"llm must have complete_json (RepairLLM), got {type(llm).__name__}")
@@ -120,12 +156,15 @@ def synthesize_draft(
     llm_error: str | None = None
     if config.use_llm and llm is not None:
         try:
-            draft = _llm_draft(base, trigger, tool_id, evidence, feedback, config, llm)
+            draft = _llm_draft(base, trigger, tool_id, evidence, feedback, config, llm, context)
         except LLMTransientError as exc:
             if raise_transient:
                 logger.info("LLM transient failure for %s, leaving it to the queue: %s", context_hash, exc)
                 raise
             llm_error = _short_reason(exc)
+        except _RejectedLesson as exc:
+            llm_error = f"lesson check: {exc}"
+            _count("llm-rejected-lesson")
         except _RejectedReply as exc:
             llm_error = f"invalid reply: {exc}"
         except LLMError as exc:
@@ -136,15 +175,19 @@ def synthesize_draft(
             llm_error = _short_reason(exc)
         else:
             logger.info("repair drafted by LLM for %s", context_hash)
+            _count("llm")
             return SynthesisOutcome(draft=draft, source="llm")
+        if not llm_error.startswith("lesson check"):
+            _count("llm-failed")
         logger.warning("LLM synthesis failed for %s, using the template: %s", context_hash, llm_error)
 
-    draft_or_none = _template_draft(base, tool_id, evidence, feedback)
+    draft_or_none = _template_draft(base, tool_id, evidence, feedback, context)
     if draft_or_none is None:
         reason = SKIP_LLM_FAILED if llm_error is not None else SKIP_INSUFFICIENT_EVIDENCE
         logger.info("no repair for %s: %s (no grounded text on either side)", context_hash, reason)
         return SynthesisOutcome(draft=None, skipped_reason=reason, llm_error=llm_error)
     logger.info("repair drafted from the template for %s", context_hash)
+    _count("template")
     return SynthesisOutcome(draft=draft_or_none, source="template", llm_error=llm_error)
 
 
@@ -159,12 +202,19 @@ def _llm_draft(
     feedback: FeedbackSignal | None,
     config: FeedbackConfig,
     llm: RepairLLM,
+    context: str | None,
 ) -> DecisionRepairDraft:
     messages = build_repair_messages(
         trigger=trigger, tool_id=tool_id, evidence=evidence, feedback=feedback, config=config
     )
     reply = llm.complete_json(messages, REPAIR_SCHEMA_NAME)
     preference, anti_pattern, severity, confidence = _validate_reply(reply)
+    # The same rules as the template's lines: a weak model cannot write a
+    # worse lesson than the template would.
+    source = lesson_source(feedback, context) or None
+    broken = sorted({rule for line in (preference, anti_pattern) for rule in lesson_problems(line, source)})
+    if broken:
+        raise _RejectedLesson(", ".join(broken))
     return _replace(base, preference, anti_pattern, severity, confidence)
 
 
@@ -175,12 +225,16 @@ def _validate_reply(reply: object) -> tuple[str, str, Severity, float]:
     lines: list[str] = []
     for key in ("preference", "anti_pattern"):
         value = reply.get(key)
-        if not isinstance(value, str) or not value.strip():
-            raise _RejectedReply(f"{key} must be a non-empty string")
-        line = sanitize_line(value)
-        if not line:
+        if not isinstance(value, str):
+            raise _RejectedReply(f"{key} must be a string")
+        # "" is an honest answer for a side the evidence says nothing about;
+        # a line that had text and loses all of it to the sanitiser is not.
+        line = sanitize_line(value, LESSON_CAP * 2) if value.strip() else ""
+        if value.strip() and not line:
             raise _RejectedReply(f"{key} is empty once sanitised")
         lines.append(line)
+    if not any(lines):
+        raise _RejectedReply("preference and anti_pattern are both empty")
     severity = reply.get("severity")
     if severity not in SEVERITIES:
         raise _RejectedReply("severity must be 'info' or 'warn'")
@@ -204,131 +258,19 @@ def _template_draft(
     tool_id: str | None,
     evidence: RepairEvidence,
     feedback: FeedbackSignal | None,
+    context: str | None,
 ) -> DecisionRepairDraft | None:
-    preference = _preference_from_feedback(feedback)
-    if preference is None:
-        preference = _from_trace(_best(evidence.high), "Prefer: ", tail=False)
-    anti_pattern = _avoid_from_feedback(feedback)
-    if anti_pattern is None:
-        anti_pattern = _from_trace(_worst(evidence.low), "Avoid: ", tail=True)
-    if preference is None and anti_pattern is None:
-        return None  # only generic lines: nothing grounded to say
-    subject = _subject(tool_id)
+    lines = template_lines(tool_id, evidence, feedback, context)
+    if lines is None:
+        return None  # nothing grounded to say on either side
+    preference, anti_pattern = lines
     shape = feedback_shape(feedback)
     warn = bool(evidence.low) or shape in _WARN_SHAPES
     if _actionable(feedback):
         confidence = _clamp(_feedback_confidence(feedback))
     else:
-        both = preference is not None and anti_pattern is not None
-        confidence = _CONFIDENCE_BOTH_SIDES if both else _CONFIDENCE_ONE_SIDE
-    return _replace(
-        base,
-        preference or sanitize_line(f"Prefer: an approach that succeeded before for {subject}"),
-        anti_pattern or sanitize_line(f"Avoid: repeating the approach that failed for {subject}"),
-        "warn" if warn else "info",
-        confidence,
-    )
-
-
-def _preference_from_feedback(feedback: FeedbackSignal | None) -> str | None:
-    if feedback is None:
-        return None
-    prefer, avoid = _clean(feedback.prefer), _clean(feedback.avoid)
-    if prefer:
-        return _line(f"Prefer: {prefer} instead of {avoid}" if avoid else f"Prefer: {prefer}")
-    correction = _clean(feedback.correction)
-    if correction:
-        return _line(f"Use the corrected value: {correction}")
-    constraint = _clean(feedback.constraint)
-    if constraint:
-        return _line(f"Always: {constraint}")
-    return None
-
-
-def _avoid_from_feedback(feedback: FeedbackSignal | None) -> str | None:
-    avoid = _clean(feedback.avoid) if feedback is not None else None
-    return _line(f"Avoid: {avoid}") if avoid else None
-
-
-def _best(traces: tuple[TraceRow, ...]) -> TraceRow | None:
-    # Highest value; ``max`` keeps the first (most recent) of equal values.
-    return max(traces, key=lambda t: t.value, default=None)
-
-
-def _worst(traces: tuple[TraceRow, ...]) -> TraceRow | None:
-    return min(traces, key=lambda t: t.value, default=None)
-
-
-def _from_trace(trace: TraceRow | None, prefix: str, *, tail: bool) -> str | None:
-    """The trace's reflection, else its agent text, as one prefixed line.
-
-    For a failure (``tail=True``) the end of the text is kept, since that is
-    where the error message is; a failure with no text at all still has
-    its failing tool calls and their error codes, which are facts too.
-    """
-    if trace is None:
-        return None
-    reflection, agent_text = trace.reflection, trace.agent_text
-    if len(agent_text) + len(reflection or "") <= _MEMO_TEXT:
-        return _line_from_memo(reflection, agent_text, trace.tool_calls, prefix, tail)
-    return _line_from(reflection, agent_text, trace.tool_calls, prefix, tail)
-
-
-def _line_from(
-    reflection: str | None, agent_text: str, tool_calls: tuple[ToolCall, ...], prefix: str, tail: bool
-) -> str | None:
-    budget = DEFAULT_CAP - len(prefix)
-    for text in (reflection, agent_text):
-        cleaned = _clean(_excerpt(text or "", tail=tail), cap=SCAN_LIMIT)
-        if cleaned:
-            if tail and len(cleaned) > budget:
-                # The same cut marker as cap_trace uses for a kept tail.
-                cleaned = "..." + cleaned[-(budget - 3) :].lstrip()
-            return _line(prefix + cleaned)
-    if tail:
-        failed = [f"{c.name} ({c.error_code})" for c in tool_calls if c.error_code]
-        if failed:
-            return _line(prefix + "calls that failed before: " + ", ".join(failed[:3]))
-    return None
-
-
-# A pure function of the trace's texts and tool calls, and every repair of
-# a session draws its lines from the same few traces: a line is made
-# (excerpted, sanitized, prefixed) once per distinct short trace and side.
-# Long texts are not kept (memory; the sanitizer does not keep them either).
-_MEMO_TEXT = 4_096
-_line_from_memo = functools.lru_cache(maxsize=1_024)(_line_from)
-
-
-def _excerpt(text: str, *, tail: bool) -> str:
-    """A bounded piece of raw text: the start of a success, the end of a failure.
-
-    When the tail is cut out of a longer text the first (partial) word is
-    dropped, so half a secret token never survives as an unrecognisable
-    fragment.
-    """
-    if len(text) <= _EXCERPT_CHARS:
-        return text
-    if not tail:
-        return text[:_EXCERPT_CHARS]
-    piece = text[-_EXCERPT_CHARS:]
-    parts = piece.split(None, 1)
-    return parts[1] if len(parts) == 2 else ""
-
-
-def _clean(text: str | None, cap: int = DEFAULT_CAP) -> str | None:
-    """Sanitised content (no prefix yet), or None when nothing is left."""
-    if not text:
-        return None
-    return sanitize_line(text, cap) or None
-
-
-def _line(text: str) -> str | None:
-    return sanitize_line(text, DEFAULT_CAP) or None
-
-
-def _subject(tool_id: str | None) -> str:
-    return (sanitize_line(tool_id, 80) if tool_id else "") or "this task"
+        confidence = _CONFIDENCE_BOTH_SIDES if preference and anti_pattern else _CONFIDENCE_ONE_SIDE
+    return _replace(base, preference, anti_pattern, "warn" if warn else "info", confidence)
 
 
 def _actionable(feedback: FeedbackSignal | None) -> bool:

@@ -102,12 +102,12 @@ def test_three_failures_repair_and_guidance_in_next_model_call(subscriber: Feedb
     errors = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.status == "error"]
     assert len(errors) == 3
     repair = _the_repair(subscriber)
-    assert repair.preference
+    assert repair.anti_pattern
     prompts = model.system_prompts()
     assert len(prompts) == 4
     assert prompts[0].startswith("You install packages.")
-    assert repair.preference not in prompts[0]
-    assert "<memory-context>" in prompts[3] and repair.preference in prompts[3]
+    assert repair.anti_pattern not in prompts[0]
+    assert "<memory-context>" in prompts[3] and repair.anti_pattern in prompts[3]
     assert prompts[3].startswith("You install packages.")
     # Evidence: one failure trace per failed call, the burst's context is the default one.
     traces = subscriber.store.traces.list("lc-1")

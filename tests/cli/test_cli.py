@@ -167,7 +167,8 @@ def test_demo_runs_end_to_end() -> None:
         "feedback.classified",
         "feedback-not-actionable",
         "@repair {",
-        "Prefer: pnpm instead of npm",
+        "Prefer: 用 pnpm 而不是 npm",
+        "Avoid: npm",
     ):
         assert expected in out.stdout
 

@@ -41,7 +41,10 @@ def test_burst_repair_recalled_in_a_new_session_then_rejected_everywhere(store: 
             )
         assert feedback.flush(timeout=60)
         [repair] = store.repairs.list()
-        lesson = repair.preference[:30]
+        # A burst without a success names only what to avoid: no preference line.
+        line = repair.preference or repair.anti_pattern
+        assert line
+        lesson = line[:30]
         for policy in (installs, other):
             boundary = store.policies.get(policy.id).boundary
             assert "\n@repair " in boundary and lesson in boundary
@@ -54,7 +57,7 @@ def test_burst_repair_recalled_in_a_new_session_then_rejected_everywhere(store: 
             session_id="session-2",
         ).render()
         assert block.startswith("<memory-context>") and block.endswith("</memory-context>")
-        assert repair.preference.split(":", 1)[-1].strip()[:40] in block
+        assert line.split(":", 1)[-1].strip()[:40] in block
 
     cli = [sys.executable, "-m", "memos_feedback", "--db", db_url, "repairs", "reject", repair.id]
     done = subprocess.run(cli, capture_output=True, text=True, timeout=120)

@@ -131,16 +131,16 @@ def test_evidence_of_the_same_trace_objects_is_the_evidence_made_afresh() -> Non
     assert split_evidence(traces, "pip", 1, strict) == _evidence(traces, "pip", 1, strict)
 
 
-def test_template_lines_of_short_and_long_traces_answer_alike() -> None:
-    from memos_feedback.synthesis.synthesize import _MEMO_TEXT, _from_trace, _line_from
+def test_error_signature_of_short_and_long_traces_answer_alike() -> None:
+    from memos_feedback.synthesis.failure import _MEMO_TEXT, _signature, error_signature
 
-    short = _trace(1, -0.5, "pip install failed: error 3")
-    long = _trace(2, -0.5, "x " * _MEMO_TEXT + "pip install failed: error 3")
-    for trace in (short, long):
-        for prefix, tail in (("Prefer: ", False), ("Avoid: ", True)):
-            made = _line_from(trace.reflection, trace.agent_text, trace.tool_calls, prefix, tail)
-            assert _from_trace(trace, prefix, tail=tail) == made
-            assert _from_trace(trace, prefix, tail=tail) == made  # again: the kept line
+    short = "pip install failed: error 3"
+    long = "x " * _MEMO_TEXT + "\npip install failed: error 3"
+    for text in (short, long):
+        made = _signature(text)
+        assert made == "pip install failed: error 3"
+        assert error_signature(text) == made
+        assert error_signature(text) == made  # again: the kept answer
 
 
 def test_source_text_kept_is_build_source_text() -> None:

@@ -140,8 +140,10 @@ def derived_reply(request_json: Any) -> str:
     first = _first_context_line(request_json) or "no context"
     return json.dumps(
         {
-            "preference": f"Prefer: the approach that worked before ({first})",
-            "anti_pattern": f"Avoid: repeating the step that failed ({first})",
+            # Concrete lines: a placeholder would fail the lesson check and
+            # send every test that relies on this reply to the template.
+            "preference": f"Prefer: a pinned lockfile install ({first})",
+            "anti_pattern": f"Avoid: installing without the lockfile ({first})",
             "severity": "warn",
             "confidence": 0.7,
         }

@@ -1,0 +1,292 @@
+"""The lesson check on a recall-set file (schema: ``tests/data/RECALL.md``).
+
+    memos-feedback eval lessons FILE [FILE ...] [--show] [--json]
+
+Every case's repair is written through the public pipeline into a fresh
+SQLite store, as ``eval recall`` writes it: the trace is a failing step of
+a session, then the user's feedback (``user.<shape>``) or, without
+feedback, a burst of failures (``failure-burst``); the template writes the
+lines (no LLM). Then:
+
+* per rule of ``text.lessons`` (placeholder, stack-or-diff, tiny-object,
+  cut, over-cap, language), the lines that break it, and the share of
+  repairs with at least one broken line; the language rule's source is the
+  case's feedback, else its context;
+* for cases with an ``expected`` reference, **object match**: every side
+  whose reference names an object has it in the matching line
+  (case-folded, quotes and back-ticks ignored), and a side the reference
+  leaves empty because nothing names it (``prefer: ""``) has no line
+  either — an invented preference is a miss. An extra ``Avoid:`` line
+  where the reference has none is not compared (the failure is evidence).
+
+Figures by language and by trigger (``user`` message / ``burst`` only);
+``--show`` lists the offending lines and the object misses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..classify.classifier import classify_feedback
+from ..config import FeedbackConfig
+from ..repair.deps import RepairDeps
+from ..repair.run import run_repair
+from ..signals import FailureSignals, context_hash_of
+from ..store import Store, open_store
+from ..text.lessons import RULES, lesson_problems
+from ..types import REPAIR_SHAPE_VALUES, FailureRecord, RepairInput, ToolCall
+
+__all__ = ["LessonCase", "LessonReport", "evaluate_lessons", "load_lesson_cases", "main", "object_match"]
+
+_QUOTES = "`\"'“”‘’「」"
+
+
+class LessonDataError(ValueError):
+    """A line of the cases file is not a valid case."""
+
+
+@dataclass(frozen=True, slots=True)
+class LessonCase:
+    id: str
+    lang: str
+    project: str | None
+    repair: dict[str, str]
+    expected: dict[str, str] | None
+
+    @property
+    def trigger(self) -> str:
+        return "user" if self.repair["feedback"].strip() else "burst"
+
+
+@dataclass(slots=True)
+class Share:
+    hits: int = 0
+    total: int = 0
+
+    def add(self, hit: bool) -> None:
+        self.hits += int(hit)
+        self.total += 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "value": self.hits / self.total if self.total else None,
+            "hits": self.hits,
+            "total": self.total,
+        }
+
+    def __str__(self) -> str:
+        return f"{self.hits}/{self.total} ({100 * self.hits / self.total:.1f} %)" if self.total else "-"
+
+
+@dataclass(slots=True)
+class LessonReport:
+    cases: int = 0
+    written: int = 0
+    broken: Share = field(default_factory=Share)
+    by_rule: dict[str, list[dict[str, str]]] = field(default_factory=lambda: {r: [] for r in RULES})
+    match: dict[str, Share] = field(default_factory=dict)
+    misses: list[dict[str, str]] = field(default_factory=list)
+    not_written: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "cases": self.cases,
+            "written": self.written,
+            "broken": self.broken.as_dict(),
+            "by_rule": {rule: len(lines) for rule, lines in self.by_rule.items()},
+            "object_match": {key: share.as_dict() for key, share in sorted(self.match.items())},
+            "not_written": self.not_written,
+        }
+
+
+def load_lesson_cases(paths: Sequence[str | Path]) -> list[LessonCase]:
+    cases: list[LessonCase] = []
+    for path in paths:
+        with open(path, encoding="utf-8") as fh:
+            for n, raw in enumerate(fh, start=1):
+                if raw.strip():
+                    cases.append(_parse(raw, f"{Path(path).name}:{n}"))
+    return cases
+
+
+def _parse(raw: str, where: str) -> LessonCase:
+    try:
+        obj = json.loads(raw)
+        repair = obj["repair"]
+        if not all(isinstance(repair.get(k), str) for k in ("tool_id", "context", "trace", "feedback")):
+            raise KeyError("repair needs string tool_id, context, trace and feedback")
+        expected = obj.get("expected")
+        if expected is not None and not all(isinstance(expected.get(k), str) for k in ("prefer", "avoid")):
+            raise KeyError("expected needs string prefer and avoid")
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+        raise LessonDataError(f"{where}: {exc}") from None
+    return LessonCase(
+        str(obj.get("id", where)), str(obj.get("lang", "")), obj.get("project"), repair, expected
+    )
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.translate({ord(q): None for q in _QUOTES}).casefold().split())
+
+
+def object_match(case: LessonCase, preference: str, anti_pattern: str) -> bool | None:
+    """Whether the lines name the reference's objects (see the module docstring); None without one."""
+    exp = case.expected
+    if exp is None:
+        return None
+    ok = True
+    for line, side in ((preference, "prefer"), (anti_pattern, "avoid")):
+        obj = exp.get(f"{side}_object", "")
+        if obj:
+            ok = ok and _norm(obj) in _norm(line)
+        elif side == "prefer" and not exp.get("prefer"):
+            ok = ok and not line.strip()
+    return ok
+
+
+def _write(store: Store, case: LessonCase, deps: RepairDeps) -> tuple[str, str] | None:
+    """The case's repair through the pipeline, as ``eval recall`` writes it; its two lines."""
+    r, session = case.repair, f"lessons-{case.id}"
+    tool, ctx = r["tool_id"], r["context"]
+    store.traces.add(
+        session,
+        agent_text=r["trace"] or f"{tool}: {ctx}",
+        value=-0.6,
+        tool_calls=[ToolCall(tool, error_code="failed" if r["trace"] else None)],
+        episode_id=f"ep-{case.id}",
+    )
+    repair_id: str | None = None
+    feedback = r["feedback"].strip()
+    if feedback:
+        shape = classify_feedback(feedback).shape.value
+        trigger = "user." + shape if shape in REPAIR_SHAPE_VALUES else "manual"
+        inp = RepairInput(
+            trigger=trigger,
+            context_hash=context_hash_of(tool, ctx),
+            tool_id=tool,
+            user_text=feedback,
+            session_id=session,
+            context=ctx,
+            project=case.project,
+        )
+        repair_id = run_repair(inp, deps).repair_id
+    if repair_id is None and r["trace"]:
+        signals = FailureSignals(deps.config)
+        reason = next((ln.strip() for ln in r["trace"].splitlines() if ln.strip()), "")[:200]
+        burst = None
+        for step in range(deps.config.failure_threshold):
+            burst = signals.record_failure(
+                FailureRecord(tool, ctx, step, reason, None, session, f"ep-{case.id}")
+            )
+        if burst is not None:
+            inp = RepairInput(
+                trigger="failure-burst",
+                context_hash=burst.context_hash,
+                tool_id=tool,
+                session_id=session,
+                failures=burst.occurrences,
+                context=ctx,
+                project=case.project,
+            )
+            repair_id = run_repair(inp, deps).repair_id
+    if repair_id is None:
+        return None
+    row = store.repairs.get(repair_id)
+    return row.preference, row.anti_pattern
+
+
+def evaluate_lessons(cases: Sequence[LessonCase], store: Store) -> LessonReport:
+    """Write every case's repair into ``store`` and check its lines."""
+    deps = RepairDeps(store=store, config=FeedbackConfig(use_llm=False, cooldown_ms=0))
+    report = LessonReport(cases=len(cases))
+    for case in cases:
+        lines = _write(store, case, deps)
+        if lines is None:
+            report.not_written.append(case.id)
+            continue
+        report.written += 1
+        source = case.repair["feedback"] if case.repair["feedback"].strip() else case.repair["context"]
+        any_broken = False
+        for line in lines:
+            for rule in lesson_problems(line, source):
+                any_broken = True
+                report.by_rule[rule].append({"id": case.id, "line": line})
+        report.broken.add(any_broken)
+        hit = object_match(case, *lines)
+        if hit is None:
+            continue
+        for key in ("all", f"lang={case.lang}", f"trigger={case.trigger}", f"{case.lang}/{case.trigger}"):
+            report.match.setdefault(key, Share()).add(hit)
+        if not hit:
+            exp = case.expected or {}
+            report.misses.append(
+                {
+                    "id": case.id,
+                    "prefer": lines[0],
+                    "avoid": lines[1],
+                    "expected_prefer": exp.get("prefer_object", ""),
+                    "expected_avoid": exp.get("avoid_object", ""),
+                }
+            )
+    return report
+
+
+def format_lessons(report: LessonReport, *, show: bool = False) -> str:
+    out = [
+        f"cases {report.cases}, repairs written {report.written}",
+        f"repairs breaking a rule: {report.broken}",
+    ]
+    for rule, hits in report.by_rule.items():
+        out.append(f"  {rule:<14} {len(hits)} lines")
+        if show:
+            out += [f"      {h['id']}: {h['line']}" for h in hits]
+    if report.match:
+        out.append("object matches the reference:")
+        out += [f"  {key:<22} {share}" for key, share in sorted(report.match.items())]
+    if show and report.misses:
+        out.append("object misses:")
+        for m in report.misses:
+            out.append(f"  {m['id']}: want prefer={m['expected_prefer']!r} avoid={m['expected_avoid']!r}")
+            out.append(f"      {m['prefer'] or '(no prefer line)'} | {m['avoid'] or '(no avoid line)'}")
+    if report.not_written:
+        out.append(f"not written: {', '.join(report.not_written)}")
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="memos-feedback eval lessons", description="Check the template's lessons on recall-set cases."
+    )
+    parser.add_argument("files", nargs="+", help="recall-set JSON Lines files (tests/data/RECALL.md)")
+    parser.add_argument("--show", action="store_true", help="list the offending lines and object misses")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        cases = load_lesson_cases(args.files)
+    except LessonDataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"error: cannot read cases: {exc}", file=sys.stderr)
+        return 2
+    with (
+        tempfile.TemporaryDirectory(prefix="memos-lessons-") as tmp,
+        open_store(f"sqlite:///{Path(tmp) / 'lessons.db'}") as store,
+    ):
+        report = evaluate_lessons(cases, store)
+    if args.json:
+        payload = report.as_dict()
+        if args.show:
+            payload["lines"] = report.by_rule
+            payload["misses"] = report.misses
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+    else:
+        print(format_lessons(report, show=args.show))
+    return 0
