@@ -296,6 +296,7 @@ class AdapterCore:
             session_id=session_id,
             episode_id=self.episode_id,
             trace_id=trace_id,
+            project=self.project,
         )
         with self._lock:
             st = self._session(session_id)
@@ -361,7 +362,9 @@ class AdapterCore:
             st.seen_texts.append(digest)
             st.last_user_text = text
             st.generation += 1
-        self.subscriber.submit_user_feedback(text, session_id, episode_id=self.episode_id)
+        self.subscriber.submit_user_feedback(
+            text, session_id, episode_id=self.episode_id, project=self.project
+        )
         return True
 
     # -- guidance -------------------------------------------------------------

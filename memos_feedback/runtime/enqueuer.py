@@ -57,6 +57,7 @@ def burst_input(burst: FailureBurst) -> RepairInput:
         episode_id=episode_id,
         failures=burst.occurrences,
         context=burst.context,
+        project=burst.project,
     )
 
 
@@ -119,6 +120,8 @@ class Enqueuer:
         tool_id: str | None,
         context: str | None,
         episode_id: str | None,
+        *,
+        project: str | None = None,
     ) -> Future[RepairResult]:
         """Queue (durably) the repair a user's message calls for, keyed to the tool in play.
 
@@ -159,6 +162,7 @@ class Enqueuer:
             session_id=session_id,
             episode_id=episode_id,
             context=context,
+            project=project,
         )
         return self.enqueue_now(inp)
 

@@ -13,6 +13,7 @@ counted, and a background thread logs a summary at most every
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -46,7 +47,7 @@ class HotPath:
         self._record_failure = signals.record_failure
         self._record_success = signals.record_success
         # Tool steps as the hot path recorded them, raw and unvalidated: an
-        # 8-tuple for a failure, a 4-tuple for a success (apply_steps_locked).
+        # 9-tuple for a failure, a 4-tuple for a success (apply_steps_locked).
         # Only a holder of ``lock`` pops, so steps are applied in order.
         self.steps: deque[tuple[Any, ...]] = deque()
         self.lock = threading.Lock()
@@ -73,6 +74,7 @@ class HotPath:
         session_id: str | None,
         episode_id: str | None,
         trace_id: str | None,
+        project: str | None = None,
     ) -> FailureBurst | None:
         """Apply the steps recorded so far, then this failure; its burst, if any. Never raises."""
         with self.lock:
@@ -80,7 +82,7 @@ class HotPath:
             try:
                 # Timed after the earlier steps are applied: none of them is newer.
                 return self._apply_failure(
-                    tool_id, context, step, reason, time.time_ns(), session_id, episode_id, trace_id
+                    tool_id, context, step, reason, time.time_ns(), session_id, episode_id, trace_id, project
                 )
             except Exception as exc:  # the agent loop must not crash on a bad step
                 self.bad_call(exc)
@@ -107,7 +109,7 @@ class HotPath:
         while steps:
             item = popleft()
             try:
-                if len(item) == 8:
+                if len(item) > 4:
                     self._apply_failure(*item)
                 else:
                     self._apply_success(*item)
@@ -124,12 +126,18 @@ class HotPath:
         session_id: Any,
         episode_id: Any,
         trace_id: Any,
+        project: Any = None,
     ) -> FailureBurst | None:
         # FailureRecord validates every field (InvalidInputError names the bad one).
         record = FailureRecord(
             tool_id, context, step, reason, ts_ns // 1_000_000, session_id, episode_id, trace_id
         )
+        if project is not None and not isinstance(project, str):
+            raise InvalidInputError(f"project must be a str or None, got {type(project).__name__}")
         burst = self._record_failure(record)
+        if burst is not None and project is not None and project.strip():
+            # The window is the (tool, context)'s; the repair is the scope of the call that fired it.
+            burst = dataclasses.replace(burst, project=project.strip())
         if session_id is not None:
             self._in_play(session_id, tool_id, context)
             if burst is not None and session_id in self._open_sessions:  # outcomes: a burst recurred

@@ -122,6 +122,10 @@ def _clean_record(f: FailureRecord) -> FailureRecord:
     )
 
 
+# decision_repairs.project is a String(255).
+_PROJECT_CHAR_CAP = 255
+
+
 def clean_input(inp: RepairInput) -> RepairInput:
     """``inp`` with every string storable: capped, NUL and lone surrogates replaced.
 
@@ -138,6 +142,7 @@ def clean_input(inp: RepairInput) -> RepairInput:
         episode_id=clean_optional(inp.episode_id, ID_CHAR_CAP),
         failures=tuple(_clean_record(f) for f in inp.failures),
         context=clean_optional(inp.context, CONTEXT_CHAR_CAP),
+        project=clean_optional(inp.project, _PROJECT_CHAR_CAP),
     )
 
 
@@ -150,8 +155,17 @@ def _normalise(text: str | None) -> str:
 def job_id_for(inp: RepairInput) -> str:
     """Content address: trigger, context hash, normalised input and the burst window."""
     window = [(f.step, f.ts) for f in inp.failures]
+    parts: list[Any] = [
+        inp.trigger,
+        inp.context_hash,
+        _normalise(inp.user_text),
+        inp.session_id or "",
+        window,
+    ]
+    if inp.project is not None:
+        parts.append(inp.project)  # another scope's request is another job (ids of unscoped ones unchanged)
     key = json.dumps(
-        [inp.trigger, inp.context_hash, _normalise(inp.user_text), inp.session_id or "", window],
+        parts,
         ensure_ascii=False,
         separators=(",", ":"),
     )

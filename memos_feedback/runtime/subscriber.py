@@ -58,6 +58,7 @@ from ..classify.classifier import classify_feedback
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError, MemosFeedbackError, StoreError, SubscriberClosedError
 from ..events import FeedbackBus
+from ..recall.config import RecallConfig, load_config
 from ..recall.guidance import Guidance, guidance_for
 from ..signals import FailureBurst, FailureSignals
 from ..store import Store
@@ -130,15 +131,27 @@ class FeedbackSubscriber:
         poll_interval: float = 0.2,
         rng: random.Random | None = None,
         owner: str | None = None,
+        recall: RecallConfig | None = None,
     ) -> None:
         check_int("workers", workers, lo=1, hi=MAX_WORKERS)
         poll = _number_in("poll_interval", poll_interval, *POLL_INTERVAL_RANGE)
         if config is not None and not isinstance(config, FeedbackConfig):
             raise InvalidInputError(f"config must be a FeedbackConfig, got {type(config).__name__}")
+        if recall is not None and not isinstance(recall, RecallConfig):
+            raise InvalidInputError(f"recall must be a RecallConfig, got {type(recall).__name__}")
         if not isinstance(store, Store):
             raise InvalidInputError(f"store must be a Store, got {type(store).__name__}")
         self.store = store
-        self.config = config or FeedbackConfig()
+        if config is None or recall is None:
+            # What is not given comes from the environment, as for the CLI
+            # (recall.config.load_config): MEMOS_FEEDBACK_RECALL_DEFAULT_PROJECT
+            # scopes what this handle writes and reads.
+            from_env, recall_from_env = load_config()
+            config, recall = config or from_env, recall or recall_from_env
+        self.config = config
+        # Recall settings, and the scope: ``recall.default_project`` is the
+        # project of every repair written and read here that names none.
+        self.recall = recall
         self.bus = bus or FeedbackBus()
         self.signals = FailureSignals(self.config)
         self.queue = RepairQueue(store, self.config)
@@ -183,6 +196,7 @@ class FeedbackSubscriber:
             poll=poll,
             rng=rng or random.Random(),
             closing=self._closing,
+            recall=recall,
         )
         self._heartbeat = Heartbeat(self.config, self.queue, self._jobs, self.owner, self._closing)
         if self.events is not None:
@@ -209,6 +223,8 @@ class FeedbackSubscriber:
         session_id: str | None = None,
         episode_id: str | None = None,
         trace_id: str | None = None,
+        *,
+        project: str | None = None,
     ) -> None:
         """Record a failed tool step. Never blocks, never raises, returns nothing.
 
@@ -218,13 +234,14 @@ class FeedbackSubscriber:
         there. Bad arguments are then counted and ignored (the agent loop
         must not crash on its own instrumentation; a summary is logged off
         this thread); so are calls after ``close()``. A caller that needs
-        the burst itself uses ``record_tool_failure_now``.
+        the burst itself uses ``record_tool_failure_now``. ``project``: the
+        scope of the repair a burst makes (default: ``recall.default_project``).
         """
         if self._closed:
             self._hot.bad_call("record_tool_failure after close()")
             return
         steps = self._steps
-        steps.append((tool_id, context, step, reason, _time_ns(), session_id, episode_id, trace_id))
+        steps.append((tool_id, context, step, reason, _time_ns(), session_id, episode_id, trace_id, project))
         if len(steps) > _STEP_BACKLOG:
             self._hot.catch_up()
 
@@ -254,6 +271,8 @@ class FeedbackSubscriber:
         session_id: str | None = None,
         episode_id: str | None = None,
         trace_id: str | None = None,
+        *,
+        project: str | None = None,
     ) -> FailureBurst | None:
         """``record_tool_failure``, applied on this thread: returns the burst it makes, if any.
 
@@ -265,7 +284,9 @@ class FeedbackSubscriber:
         if self._closed:
             self._hot.bad_call("record_tool_failure after close()")
             return None
-        return self._hot.record_failure_now(tool_id, context, step, reason, session_id, episode_id, trace_id)
+        return self._hot.record_failure_now(
+            tool_id, context, step, reason, session_id, episode_id, trace_id, project
+        )
 
     def sync_signals(self) -> None:
         """Apply every tool step recorded so far to ``signals``, on this thread.
@@ -285,19 +306,26 @@ class FeedbackSubscriber:
         tool_id: str | None = None,
         context: str | None = None,
         episode_id: str | None = None,
+        *,
+        project: str | None = None,
     ) -> tuple[ClassifiedFeedback, Future[RepairResult]]:
         """Classify now; queue (durably) a repair when the shape calls for one.
 
         The repair is keyed to the tool in play: ``tool_id``/``context`` when
         given, else the session's newest recorded tool step, else the
         session itself (``guidance_for`` finds it by its text either way).
+        ``project``: its scope (default: ``recall.default_project``).
         """
         self._check_open()
-        for name, value in (("session_id", session_id), ("tool_id", tool_id), ("context", context)):
+        scope = (("session_id", session_id), ("tool_id", tool_id), ("context", context), ("project", project))
+        for name, value in scope:
             if value is not None and not isinstance(value, str):
                 raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
         feedback = classify_feedback(text)
-        return feedback, self._enqueuer.user_feedback(feedback, session_id, tool_id, context, episode_id)
+        future = self._enqueuer.user_feedback(
+            feedback, session_id, tool_id, context, episode_id, project=(project or "").strip() or None
+        )
+        return feedback, future
 
     def run_once(self, input: RepairInput) -> Future[RepairResult]:
         """Queue a manual repair (the UI button); committed before returning."""
@@ -437,20 +465,23 @@ class FeedbackSubscriber:
         limit: int | None = None,
         record: bool = True,
     ) -> Guidance:
-        """The repairs that apply now: ``guidance_for`` on this handle's store and embedder.
+        """The repairs that apply now: ``guidance_for`` on this handle's store, embedder and recall config.
 
-        With ``session_id`` (and ``record``), what is served is recorded off
-        this thread and settled by the session's next signals (outcomes).
+        ``project`` defaults to ``recall.default_project``: global repairs
+        and that project's. With ``session_id`` (and ``record``), what is
+        served is recorded off this thread and settled by the session's
+        next signals (outcomes).
         """
         guidance = guidance_for(
             self.store,
             tool_id=tool_id,
             context=context,
             query=query,
-            project=project,
+            project=project if project is not None else self.recall.default_project,
             session_id=session_id,
             limit=limit,
             embedder=self._embedder,
+            config=self.recall,
             record=False,  # recorded below, by the background writer
         )
         if record and session_id is not None and session_id.strip():
@@ -508,8 +539,22 @@ def attach_feedback_subscriber(
     workers: int = 1,
     poll_interval: float = 0.2,
     rng: random.Random | None = None,
+    recall: RecallConfig | None = None,
 ) -> FeedbackSubscriber:
-    """Start the pipeline's background threads; returns a closable handle."""
+    """Start the pipeline's background threads; returns a closable handle.
+
+    ``config`` and ``recall`` not given are read from the environment
+    (``recall.config.load_config``); ``recall.default_project`` is the
+    scope of everything this handle writes and reads that names none.
+    """
     return FeedbackSubscriber(
-        store, llm, embedder, bus, config, workers=workers, poll_interval=poll_interval, rng=rng
+        store,
+        llm,
+        embedder,
+        bus,
+        config,
+        workers=workers,
+        poll_interval=poll_interval,
+        rng=rng,
+        recall=recall,
     )

@@ -156,3 +156,16 @@ def test_adapter_errors_do_not_break_the_run(broken_subscriber: FeedbackSubscrib
     assert [c.system_instructions for c in model.calls] == ["Sys."] * 5
     outputs = [str(i.output) for i in result.new_items if i.type == "tool_call_output_item"]
     assert len(outputs) == 4 and outputs[-1] == "x"
+
+
+def test_project_scopes_what_the_run_writes_and_reads(subscriber: FeedbackSubscriber) -> None:
+    feedback = OpenAIAgentsFeedback(subscriber, session_id="oa-p", project="shop-a")
+    model = ScriptedModel(_failing_calls())
+    agent = Agent(name="a", instructions=feedback.with_guidance("Sys."), tools=[install], model=model)
+    _run(agent, feedback, "install react")
+    repair = _the_repair(subscriber)
+    assert repair.project == "shop-a"
+    ask = {"tool_id": repair.tool_id, "context": repair.context, "query": "npm ERR! ERESOLVE"}
+    assert [i.repair_id for i in subscriber.guidance_for(**ask, project="shop-a").items] == [repair.id]
+    assert not subscriber.guidance_for(**ask, project="shop-b")
+    assert repair.preference in (model.calls[3].system_instructions or "")
