@@ -98,6 +98,8 @@ def test_one_loader_for_both_configs(tmp_path: Path) -> None:
 
 def test_an_explicit_recall_config_is_used(store: Store, clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("MEMOS_FEEDBACK_RECALL_DEFAULT_PROJECT", "env")
-    with attach_feedback_subscriber(store, poll_interval=0.01, recall=RecallConfig(default_project="x")) as sub:
+    with attach_feedback_subscriber(
+        store, poll_interval=0.01, recall=RecallConfig(default_project="x")
+    ) as sub:
         _correction(sub)
         assert [r.project for r in store.repairs.list()] == ["x"]
