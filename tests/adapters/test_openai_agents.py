@@ -169,3 +169,46 @@ def test_project_scopes_what_the_run_writes_and_reads(subscriber: FeedbackSubscr
     assert [i.repair_id for i in subscriber.guidance_for(**ask, project="shop-a").items] == [repair.id]
     assert not subscriber.guidance_for(**ask, project="shop-b")
     assert repair.preference in (model.calls[3].system_instructions or "")
+
+
+def test_hooks_without_the_formatter_record_failures_as_failures(subscriber: FeedbackSubscriber) -> None:
+    feedback = OpenAIAgentsFeedback(subscriber, session_id="oa-hooks")
+    model = ScriptedModel(_failing_calls())
+    agent = Agent(name="a", instructions=feedback.with_guidance("Sys."), tools=[install], model=model)
+    run_config = RunConfig(tracing_disabled=True)  # no tool_error_formatter: the hooks alone
+    result = asyncio.run(Runner.run(agent, "install react", run_config=run_config, hooks=feedback.hooks))
+    outputs = [str(i.output) for i in result.new_items if i.type == "tool_call_output_item"]
+    assert len(outputs) == 3 and all("An error occurred while running the tool" in o for o in outputs)
+    traces = subscriber.store.traces.list("oa-hooks")
+    assert len(traces) == 3 and all(t.tool_calls[0].error_code for t in traces)
+    assert all(t.value < 0 for t in traces)
+    repair = _the_repair(subscriber)  # the burst fired
+    assert repair.trigger == "failure-burst"
+    assert "succeeded" not in repair.anti_pattern
+    assert repair.preference in (model.calls[3].system_instructions or "")
+
+
+def test_a_result_that_only_looks_like_an_error_is_a_success(subscriber: FeedbackSubscriber) -> None:
+    feedback = OpenAIAgentsFeedback(subscriber, session_id="oa-echo")
+    model = ScriptedModel(
+        [[function_call("echo", {"text": "error: disk full"}, call_id="c1")], [assistant_message("ok")]]
+    )
+    agent = Agent(name="a", instructions="Sys.", tools=[echo], model=model)
+    asyncio.run(
+        Runner.run(agent, "say it", run_config=RunConfig(tracing_disabled=True), hooks=feedback.hooks)
+    )
+    (trace,) = subscriber.store.traces.list("oa-echo")
+    assert trace.tool_calls[0].error_code is None and trace.value > 0
+
+
+def test_the_sdk_timeout_message_is_a_failure() -> None:
+    from agents import RunContextWrapper
+    from agents.tool import default_tool_timeout_error_message
+
+    from memos_feedback.adapters.openai_agents import _sdk_failure
+
+    ctx = RunContextWrapper(context=None)
+    message = default_tool_timeout_error_message(tool_name="install", timeout_seconds=2.5)
+    assert _sdk_failure(message, ctx) == message
+    assert _sdk_failure("Tool 'install' finished in 2.5 seconds.", ctx) is None
+    assert _sdk_failure(["not", "text"], ctx) is None
