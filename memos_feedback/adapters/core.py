@@ -22,8 +22,10 @@ into the library's calls:
 * **guidance** — ``guidance(session)`` returns the ``<memory-context>``
   block for the next model call, computed once per turn and cached until
   something that can change it happens (a new user message, a new failing
-  context, a burst). After a burst it waits up to ``repair_wait`` seconds
-  for the repair to land, so the very next model call can carry it;
+  context, a burst, a repair written for one of the session's contexts).
+  After a burst or a correction of the session's own it waits up to
+  ``repair_wait`` seconds for the repair to land, so the very next model
+  call can carry it;
 * **never raise into the runtime** — every entry point is wrapped by
   ``soft``: an error is logged (at most once a minute per entry point with
   the traceback) and the runtime goes on.
@@ -38,16 +40,21 @@ import json
 import logging
 import threading
 import time
+import weakref
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_for
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
 from ..errors import MissingExtraError
+from ..events import FeedbackEvent, RepairPersisted
 from ..recall import Guidance
 from ..runtime.subscriber import FeedbackSubscriber
-from ..signals import FailureBurst
+from ..signals import FailureBurst, context_hash_of
 from ..store import ToolCall
+from ..types import RepairResult
 
 __all__ = [
     "AdapterCore",
@@ -185,6 +192,17 @@ class _Session:
     cached_generation: int = -1
     cached_text: str = ""
     repair_pending: bool = False
+    # Repairs the session's own messages asked for, not written yet.
+    asked: list[Future[RepairResult]] = field(default_factory=list)
+    # Context hashes of the session's recent failing contexts and corrections:
+    # a repair written for one of them makes the cached block stale.
+    hashes: deque[str] = field(default_factory=lambda: deque(maxlen=2 * _RECENT_CONTEXTS))
+
+
+def _remember(hashes: deque[str], context_hash: str) -> None:
+    if context_hash in hashes:
+        hashes.remove(context_hash)
+    hashes.append(context_hash)
 
 
 def _clip(text: str, cap: int) -> str:
@@ -229,6 +247,23 @@ class AdapterCore:
         self.max_sessions = max_sessions
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._lock = threading.Lock()
+        # Weakly: an adapter made per request must not live on in the bus;
+        # its listener goes with it.
+        ref = weakref.ref(self)
+
+        def on_persisted(event: FeedbackEvent) -> None:
+            core = ref()
+            if core is not None and isinstance(event, RepairPersisted):
+                core._repair_written(event.context_hash)
+
+        weakref.finalize(self, subscriber.bus.on(RepairPersisted.kind, on_persisted))
+
+    def _repair_written(self, context_hash: str) -> None:
+        """A repair was written for ``context_hash``: sessions that know it read guidance again."""
+        with self._lock:
+            for st in self._sessions.values():
+                if context_hash in st.hashes:
+                    st.generation += 1
 
     # -- session state ------------------------------------------------------
 
@@ -305,6 +340,7 @@ class AdapterCore:
                 st.failed.remove(key)
             else:
                 st.generation += 1  # a new failing context may have older repairs
+                _remember(st.hashes, context_hash_of(tool_name, ctx))
             st.failed.append(key)
             if burst is not None:
                 st.repair_pending = True
@@ -362,10 +398,28 @@ class AdapterCore:
             st.seen_texts.append(digest)
             st.last_user_text = text
             st.generation += 1
-        self.subscriber.submit_user_feedback(
+        _, asked = self.subscriber.submit_user_feedback(
             text, session_id, episode_id=self.episode_id, project=self.project
         )
+        if self.inject_guidance and not asked.done():
+            # A correction of this session: its next model call waits for the repair (guidance).
+            with self._lock:
+                st = self._session(session_id)
+                st.asked.append(asked)
+                del st.asked[:-_SEEN_TEXTS]
+                st.generation += 1
+            asked.add_done_callback(functools.partial(self._asked_done, session_id))
         return True
+
+    def _asked_done(self, session_id: str, asked: Future[RepairResult]) -> None:
+        """The repair a session's message asked for is done: its context now invalidates the cache."""
+        if asked.cancelled() or asked.exception() is not None:
+            return
+        with self._lock:
+            st = self._sessions.get(session_id)
+            if st is not None:
+                _remember(st.hashes, asked.result().context_hash)
+                st.generation += 1
 
     # -- guidance -------------------------------------------------------------
 
@@ -373,8 +427,10 @@ class AdapterCore:
     def guidance(self, session_id: str) -> str:
         """The ``<memory-context>`` block for the session's next model call, or ``""``.
 
-        Cached until a new user message, a new failing context or a burst;
-        after a burst, waits up to ``repair_wait`` s for the repair.
+        Cached until a new user message, a new failing context, a burst or
+        a repair written for one of the session's contexts; after a burst or
+        a correction of the session's, waits up to ``repair_wait`` s for
+        the repair.
         """
         if not self.inject_guidance:
             return ""
@@ -382,13 +438,22 @@ class AdapterCore:
             st = self._session(session_id)
             if st.cached_generation == st.generation and not st.repair_pending:
                 return st.cached_text
-            generation = st.generation
             pending = st.repair_pending
-            failed = list(reversed(st.failed))
-            query = st.last_user_text
+            asked = [f for f in st.asked if not f.done()]
+            st.asked = asked
+        started = time.monotonic()
         settled = True
         if pending:
             settled = self.subscriber.flush(self.repair_wait) if self.repair_wait > 0 else False
+        if asked:
+            left = max(0.0, self.repair_wait - (time.monotonic() - started))
+            settled = not wait_for(asked, timeout=left).not_done and settled
+        with self._lock:
+            st = self._session(session_id)
+            # Read after the wait: the repair's own invalidation is counted in.
+            generation = st.generation
+            failed = list(reversed(st.failed))
+            query = st.last_user_text
         text = self._compute(session_id, failed, query)
         with self._lock:
             st = self._session(session_id)

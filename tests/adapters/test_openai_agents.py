@@ -13,8 +13,11 @@ from agents import Agent, RunConfig, Runner, function_tool  # noqa: E402
 from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
 
 from memos_feedback.adapters.openai_agents import OpenAIAgentsFeedback  # noqa: E402
-from memos_feedback.runtime.subscriber import FeedbackSubscriber  # noqa: E402
+from memos_feedback.runtime.subscriber import FeedbackSubscriber, attach_feedback_subscriber  # noqa: E402
+from memos_feedback.store import Store  # noqa: E402
+from memos_feedback.synthesis.llm import OpenAIRepairLLM  # noqa: E402
 from tests.adapters.conftest import Boom, requests_made  # noqa: E402
+from tests.support.chat_server import Behaviour, ChatServer  # noqa: E402
 
 
 @function_tool
@@ -212,3 +215,25 @@ def test_the_sdk_timeout_message_is_a_failure() -> None:
     assert _sdk_failure(message, ctx) == message
     assert _sdk_failure("Tool 'install' finished in 2.5 seconds.", ctx) is None
     assert _sdk_failure(["not", "text"], ctx) is None
+
+
+def test_a_correction_reaches_the_rest_of_its_session(store: Store) -> None:
+    reply = '{"preference": "Use pnpm", "anti_pattern": "npm install", "severity": "warn", "confidence": 0.9}'
+    with ChatServer(reply=reply) as server:
+        server.script(Behaviour.delay(800, reply))  # the repair takes a while to write
+        llm = OpenAIRepairLLM("m", base_url=server.base_url, api_key="k", timeout=10.0)
+        with attach_feedback_subscriber(store, llm=llm, poll_interval=0.01) as sub:
+            feedback = OpenAIAgentsFeedback(sub, session_id="oa-fix", repair_wait=30.0)
+            first = ScriptedModel([_failing_calls()[0], [assistant_message("it failed")]])
+            guided = feedback.with_guidance("Sys.")
+            _run(
+                Agent(name="a", instructions=guided, tools=[install, echo], model=first), feedback, "install"
+            )
+            second = ScriptedModel(
+                [[function_call("echo", {"text": "retrying"}, call_id="c9")], [assistant_message("done")]]
+            )
+            agent = Agent(name="a", instructions=guided, tools=[install, echo], model=second)
+            _run(agent, feedback, "no, use pnpm instead of npm for installs")
+            prompts = [c.system_instructions or "" for c in second.calls]
+            (repair,) = store.repairs.list()
+            assert len(prompts) == 2 and all(repair.preference in p for p in prompts)
