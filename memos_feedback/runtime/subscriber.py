@@ -100,6 +100,26 @@ class CloseReport:
     cancelled: int = 0
 
 
+# The counters ``metrics()`` reports, in its order.
+_COUNTERS = ("enqueued", "deduped", "coalesced", "rejected", "done", "retried", "dead", "discarded", "failed")
+
+
+def _configs(config: object, recall: object) -> tuple[FeedbackConfig, RecallConfig]:
+    """The handle's two configs: what is not given comes from the environment, as for the CLI.
+
+    So ``MEMOS_FEEDBACK_RECALL_DEFAULT_PROJECT`` alone scopes what a
+    subscriber writes and reads (``recall.config.load_config``).
+    """
+    if config is not None and not isinstance(config, FeedbackConfig):
+        raise InvalidInputError(f"config must be a FeedbackConfig, got {type(config).__name__}")
+    if recall is not None and not isinstance(recall, RecallConfig):
+        raise InvalidInputError(f"recall must be a RecallConfig, got {type(recall).__name__}")
+    if config is None or recall is None:
+        from_env, recall_from_env = load_config()
+        return config or from_env, recall or recall_from_env
+    return config, recall
+
+
 def _number_in(name: str, value: object, low: float, high: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InvalidInputError(f"{name} must be a finite number, got {value!r}")
@@ -135,22 +155,12 @@ class FeedbackSubscriber:
     ) -> None:
         check_int("workers", workers, lo=1, hi=MAX_WORKERS)
         poll = _number_in("poll_interval", poll_interval, *POLL_INTERVAL_RANGE)
-        if config is not None and not isinstance(config, FeedbackConfig):
-            raise InvalidInputError(f"config must be a FeedbackConfig, got {type(config).__name__}")
-        if recall is not None and not isinstance(recall, RecallConfig):
-            raise InvalidInputError(f"recall must be a RecallConfig, got {type(recall).__name__}")
+        config, recall = _configs(config, recall)
         if not isinstance(store, Store):
             raise InvalidInputError(f"store must be a Store, got {type(store).__name__}")
         self.store = store
-        if config is None or recall is None:
-            # What is not given comes from the environment, as for the CLI
-            # (recall.config.load_config): MEMOS_FEEDBACK_RECALL_DEFAULT_PROJECT
-            # scopes what this handle writes and reads.
-            from_env, recall_from_env = load_config()
-            config, recall = config or from_env, recall or recall_from_env
         self.config = config
-        # Recall settings, and the scope: ``recall.default_project`` is the
-        # project of every repair written and read here that names none.
+        # ``recall.default_project``: the scope of what is written and read here naming none.
         self.recall = recall
         self.bus = bus or FeedbackBus()
         self.signals = FailureSignals(self.config)
@@ -494,20 +504,7 @@ class FeedbackSubscriber:
         """Counters since start and queue gauges (depth, oldest pending age)."""
         with self._lock:
             counts = dict(self._jobs.counts)
-        out: dict[str, int | float | None] = {
-            key: counts.get(key, 0)
-            for key in (
-                "enqueued",
-                "deduped",
-                "coalesced",
-                "rejected",
-                "done",
-                "retried",
-                "dead",
-                "discarded",
-                "failed",
-            )
-        }
+        out: dict[str, int | float | None] = {key: counts.get(key, 0) for key in _COUNTERS}
         try:
             stats = self.queue.stats()
             out["depth"] = stats["depth"]

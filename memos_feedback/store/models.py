@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, Index, Integer, LargeBinary, MetaData, String, Text
+from sqlalchemy import JSON, Boolean, Float, Index, Integer, LargeBinary, MetaData, String, Text, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import BigInteger
@@ -154,6 +154,17 @@ class DecisionRepairModel(Base):
         Index("ix_decision_repairs_ts", "ts"),
         Index("ix_decision_repairs_project_ts", "project", "ts"),
         Index("ix_decision_repairs_tool_id_ts", "tool_id", "ts"),
+        # Validated repairs of a situation, always recall candidates (migration 0012).
+        *(
+            Index(
+                f"ix_decision_repairs_validated_{name}",
+                column,
+                "ts",
+                sqlite_where=text("validated = 1"),
+                postgresql_where=text("validated"),
+            )
+            for name, column in (("context", "context_hash"), ("tool", "tool_id"))
+        ),
         # Supersede's tool range read from the index alone (migration 0009).
         _only_on(
             "sqlite",
