@@ -171,6 +171,7 @@ def recall(
     project: str | None = None,
     session_id: str | None = None,
     limit: int = 5,
+    user: str | None = None,
 ) -> Guidance:
     """The one place adapters ask for guidance: ``subscriber.guidance_for``.
 
@@ -178,7 +179,13 @@ def recall(
     see which arguments a recall gets).
     """
     return subscriber.guidance_for(
-        tool_id=tool_id, context=context, query=query, project=project, session_id=session_id, limit=limit
+        tool_id=tool_id,
+        context=context,
+        query=query,
+        project=project,
+        session_id=session_id,
+        limit=limit,
+        user=user,
     )
 
 
@@ -227,6 +234,7 @@ class AdapterCore:
         *,
         context_of: ContextOf | None = None,
         project: str | None = None,
+        user: str | None = None,
         episode_id: str | None = None,
         write_traces: bool = True,
         trace_successes: bool = True,
@@ -238,6 +246,7 @@ class AdapterCore:
         self.subscriber = subscriber
         self.context_of = context_of or default_context_of
         self.project = project
+        self.user = user
         self.episode_id = episode_id
         self.write_traces = write_traces
         self.trace_successes = trace_successes
@@ -332,6 +341,7 @@ class AdapterCore:
             episode_id=self.episode_id,
             trace_id=trace_id,
             project=self.project,
+            user=self.user,
         )
         with self._lock:
             st = self._session(session_id)
@@ -399,7 +409,7 @@ class AdapterCore:
             st.last_user_text = text
             st.generation += 1
         _, asked = self.subscriber.submit_user_feedback(
-            text, session_id, episode_id=self.episode_id, project=self.project
+            text, session_id, episode_id=self.episode_id, project=self.project, user=self.user
         )
         if self.inject_guidance and not asked.done():
             # A correction of this session: its next model call waits for the repair (guidance).
@@ -473,6 +483,7 @@ class AdapterCore:
                     tool_id=tool,
                     context=ctx,
                     project=self.project,
+                    user=self.user,
                     session_id=session_id,
                     limit=self.guidance_limit,
                 )
@@ -483,6 +494,7 @@ class AdapterCore:
                     self.subscriber,
                     query=query,
                     project=self.project,
+                    user=self.user,
                     session_id=session_id,
                     limit=self.guidance_limit,
                 )

@@ -184,11 +184,15 @@ def guidance_for(
     session_id: str | None = None,
     limit: int | None = None,
     embedder: Embedder | None = None,
+    user: str | None = None,
     config: RecallConfig | None = None,
     now: int | None = None,
     record: bool = True,
 ) -> Guidance:
     """Past repairs that apply to (tool, context, query), best first (module docstring).
+
+    ``project`` and ``user`` are the caller's scope: repairs of no project
+    (global) or of ``project``, of no user or of ``user`` (docs/RECALL.md, "Scope").
 
     With ``session_id`` and ``record`` (the default), the items served are
     written to ``repair_served`` in one short transaction after the read
@@ -204,6 +208,7 @@ def guidance_for(
     ctx = _opt_str("context", context)
     text = _opt_str("query", query)
     proj = _opt_str("project", project)
+    who = _opt_str("user", user)
     session = _opt_str("session_id", session_id)
     n = _limit(limit, cfg)
     emb = check_embedder(embedder)
@@ -216,7 +221,7 @@ def guidance_for(
 
     qvec = emb.embed([glossed(evidence_text)])[0] if emb is not None else None
     at = now_ms() if now is None else now
-    where = eligible(proj, at, cfg.unvalidated_max_age_ms)
+    where = eligible(proj, at, cfg.unvalidated_max_age_ms, who)
     terms = query_terms(evidence_text)
     situation = query_terms(" ".join(part for part in (tool, ctx) if part))
     identifiers = error_identifiers(evidence_text)

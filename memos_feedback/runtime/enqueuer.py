@@ -58,6 +58,7 @@ def burst_input(burst: FailureBurst) -> RepairInput:
         failures=burst.occurrences,
         context=burst.context,
         project=burst.project,
+        user=burst.user,
     )
 
 
@@ -122,6 +123,7 @@ class Enqueuer:
         episode_id: str | None,
         *,
         project: str | None = None,
+        user: str | None = None,
     ) -> Future[RepairResult]:
         """Queue (durably) the repair a user's message calls for, keyed to the tool in play.
 
@@ -163,6 +165,7 @@ class Enqueuer:
             episode_id=episode_id,
             context=context,
             project=project,
+            user=user,
         )
         return self.enqueue_now(inp)
 

@@ -39,6 +39,13 @@ _BAD_CALL_LOG_EVERY = 10.0
 _STEP_BACKLOG = 10_000
 
 
+def _scope(name: str, value: Any) -> str | None:
+    """A per-call ``project`` or ``user``: a str, stripped; None or "" is none."""
+    if value is not None and not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
+    return (value or "").strip() or None
+
+
 class HotPath:
     """The recorded tool steps, the bursts they made, and the count of ignored calls."""
 
@@ -47,7 +54,7 @@ class HotPath:
         self._record_failure = signals.record_failure
         self._record_success = signals.record_success
         # Tool steps as the hot path recorded them, raw and unvalidated: an
-        # 9-tuple for a failure, a 4-tuple for a success (apply_steps_locked).
+        # 10-tuple for a failure, a 4-tuple for a success (apply_steps_locked).
         # Only a holder of ``lock`` pops, so steps are applied in order.
         self.steps: deque[tuple[Any, ...]] = deque()
         self.lock = threading.Lock()
@@ -75,6 +82,7 @@ class HotPath:
         episode_id: str | None,
         trace_id: str | None,
         project: str | None = None,
+        user: str | None = None,
     ) -> FailureBurst | None:
         """Apply the steps recorded so far, then this failure; its burst, if any. Never raises."""
         with self.lock:
@@ -82,7 +90,16 @@ class HotPath:
             try:
                 # Timed after the earlier steps are applied: none of them is newer.
                 return self._apply_failure(
-                    tool_id, context, step, reason, time.time_ns(), session_id, episode_id, trace_id, project
+                    tool_id,
+                    context,
+                    step,
+                    reason,
+                    time.time_ns(),
+                    session_id,
+                    episode_id,
+                    trace_id,
+                    project,
+                    user,
                 )
             except Exception as exc:  # the agent loop must not crash on a bad step
                 self.bad_call(exc)
@@ -127,17 +144,17 @@ class HotPath:
         episode_id: Any,
         trace_id: Any,
         project: Any = None,
+        user: Any = None,
     ) -> FailureBurst | None:
         # FailureRecord validates every field (InvalidInputError names the bad one).
         record = FailureRecord(
             tool_id, context, step, reason, ts_ns // 1_000_000, session_id, episode_id, trace_id
         )
-        if project is not None and not isinstance(project, str):
-            raise InvalidInputError(f"project must be a str or None, got {type(project).__name__}")
+        scope = _scope("project", project), _scope("user", user)
         burst = self._record_failure(record)
-        if burst is not None and project is not None and project.strip():
+        if burst is not None and scope != (None, None):
             # The window is the (tool, context)'s; the repair is the scope of the call that fired it.
-            burst = dataclasses.replace(burst, project=project.strip())
+            burst = dataclasses.replace(burst, project=scope[0], user=scope[1])
         if session_id is not None:
             self._in_play(session_id, tool_id, context)
             if burst is not None and session_id in self._open_sessions:  # outcomes: a burst recurred

@@ -122,7 +122,7 @@ def _clean_record(f: FailureRecord) -> FailureRecord:
     )
 
 
-# decision_repairs.project is a String(255).
+# decision_repairs.project and .user_id are String(255).
 _PROJECT_CHAR_CAP = 255
 
 
@@ -143,6 +143,7 @@ def clean_input(inp: RepairInput) -> RepairInput:
         failures=tuple(_clean_record(f) for f in inp.failures),
         context=clean_optional(inp.context, CONTEXT_CHAR_CAP),
         project=clean_optional(inp.project, _PROJECT_CHAR_CAP),
+        user=clean_optional(inp.user, _PROJECT_CHAR_CAP),
     )
 
 
@@ -162,8 +163,9 @@ def job_id_for(inp: RepairInput) -> str:
         inp.session_id or "",
         window,
     ]
-    if inp.project is not None:
-        parts.append(inp.project)  # another scope's request is another job (ids of unscoped ones unchanged)
+    if inp.project is not None or inp.user is not None:
+        # Another scope's request is another job (ids of unscoped ones unchanged).
+        parts += [inp.project, inp.user]
     key = json.dumps(
         parts,
         ensure_ascii=False,

@@ -120,6 +120,12 @@ def _configs(config: object, recall: object) -> tuple[FeedbackConfig, RecallConf
     return config, recall
 
 
+def _optional_strs(**values: object) -> None:
+    for name, value in values.items():
+        if value is not None and not isinstance(value, str):
+            raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
+
+
 def _number_in(name: str, value: object, low: float, high: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InvalidInputError(f"{name} must be a finite number, got {value!r}")
@@ -235,6 +241,7 @@ class FeedbackSubscriber:
         trace_id: str | None = None,
         *,
         project: str | None = None,
+        user: str | None = None,
     ) -> None:
         """Record a failed tool step. Never blocks, never raises, returns nothing.
 
@@ -244,14 +251,16 @@ class FeedbackSubscriber:
         there. Bad arguments are then counted and ignored (the agent loop
         must not crash on its own instrumentation; a summary is logged off
         this thread); so are calls after ``close()``. A caller that needs
-        the burst itself uses ``record_tool_failure_now``. ``project``: the
-        scope of the repair a burst makes (default: ``recall.default_project``).
+        the burst itself uses ``record_tool_failure_now``. ``project`` and
+        ``user``: the scope of the repair a burst makes (docs/RECALL.md, "Scope").
         """
         if self._closed:
             self._hot.bad_call("record_tool_failure after close()")
             return
         steps = self._steps
-        steps.append((tool_id, context, step, reason, _time_ns(), session_id, episode_id, trace_id, project))
+        steps.append(
+            (tool_id, context, step, reason, _time_ns(), session_id, episode_id, trace_id, project, user)
+        )
         if len(steps) > _STEP_BACKLOG:
             self._hot.catch_up()
 
@@ -283,6 +292,7 @@ class FeedbackSubscriber:
         trace_id: str | None = None,
         *,
         project: str | None = None,
+        user: str | None = None,
     ) -> FailureBurst | None:
         """``record_tool_failure``, applied on this thread: returns the burst it makes, if any.
 
@@ -295,7 +305,7 @@ class FeedbackSubscriber:
             self._hot.bad_call("record_tool_failure after close()")
             return None
         return self._hot.record_failure_now(
-            tool_id, context, step, reason, session_id, episode_id, trace_id, project
+            tool_id, context, step, reason, session_id, episode_id, trace_id, project, user
         )
 
     def sync_signals(self) -> None:
@@ -318,24 +328,22 @@ class FeedbackSubscriber:
         episode_id: str | None = None,
         *,
         project: str | None = None,
+        user: str | None = None,
     ) -> tuple[ClassifiedFeedback, Future[RepairResult]]:
         """Classify now; queue (durably) a repair when the shape calls for one.
 
         The repair is keyed to the tool in play: ``tool_id``/``context`` when
         given, else the session's newest recorded tool step, else the
         session itself (``guidance_for`` finds it by its text either way).
-        ``project``: its scope (default: ``recall.default_project``).
+        ``project``/``user``: its scope (default: ``recall.default_project``, every user).
         """
         self._check_open()
-        scope = (("session_id", session_id), ("tool_id", tool_id), ("context", context), ("project", project))
-        for name, value in scope:
-            if value is not None and not isinstance(value, str):
-                raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
+        _optional_strs(session_id=session_id, tool_id=tool_id, context=context, project=project, user=user)
         feedback = classify_feedback(text)
-        future = self._enqueuer.user_feedback(
-            feedback, session_id, tool_id, context, episode_id, project=(project or "").strip() or None
+        scope = {"project": (project or "").strip() or None, "user": (user or "").strip() or None}
+        return feedback, self._enqueuer.user_feedback(
+            feedback, session_id, tool_id, context, episode_id, **scope
         )
-        return feedback, future
 
     def run_once(self, input: RepairInput) -> Future[RepairResult]:
         """Queue a manual repair (the UI button); committed before returning."""
@@ -474,11 +482,12 @@ class FeedbackSubscriber:
         session_id: str | None = None,
         limit: int | None = None,
         record: bool = True,
+        user: str | None = None,
     ) -> Guidance:
         """The repairs that apply now: ``guidance_for`` on this handle's store, embedder and recall config.
 
         ``project`` defaults to ``recall.default_project``: global repairs
-        and that project's. With ``session_id`` (and ``record``), what is
+        and that project's (``user``: and that user's). With ``session_id`` (and ``record``), what is
         served is recorded off this thread and settled by the session's
         next signals (outcomes).
         """
@@ -492,6 +501,7 @@ class FeedbackSubscriber:
             limit=limit,
             embedder=self._embedder,
             config=self.recall,
+            user=user,
             record=False,  # recorded below, by the background writer
         )
         if record and session_id is not None and session_id.strip():

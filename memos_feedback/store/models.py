@@ -137,6 +137,8 @@ class DecisionRepairModel(Base):
     # written before it; ``memos-feedback repairs embed`` backfills them.
     category: Mapped[str | None] = mapped_column(String(32))
     project: Mapped[str | None] = mapped_column(String(255))
+    # The user (tenant) beside the project (migration 0012): NULL = every user's.
+    user_id: Mapped[str | None] = mapped_column(String(255))
     source_text: Mapped[str | None] = mapped_column(Text)
     embedding: Mapped[bytes | None] = mapped_column(LargeBinary)
     embedding_model: Mapped[str | None] = mapped_column(String(255))
@@ -176,6 +178,7 @@ class DecisionRepairModel(Base):
                 "status",
                 "rejected",
                 "project",
+                "user_id",
                 "preference",
                 "anti_pattern",
             ),

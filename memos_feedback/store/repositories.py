@@ -359,6 +359,7 @@ def repair_values(
         # Recall columns: the worker fills them in the same INSERT.
         "category": None,
         "project": None,
+        "user_id": None,
         "source_text": None,
         "embedding": None,
         "embedding_model": None,
@@ -405,6 +406,7 @@ def repair_row_from_values(v: Mapping[str, Any]) -> DecisionRepairRow:
         rejected=bool(v["rejected"]),
         category=v["category"],
         project=v["project"],
+        user=v["user_id"],
     )
 
 

@@ -103,3 +103,33 @@ def test_an_explicit_recall_config_is_used(store: Store, clean_env: pytest.Monke
     ) as sub:
         _correction(sub)
         assert [r.project for r in store.repairs.list()] == ["x"]
+
+
+def _seen_by(sub: FeedbackSubscriber, **scope: str) -> set[str]:
+    got = sub.guidance_for(tool_id=TOOL, context=CONTEXT, query="npm ERR! ERESOLVE", **scope)
+    return {item.repair_id for item in got.items}
+
+
+def test_a_user_scope_beside_the_project(store: Store, clean_env: pytest.MonkeyPatch) -> None:
+    with attach_feedback_subscriber(store, poll_interval=0.01) as sub:
+        _correction(sub, project="shop", user="alice")
+        _burst(sub, project="shop")  # every user's
+        by_user = {r.user: r for r in store.repairs.list()}
+        assert set(by_user) == {"alice", None} and {r.project for r in by_user.values()} == {"shop"}
+        alice, everyone = by_user["alice"].id, by_user[None].id
+        assert _seen_by(sub, project="shop", user="alice") == {alice, everyone}
+        assert _seen_by(sub, project="shop", user="bob") == {everyone}
+        assert _seen_by(sub, project="shop") == {everyone}  # no user: only what is every user's
+        assert _seen_by(sub, project="other", user="alice") == set()
+
+
+def test_a_user_scoped_repair_supersedes_only_its_users(store: Store, clean_env: pytest.MonkeyPatch) -> None:
+    from memos_feedback.config import FeedbackConfig as Config
+
+    with attach_feedback_subscriber(store, config=Config(cooldown_ms=0), poll_interval=0.01) as sub:
+        _history(store, "s-1")
+        for text, who in (("use npm here, not pnpm", "bob"), ("no, use pnpm instead of npm here", "alice")):
+            _, future = sub.submit_user_feedback(text, "s-1", tool_id=TOOL, context=CONTEXT, user=who)
+            assert future.result(timeout=30).repair_id is not None
+        rows = {r.user: r for r in store.repairs.list()}
+        assert rows["bob"].status == "active"  # alice's opposite lesson does not retire bob's

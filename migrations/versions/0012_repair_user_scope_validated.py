@@ -1,4 +1,8 @@
-"""decision_repairs: partial indexes of validated repairs by context and by tool
+"""decision_repairs: a user (tenant) scope beside the project; validated repairs indexed
+
+``user_id`` (NULL: every user's) is tested like ``project`` by recall's
+eligibility and by supersede, so the SQLite covering index of
+supersede's tool range (0009) is rebuilt with it.
 
 Recall reads the validated repairs of the caller's exact (tool, context)
 and of its tool as sources of their own, so a validated repair stays a
@@ -30,7 +34,16 @@ INDEXES = {
 }
 
 
+TOOL_LINES = "ix_decision_repairs_tool_lines"
+_LINES = ["tool_id", "ts", "id", "status", "rejected", "project", "preference", "anti_pattern"]
+_LINES_WITH_USER = [*_LINES[:6], "user_id", *_LINES[6:]]
+
+
 def upgrade() -> None:
+    op.add_column("decision_repairs", sa.Column("user_id", sa.String(255), nullable=True))
+    if op.get_bind().dialect.name == "sqlite":
+        op.drop_index(TOOL_LINES, table_name="decision_repairs")
+        op.create_index(TOOL_LINES, "decision_repairs", _LINES_WITH_USER)
     for name, columns in INDEXES.items():
         op.create_index(
             name,
@@ -44,3 +57,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     for name in INDEXES:
         op.drop_index(name, table_name="decision_repairs")
+    if op.get_bind().dialect.name == "sqlite":
+        op.drop_index(TOOL_LINES, table_name="decision_repairs")
+        op.create_index(TOOL_LINES, "decision_repairs", _LINES)
+    with op.batch_alter_table("decision_repairs") as batch:
+        batch.drop_column("user_id")
