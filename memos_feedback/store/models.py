@@ -137,8 +137,6 @@ class DecisionRepairModel(Base):
     # written before it; ``memos-feedback repairs embed`` backfills them.
     category: Mapped[str | None] = mapped_column(String(32))
     project: Mapped[str | None] = mapped_column(String(255))
-    # The user (tenant) beside the project (migration 0012): NULL = every user's.
-    user_id: Mapped[str | None] = mapped_column(String(255))
     source_text: Mapped[str | None] = mapped_column(Text)
     embedding: Mapped[bytes | None] = mapped_column(LargeBinary)
     embedding_model: Mapped[str | None] = mapped_column(String(255))
@@ -150,6 +148,8 @@ class DecisionRepairModel(Base):
     superseded_by: Mapped[str | None] = mapped_column(String(64))
     # Set when a validated repair kept recurring: never retired, shown for review.
     review_flagged_at: Mapped[int | None] = mapped_column(Millis)
+    # The user (tenant) beside the project (migration 0012): NULL = every user's.
+    user_id: Mapped[str | None] = mapped_column(String(255))
 
     __table_args__ = (
         Index("ix_decision_repairs_context_hash_ts", "context_hash", "ts"),

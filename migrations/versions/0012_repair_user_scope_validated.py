@@ -60,5 +60,6 @@ def downgrade() -> None:
     if op.get_bind().dialect.name == "sqlite":
         op.drop_index(TOOL_LINES, table_name="decision_repairs")
         op.create_index(TOOL_LINES, "decision_repairs", _LINES)
-    with op.batch_alter_table("decision_repairs") as batch:
-        batch.drop_column("user_id")
+    # Plain ALTER TABLE ... DROP COLUMN (SQLite >= 3.35), as 0008: batch mode
+    # would copy the table on SQLite and lose recall's FTS triggers with it.
+    op.drop_column("decision_repairs", "user_id")
