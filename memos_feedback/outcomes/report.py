@@ -24,12 +24,22 @@ M = DecisionRepairModel
 
 
 def list_with_outcomes(
-    store: Store, *, status: str | None, context_hash: str | None, limit: int
+    store: Store,
+    *,
+    status: str | None,
+    context_hash: str | None,
+    limit: int,
+    project: str | None = None,
+    user: str | None = None,
 ) -> list[tuple[DecisionRepairRow, OutcomeCounts]]:
-    """Newest repairs first (optionally of one status / context), each with its counts."""
+    """Newest repairs first (optionally of one status / context / project / user), each with its counts."""
     stmt = select(M).order_by(M.ts.desc(), M.id.desc()).limit(limit)
     if context_hash is not None:
         stmt = stmt.where(M.context_hash == context_hash)
+    if project is not None:
+        stmt = stmt.where(M.project == project)
+    if user is not None:
+        stmt = stmt.where(M.user_id == user)
     if status == ACTIVE:
         stmt = stmt.where(M.status.is_(None), M.rejected.is_(False))
     elif status is not None:
