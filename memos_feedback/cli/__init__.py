@@ -118,3 +118,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = "" if debug else f" (run with --debug or {DEBUG_ENV}=1 for the traceback)"
         error(f"unexpected {type(exc).__name__}: {exc}{hint}")
         return 1
+
