@@ -150,9 +150,11 @@ class HotPath:
         record = FailureRecord(
             tool_id, context, step, reason, ts_ns // 1_000_000, session_id, episode_id, trace_id
         )
-        scope = _scope("project", project), _scope("user", user)
+        scope = None
+        if project is not None or user is not None:  # most hosts scope by config, not per call
+            scope = _scope("project", project), _scope("user", user)
         burst = self._record_failure(record)
-        if burst is not None and scope != (None, None):
+        if burst is not None and scope is not None:
             # The window is the (tool, context)'s; the repair is the scope of the call that fired it.
             burst = dataclasses.replace(burst, project=scope[0], user=scope[1])
         if session_id is not None:
