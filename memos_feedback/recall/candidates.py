@@ -2,8 +2,8 @@
 
 ``Candidate`` is what ranking reads of a repair (``COLUMNS``). The separate
 reads here — the eligible repairs among given ids, the newest of an exact
-(tool, context), the newest of a tool, and the validated ones of each
-(however many newer ones there are) — say what each source selects;
+(tool, context) and the validated ones of it (however many newer ones
+there are), the newest of a tool — say what each source selects;
 ``guidance_for`` reads every source at once (``search.read_candidates``),
 in a statement made of the per-source statements built here.
 """
@@ -26,7 +26,6 @@ __all__ = [
     "SAME_CONTEXT",
     "SAME_TOOL",
     "VALIDATED_CONTEXT",
-    "VALIDATED_TOOL",
     "Candidate",
     "fetch_candidates",
     "same_context_candidate_ids",
@@ -105,10 +104,12 @@ _CONTEXT_KEY = cast(ColumnElement[Any], M.context_hash)
 _TOOL_KEY = cast(ColumnElement[Any], M.tool_id)
 SAME_CONTEXT = {pg: _newest(_CONTEXT_KEY, "context_hash", pg) for pg in (True, False)}
 SAME_TOOL = {pg: _newest(_TOOL_KEY, "tool_id", pg) for pg in (True, False)}
-# Validated repairs are always candidates (recall.principles): the newest of
-# the situation are not enough once newer unvalidated ones outnumber them.
+# Validated repairs of the exact situation are always candidates
+# (recall.principles): its newest are not enough once newer unvalidated ones
+# outnumber them. (Not of the whole tool: with many validated repairs per
+# tool, 50 more rows to score cost a third more per call, and a repair of
+# another context is not the situation's.)
 VALIDATED_CONTEXT = {pg: _newest(_CONTEXT_KEY, "context_hash", pg, validated=True) for pg in (True, False)}
-VALIDATED_TOOL = {pg: _newest(_TOOL_KEY, "tool_id", pg, validated=True) for pg in (True, False)}
 
 
 def _fetch_statement(postgresql_dialect: bool) -> Select[Any]:

@@ -6,7 +6,7 @@ at most a few hundred candidate rows. The ranking (ALGORITHMS.md, "Recall"):
 1. **Eligible** (in SQL): never rejected; global, or of the caller's
    project; validated, or younger than ``unvalidated_max_age_ms``.
 2. **Candidates**: repairs for the exact (tool, context), the newest of the
-   same tool, the validated ones of both (always), the database's text
+   same tool, the validated ones of the exact (tool, context) (always), the database's text
    search over the query's terms, and — with an embedder — the nearest
    embeddings.
 3. **Evidence of relatedness** between the query text (the context when

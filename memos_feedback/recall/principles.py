@@ -5,8 +5,8 @@ what a person decided about it, and they hold whatever the scores are:
 
 * **Rejected, never.** A rejected repair is not eligible (``eligibility``).
 * **Validated, always a candidate.** A validated repair of the caller's
-  exact (tool, context) or tool is read whatever its age and however many
-  newer repairs its situation has (``candidates.VALIDATED_*``); it still
+  exact (tool, context) is read whatever its age and however many newer
+  repairs that situation has (``candidates.VALIDATED_CONTEXT``); it still
   has to pass the gate like any other.
 * **The user's word first.** Within one situation (the same tool and
   context), a lesson the user stated (a ``user.*`` trigger) ranks above a

@@ -157,15 +157,12 @@ class DecisionRepairModel(Base):
         Index("ix_decision_repairs_project_ts", "project", "ts"),
         Index("ix_decision_repairs_tool_id_ts", "tool_id", "ts"),
         # Validated repairs of a situation, always recall candidates (migration 0012).
-        *(
-            Index(
-                f"ix_decision_repairs_validated_{name}",
-                column,
-                "ts",
-                sqlite_where=text("validated = 1"),
-                postgresql_where=text("validated"),
-            )
-            for name, column in (("context", "context_hash"), ("tool", "tool_id"))
+        Index(
+            "ix_decision_repairs_validated_context",
+            "context_hash",
+            "ts",
+            sqlite_where=text("validated = 1"),
+            postgresql_where=text("validated"),
         ),
         # Supersede's tool range read from the index alone (migration 0009).
         _only_on(

@@ -1,12 +1,12 @@
-"""decision_repairs: a user (tenant) scope beside the project; validated repairs indexed
+"""decision_repairs: a user (tenant) scope beside the project; validated repairs indexed by context
 
 ``user_id`` (NULL: every user's) is tested like ``project`` by recall's
 eligibility and by supersede, so the SQLite covering index of
 supersede's tool range (0009) is rebuilt with it.
 
 Recall reads the validated repairs of the caller's exact (tool, context)
-and of its tool as sources of their own, so a validated repair stays a
-candidate however many newer unvalidated ones its situation has
+as a source of its own, so a validated repair stays a candidate however
+many newer unvalidated ones its situation has
 (``recall.candidates``). Validated repairs are few: an index of those
 rows alone keeps that read a short walk and costs an unvalidated write
 nothing.
@@ -28,10 +28,7 @@ down_revision: str | None = "0011"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-INDEXES = {
-    "ix_decision_repairs_validated_context": ["context_hash", "ts"],
-    "ix_decision_repairs_validated_tool": ["tool_id", "ts"],
-}
+INDEXES = {"ix_decision_repairs_validated_context": ["context_hash", "ts"]}
 
 
 TOOL_LINES = "ix_decision_repairs_tool_lines"
