@@ -8,7 +8,7 @@ import pytest
 
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.errors import ConfigError
-from memos_feedback.recall.config import RecallConfig, load_config
+from memos_feedback.recall.config import RecallConfig
 from memos_feedback.runtime.subscriber import FeedbackSubscriber, attach_feedback_subscriber
 from memos_feedback.store import Store
 
@@ -72,6 +72,8 @@ def test_per_call_project_on_feedback_and_failures(store: Store, clean_env: pyte
 
 
 def test_one_loader_for_both_configs(tmp_path: Path) -> None:
+    from memos_feedback.recall.config import load_config
+
     toml = tmp_path / "memos_feedback.toml"
     toml.write_text(
         '[memos_feedback]\nfailure_threshold = 2\n[memos_feedback.recall]\ndefault_project = "from-file"\n',
