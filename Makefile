@@ -13,8 +13,10 @@ $(STAMP): pyproject.toml
 	# the three agent runtimes too, so the adapter tests run (under CI they fail when missing).
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	# [ui] and Playwright for the browser test (driving Debian's chromium; no browser download);
-	# [train] so the artefact-reproduction test runs.
-	$(BIN)/python -m pip install --quiet -e '.[dev,embeddings,langchain,openai-agents,claude-agent,ui,train]' playwright
+	# [train] so the artefact-reproduction test runs; [mcp] and [otel] for the no-code surfaces, and
+	# OpenInference's LangChain instrumentation for the span processor's test.
+	$(BIN)/python -m pip install --quiet -e '.[dev,embeddings,langchain,openai-agents,claude-agent,ui,train,mcp,otel]' \
+	  playwright openinference-instrumentation-langchain
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -35,6 +37,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.repair_path
 	$(BIN)/python -m benchmarks.guidance --sizes 1000,10000
 	$(BIN)/python -m benchmarks.events
+	$(BIN)/python -m benchmarks.plug_in
 
 # The whole suite against a throwaway PostgreSQL server as well as SQLite
 # (installs Debian's postgresql package when it is missing; needs root for that).

@@ -65,6 +65,13 @@ def main(argv: list[str] | None = None) -> int:
     rules_only = _per_message(lambda s: classifier.classify_with(s, model=None), texts)
     assert model is not None
     learned_only = _per_message(lambda s: model.probabilities(classifier.prepared_text(s)), texts)
+    # (agent turn, user message) pairs: the agent's turn as context (pair features, context rules).
+    pairs_file = DATA / "classifier_writers" / "web_startup_casual.jsonl"
+    pairs = [json.loads(line) for line in pairs_file.read_text("utf-8").splitlines() if line][:300]
+    agent_of = {p["text"]: p["agent_text"] for p in pairs}
+    with_context = _per_message(
+        lambda s: classifier.classify_with(s, agent_text=agent_of[s], model=model), list(agent_of)
+    )
 
     sys.path.insert(0, str(REPO_ROOT))
     from tests.classify.test_classifier import ADVERSARIAL
@@ -76,11 +83,17 @@ def main(argv: list[str] | None = None) -> int:
         took = time.perf_counter() - t
         if took > worst:
             worst_name, worst = name, took
+        t = time.perf_counter()
+        classifier.classify_feedback("no, use the other one", agent_text=text)
+        took = time.perf_counter() - t
+        if took > worst:
+            worst_name, worst = name + " (as the agent's turn)", took
 
     print(f"dev messages:                          {len(texts)}")
     print(f"classify_feedback median (both tiers): {combined * 1e6:.1f} µs")
     print(f"  rules alone median:                  {rules_only * 1e6:.1f} µs")
     print(f"  learned tier alone median:           {learned_only * 1e6:.1f} µs")
+    print(f"  with the agent's turn (300 pairs):   {with_context * 1e6:.1f} µs")
     print(f"model load (first call, once):         {load * 1e3:.1f} ms")
     print(f"worst 1 MB adversarial input:          {worst * 1e3:.1f} ms ({worst_name})")
     print(f"import memos_feedback (median of 7):   {_import_seconds(REPO_ROOT):.3f} s")

@@ -8,7 +8,9 @@ CLI's side — it registers the hooks, then reports three failed Bash runs
 burst, a repair is written, and the hook's answer carries it as
 ``additionalContext``. The real CLI appends that to the failed tool result
 the model reads on its next call (``make test-claude-cli`` checks this with
-the CLI bundled in the SDK; docs/ADAPTERS.md).
+the CLI bundled in the SDK; docs/ADAPTERS.md). Then the user corrects the
+agent ("use pnpm instead of npm"); in session 2, the ``UserPromptSubmit``
+hook's answer to the first prompt already carries that correction.
 """
 
 from __future__ import annotations
@@ -19,17 +21,20 @@ import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
-from _common import finish, start
+from _common import CORRECTION, LESSON, SECOND_TASK, burst_lesson, finish, session, start
 from claude_agent_sdk import ClaudeAgentOptions, Transport, query
 
 from memos_feedback.adapters.claude_agent import feedback_hooks
 
-SESSION = "example-claude"
 COMMANDS = ["npm install", "npm install --force", "npm install --legacy-peer-deps"]
 
 
 class ScriptedCLI(Transport):
-    def __init__(self) -> None:
+    """The CLI's side of one query of ``session``: the prompt, then (``failing``) three failed runs."""
+
+    def __init__(self, session: str, failing: bool) -> None:
+        self.session = session
+        self.failing = failing
         self.hook_ids: dict[str, list[str]] = {}
         self.contexts: list[str] = []
         self._out: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
@@ -82,9 +87,12 @@ class ScriptedCLI(Transport):
         return context
 
     async def _play(self, prompt: str) -> None:
-        base = {"session_id": SESSION, "transcript_path": "/tmp/transcript.jsonl", "cwd": "/repo"}
-        await self._hook({**base, "hook_event_name": "UserPromptSubmit", "prompt": prompt})
-        for n, command in enumerate(COMMANDS, start=1):
+        base = {"session_id": self.session, "transcript_path": "/tmp/transcript.jsonl", "cwd": "/repo"}
+        context = await self._hook({**base, "hook_event_name": "UserPromptSubmit", "prompt": prompt})
+        print(f"  prompt {prompt!r}: hook answer {'carries guidance:' if context else '(nothing)'}")
+        for line in context.splitlines():
+            print(f"      {line}")
+        for n, command in enumerate(COMMANDS if self.failing else [], start=1):
             print(f"  Bash: {command} -> exit code 1")
             context = await self._hook(
                 {
@@ -102,23 +110,39 @@ class ScriptedCLI(Transport):
             for line in context.splitlines():
                 print(f"      {line}")
         result = {"type": "result", "subtype": "success", "duration_ms": 1, "duration_api_ms": 1}
-        result |= {"is_error": False, "num_turns": 1, "session_id": SESSION, "result": "done"}
+        result |= {"is_error": False, "num_turns": 1, "session_id": self.session, "result": "done"}
         await self._out.put(result)
         await self._out.put(None)
 
 
-async def run(cli: ScriptedCLI, options: ClaudeAgentOptions) -> None:
-    async for _ in query(prompt="install the web dependencies", options=options, transport=cli):
-        pass
+def run(subscriber: Any, session_id: str, prompt: str, *, failing: bool = False) -> ScriptedCLI:
+    async def play(cli: ScriptedCLI) -> None:
+        options = ClaudeAgentOptions(hooks=feedback_hooks(subscriber))
+        async for _ in query(prompt=prompt, options=options, transport=cli):
+            pass
+
+    cli = ScriptedCLI(session_id, failing)
+    asyncio.run(play(cli))
+    return cli
 
 
 def main() -> int:
     subscriber = start("claude-agent")
-    cli = ScriptedCLI()
-    asyncio.run(run(cli, ClaudeAgentOptions(hooks=feedback_hooks(subscriber))))
-    repairs = subscriber.store.repairs.list()
-    carried = bool(repairs) and repairs[0].preference in cli.contexts[-1]
-    return finish(subscriber, carried)
+    session("session 1: the tool keeps failing")
+    first = run(subscriber, "example-claude-1", "install the web dependencies", failing=True)
+    burst = burst_lesson(subscriber)
+    session(f"session 1: the user corrects the agent: {CORRECTION!r}")
+    run(subscriber, "example-claude-1", CORRECTION)
+    subscriber.flush(timeout=10)  # the correction's repair is written (the next session starts later)
+    session("session 2: a new task")
+    second = run(subscriber, "example-claude-2", SECOND_TASK)
+    return finish(
+        subscriber,
+        {
+            "the hook's answer after the burst carried its repair": burst in first.contexts[-1],
+            "the next session's first prompt got the correction": LESSON in second.contexts[0],
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 from .errors import InvalidInputError
 
-__all__ = ["check_int", "check_step", "check_str", "check_tool_context"]
+__all__ = ["check_int", "check_optional_strs", "check_step", "check_str", "check_tool_context"]
 
 
 def check_str(name: str, value: object) -> None:
     if not isinstance(value, str):
         raise InvalidInputError(f"{name} must be a str, got {type(value).__name__}")
+
+
+def check_optional_strs(**values: object) -> None:
+    """Each keyword's value is a str or None, or ``InvalidInputError`` naming it."""
+    for name, value in values.items():
+        if value is not None and not isinstance(value, str):
+            raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
 
 
 def check_int(name: str, value: object, *, lo: int | None = None, hi: int | None = None) -> int:

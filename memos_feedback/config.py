@@ -20,9 +20,10 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["ENV_PREFIX", "RECALL_TABLE", "FeedbackConfig", "toml_table"]
+__all__ = ["DB_URL_ENV", "ENV_PREFIX", "RECALL_TABLE", "FeedbackConfig", "default_db_url", "toml_table"]
 
 ENV_PREFIX = "MEMOS_FEEDBACK_"
+DB_URL_ENV = "MEMOS_FEEDBACK_DB_URL"
 # The table (in TOML) or key (in a mapping) that holds RecallConfig's keys.
 RECALL_TABLE = "recall"
 
@@ -262,3 +263,14 @@ def _validate(cfg: FeedbackConfig) -> None:
         raise ConfigError(
             "retry_max_ms", cfg.retry_max_ms, f"must be >= retry_initial_ms ({cfg.retry_initial_ms})"
         )
+
+
+def default_db_url() -> str:
+    """``MEMOS_FEEDBACK_DB_URL`` if set, else a SQLite file in the user data dir."""
+    env = os.environ.get(DB_URL_ENV)
+    if env:
+        return env
+    import platformdirs
+
+    data_dir = Path(platformdirs.user_data_dir("memos-feedback", appauthor=False))
+    return f"sqlite:///{data_dir / 'memos_feedback.db'}"

@@ -30,6 +30,7 @@ __all__ = [
     "FeedbackEvent",
     "Listener",
     "RepairAttached",
+    "RepairDeleted",
     "RepairJobDead",
     "RepairJobDiscarded",
     "RepairJobFailed",
@@ -141,6 +142,15 @@ class RepairReviewed(FeedbackEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RepairDeleted(FeedbackEvent):
+    """An operator deleted a repair for good (``repairs delete``, ``purge``); its blocks: ``policy_ids``."""
+
+    kind: ClassVar[str] = "repair.deleted"
+    repair_id: str
+    policy_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RepairJobRequeued(FeedbackEvent):
     """An operator made a job pending again (``queue retry``)."""
 
@@ -211,6 +221,7 @@ _EVENT_TYPES: tuple[type[FeedbackEvent], ...] = (
     RepairJobDead,
     RepairJobDiscarded,
     RepairReviewed,
+    RepairDeleted,
     RepairJobRequeued,
     RepairJobPurged,
     RepairOutcome,

@@ -14,6 +14,7 @@ import itertools
 import os
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple, get_args
 
@@ -121,7 +122,7 @@ class DecisionRepairRow:
     status: str = "active"
     superseded_by: str | None = None
     review_flagged_at: int | None = None
-    # The user (tenant) scope beside the project (migration 0012; None = every user's).
+    # The user (tenant) scope beside the project (migration 0014; None = every user's).
     user: str | None = None
 
 
@@ -210,19 +211,36 @@ class RepairInput:
     project: str | None = None
     # The user (tenant) it belongs to, beside the project (None: every user's).
     user: str | None = None
+    # The agent's turn ``user_text`` answers: the classifier's context when the
+    # repair re-reads the message. Payloads without it load as None.
+    agent_text: str | None = None
 
     def __post_init__(self) -> None:
         if self.trigger not in TRIGGERS:
             raise InvalidInputError(f"trigger must be one of {TRIGGERS}, got {self.trigger!r}")
         if not isinstance(self.context_hash, str) or not self.context_hash:
             raise InvalidInputError("context_hash must be a non-empty str")
-        for name in ("tool_id", "user_text", "session_id", "episode_id", "context", "project", "user"):
+        for name in (
+            "tool_id",
+            "user_text",
+            "session_id",
+            "episode_id",
+            "context",
+            "project",
+            "user",
+            "agent_text",
+        ):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
-        if not all(isinstance(f, FailureRecord) for f in self.failures):
+        raw = self.failures
+        # A str or a mapping iterates, but is never a list of failures.
+        if isinstance(raw, (str, bytes, dict)) or not isinstance(raw, Iterable):
+            raise InvalidInputError(f"failures must be a sequence of FailureRecord, got {type(raw).__name__}")
+        failures = tuple(raw)  # once: a generator would be empty the second time
+        if not all(isinstance(f, FailureRecord) for f in failures):
             raise InvalidInputError("failures must be FailureRecord instances")
-        object.__setattr__(self, "failures", tuple(self.failures))
+        object.__setattr__(self, "failures", failures)
 
 
 @dataclass(frozen=True, slots=True)

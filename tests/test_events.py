@@ -21,6 +21,7 @@ from memos_feedback.events import (
     FeedbackClassified,
     FeedbackEvent,
     RepairAttached,
+    RepairDeleted,
     RepairJobDead,
     RepairJobDiscarded,
     RepairJobFailed,
@@ -85,6 +86,10 @@ SAMPLES: dict[str, tuple[FeedbackEvent, dict[str, Any]]] = {
         {"job_id": "j1", "context_hash": "h"},
     ),
     "repair.job.purged": (RepairJobPurged(job_id="j1"), {"job_id": "j1"}),
+    "repair.deleted": (
+        RepairDeleted(repair_id="dr_1", policy_ids=("p1",)),
+        {"repair_id": "dr_1", "policy_ids": ("p1",)},
+    ),
     # Outcomes (issue 11).
     "repair.outcome": (
         RepairOutcome(repair_id="dr1", session_id="s1", outcome="held"),

@@ -33,6 +33,7 @@ REQUIRED = (
     "memos_feedback/web/static/index.html",
     "memos_feedback/web/static/app.js",
     "memos_feedback/web/static/style.css",
+    "memos_feedback/web/static/favicon.svg",
 )
 
 

@@ -12,14 +12,29 @@ from memos_feedback import errors, events
 
 
 def test_all_lists_every_public_root_name_once() -> None:
-    # The order is ruff's (RUF022, checked by `make lint`).
+    # The order is ruff's (RUF022, checked by `make lint`). The names load
+    # on first use (the package's ``__getattr__``): resolve them all first.
+    for name in memos_feedback.__all__:
+        getattr(memos_feedback, name)
     public = [
         name
         for name, value in vars(memos_feedback).items()
-        if (not name.startswith("_") or name == "__version__") and not isinstance(value, types.ModuleType)
+        if (not name.startswith("_") or name == "__version__")
+        and not isinstance(value, types.ModuleType)
+        and name not in ("TYPE_CHECKING", "Any", "annotations")
     ]
     assert len(memos_feedback.__all__) == len(set(memos_feedback.__all__))
     assert set(memos_feedback.__all__) == set(public)
+    assert set(memos_feedback.__all__) == {*memos_feedback._LAZY, "__version__"}
+
+
+def test_import_loads_no_submodule_until_asked() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, memos_feedback; print(sorted(m for m in sys.modules if 'memos_feedback' in m))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['memos_feedback']"
 
 
 def test_every_exported_name_resolves() -> None:

@@ -22,12 +22,12 @@ every retry of a Bash command) and is otherwise
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from ..runtime.subscriber import FeedbackSubscriber
-from .core import AdapterCore, ContextOf, default_context_of, log_adapter_error, missing_extra
+from ..text.tool_context import EXIT_LINE, bash_exit_code, claude_context_of, response_text
+from .core import AdapterCore, ContextOf, log_adapter_error, missing_extra
 
 # The runtime comes with the extra; without it, one clear line instead of a bare
 # ModuleNotFoundError from deep inside the import.
@@ -38,41 +38,7 @@ except ImportError as exc:
 
 __all__ = ["bash_exit_code", "claude_context_of", "feedback_hooks"]
 
-_VOLATILE_KEYS = frozenset({"description"})
-_EXIT_KEYS = ("exit_code", "exitCode", "returnCode", "return_code", "returncode")
-_EXIT_LINE = re.compile(r"^\s*Exit code (-?\d+)")
 _REASON_CAP = 500
-
-
-def claude_context_of(tool_name: str, args: Any) -> str:
-    """The default context without the free-text ``description`` argument."""
-    if isinstance(args, Mapping):
-        args = {k: v for k, v in args.items() if k not in _VOLATILE_KEYS}
-    return default_context_of(tool_name, args)
-
-
-def bash_exit_code(response: Any) -> int | None:
-    """The exit code a Bash tool response reports, or None when it reports none."""
-    if isinstance(response, Mapping):
-        for key in _EXIT_KEYS:
-            value = response.get(key)
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
-        for key in ("stdout", "stderr", "output"):
-            text = response.get(key)
-            if isinstance(text, str) and (m := _EXIT_LINE.match(text)):
-                return int(m.group(1))
-        return None
-    if isinstance(response, str) and (m := _EXIT_LINE.match(response)):
-        return int(m.group(1))
-    return None
-
-
-def _text(response: Any) -> str:
-    if isinstance(response, Mapping):
-        parts = [str(response.get(k) or "") for k in ("stderr", "stdout", "output")]
-        return "\n".join(p for p in parts if p) or str(dict(response))
-    return str(response)
 
 
 def _answer(event: str, block: str) -> HookJSONOutput:
@@ -97,7 +63,7 @@ class _ClaudeHooks:
         if data.get("is_interrupt"):
             return {}
         error = str(data.get("error") or "tool failed")
-        m = _EXIT_LINE.match(error)
+        m = EXIT_LINE.match(error)
         code = f"exit {m.group(1)}" if m else "error"
         return _answer("PostToolUseFailure", self._failure(data, error[:_REASON_CAP], code))
 
@@ -107,10 +73,10 @@ class _ClaudeHooks:
         if tool == "Bash":
             exit_code = bash_exit_code(response)
             if exit_code:
-                reason = f"Exit code {exit_code}\n{_text(response)}"[:_REASON_CAP]
+                reason = f"Exit code {exit_code}\n{response_text(response)}"[:_REASON_CAP]
                 return _answer("PostToolUse", self._failure(data, reason, f"exit {exit_code}"))
         session = str(data.get("session_id") or "claude")
-        self.core.tool_succeeded(session, tool, data.get("tool_input"), _text(response)[:300])
+        self.core.tool_succeeded(session, tool, data.get("tool_input"), response_text(response)[:300])
         return {}
 
     def user_prompt_submit(self, data: Mapping[str, Any]) -> HookJSONOutput:

@@ -36,13 +36,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import json
-import logging
 import threading
 import time
 import weakref
 from collections import OrderedDict, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_for
 from dataclasses import dataclass, field
@@ -54,18 +52,21 @@ from ..recall import Guidance
 from ..runtime.subscriber import FeedbackSubscriber
 from ..signals import FailureBurst, context_hash_of
 from ..store import ToolCall
+from ..text.logs import library_logger
+from ..text.tool_context import default_context_of
 from ..types import RepairResult
 
 __all__ = [
     "AdapterCore",
     "ContextOf",
     "default_context_of",
+    "merged_guidance",
     "missing_extra",
     "recall",
     "soft",
 ]
 
-logger = logging.getLogger("memos_feedback.adapters")
+logger = library_logger("memos_feedback.adapters")
 
 ContextOf = Callable[[str, Any], str]
 """``context_of(tool_name, args) -> context``; ``args`` is a mapping, a JSON string or anything."""
@@ -73,9 +74,6 @@ ContextOf = Callable[[str, Any], str]
 P = ParamSpec("P")
 R = TypeVar("R")
 
-_CONTEXT_CAP = 200
-_WORD_CAP = 40
-_MAX_ARGS = 16
 _TEXT_CAP = 2_000
 _USER_TEXT_CAP = 500
 _SEEN_TEXTS = 32
@@ -125,43 +123,6 @@ def log_adapter_error(where: str) -> None:
         logger.debug("memos-feedback adapter error in %s (ignored)", where, exc_info=True)
 
 
-def _as_mapping(args: Any) -> Mapping[Any, Any]:
-    if isinstance(args, Mapping):
-        return args
-    if isinstance(args, (str, bytes)):
-        try:
-            parsed = json.loads(args)
-        except (ValueError, TypeError):
-            return {"input": args}
-        return parsed if isinstance(parsed, Mapping) else {"input": parsed}
-    if args is None:
-        return {}
-    return {"input": args}
-
-
-def _head(text: str) -> str:
-    words = [w for w in text.split() if not w.startswith("-")][:2]
-    return " ".join(w[:_WORD_CAP] for w in words)
-
-
-def default_context_of(tool_name: str, args: Any) -> str:
-    """The tool plus the stable part of its arguments (module docstring).
-
-    In sorted argument-name order, each string argument adds
-    ``name=<its first two words>``, words starting with ``-`` skipped; an
-    argument with no such word, and any value that is not a string, adds
-    nothing. At most 16 arguments and 200 characters.
-    """
-    parts = [str(tool_name)]
-    mapping = _as_mapping(args)
-    for key in sorted(mapping, key=str)[:_MAX_ARGS]:
-        value = mapping[key]
-        head = _head(value) if isinstance(value, str) else ""
-        if head:
-            parts.append(f"{key}={head}")
-    return " ".join(parts)[:_CONTEXT_CAP]
-
-
 def recall(
     subscriber: FeedbackSubscriber,
     *,
@@ -193,6 +154,9 @@ def recall(
 class _Session:
     step: int = 0
     last_user_text: str = ""
+    # What the agent did since the last user message (its newest tool outcome),
+    # the classifier's context when the runtime does not hand over the agent's reply.
+    last_agent_text: str = ""
     seen_texts: deque[str] = field(default_factory=lambda: deque(maxlen=_SEEN_TEXTS))
     failed: deque[tuple[str, str]] = field(default_factory=lambda: deque(maxlen=_RECENT_CONTEXTS))
     generation: int = 0
@@ -352,6 +316,7 @@ class AdapterCore:
                 st.generation += 1  # a new failing context may have older repairs
                 _remember(st.hashes, context_hash_of(tool_name, ctx))
             st.failed.append(key)
+            st.last_agent_text = _clip(f"{tool_name} failed ({ctx}): {reason}", _TEXT_CAP)
             if burst is not None:
                 st.repair_pending = True
                 st.generation += 1
@@ -365,12 +330,14 @@ class AdapterCore:
         ctx = context if context is not None else self.context(tool_name, args)
         step = self.next_step(session_id)
         self.subscriber.record_tool_success(tool_name, ctx, step, session_id=session_id)
+        summary = f"{tool_name} succeeded ({ctx})"
+        if output:
+            summary += f": {output}"
+        with self._lock:
+            st = self._session(session_id)
+            st.last_agent_text = _clip(summary, _TEXT_CAP)
+            user_text = st.last_user_text
         if self.write_traces and self.trace_successes:
-            with self._lock:
-                user_text = self._session(session_id).last_user_text
-            summary = f"{tool_name} succeeded ({ctx})"
-            if output:
-                summary += f": {output}"
             self._write_trace(
                 session_id, user_text=user_text, agent_text=summary, value=0.5, call=ToolCall(tool_name)
             )
@@ -386,6 +353,7 @@ class AdapterCore:
                 value=value,
                 tool_calls=[call],
                 episode_id=self.episode_id,
+                redact=True,
             )
         except Exception:
             log_adapter_error("writing a trace")
@@ -393,9 +361,11 @@ class AdapterCore:
         return row.id
 
     @soft(False)
-    def user_message(self, session_id: str, text: str) -> bool:
+    def user_message(self, session_id: str, text: str, *, agent_text: str | None = None) -> bool:
         """Classify the user's message once (a text seen before in the session is skipped).
 
+        ``agent_text`` is the agent's turn the message answers, when the runtime
+        has it; else the newest tool outcome since the previous user message.
         Returns True when it was submitted now.
         """
         if not isinstance(text, str) or not text.strip():
@@ -408,8 +378,16 @@ class AdapterCore:
             st.seen_texts.append(digest)
             st.last_user_text = text
             st.generation += 1
+            given = agent_text if isinstance(agent_text, str) and agent_text.strip() else ""
+            previous = _clip(given, _TEXT_CAP) if given else st.last_agent_text
+            st.last_agent_text = ""
         _, asked = self.subscriber.submit_user_feedback(
-            text, session_id, episode_id=self.episode_id, project=self.project, user=self.user
+            text,
+            session_id,
+            episode_id=self.episode_id,
+            agent_text=previous or None,
+            project=self.project,
+            user=self.user,
         )
         if self.inject_guidance and not asked.done():
             # A correction of this session: its next model call waits for the repair (guidance).
@@ -475,40 +453,61 @@ class AdapterCore:
         return text
 
     def _compute(self, session_id: str, failed: list[tuple[str, str]], query: str) -> str:
-        found: list[Guidance] = []
-        for tool, ctx in failed:  # the newest failing context first
-            found.append(
-                recall(
-                    self.subscriber,
-                    tool_id=tool,
-                    context=ctx,
-                    project=self.project,
-                    user=self.user,
-                    session_id=session_id,
-                    limit=self.guidance_limit,
-                )
+        limit = self.guidance_limit
+        found = merged_guidance(
+            self.subscriber,
+            failed,
+            query,
+            project=self.project,
+            user=self.user,
+            session_id=session_id,
+            limit=limit,
+        )
+        return found.render()
+
+
+def merged_guidance(
+    subscriber: FeedbackSubscriber,
+    failed: list[tuple[str, str]],
+    query: str,
+    *,
+    project: str | None,
+    session_id: str | None,
+    limit: int,
+    user: str | None = None,
+) -> Guidance:
+    """One recall per failing (tool, context), newest first, then one for ``query``; merged.
+
+    A repair found twice is kept once, at its first place; at most ``limit``
+    items. Empty when there is nothing to ask for.
+    """
+    found: list[Guidance] = []
+    for tool, ctx in failed:  # the newest failing context first
+        found.append(
+            recall(
+                subscriber,
+                tool_id=tool,
+                context=ctx,
+                project=project,
+                user=user,
+                session_id=session_id,
+                limit=limit,
             )
-        if query.strip():
-            found.append(
-                recall(
-                    self.subscriber,
-                    query=query,
-                    project=self.project,
-                    user=self.user,
-                    session_id=session_id,
-                    limit=self.guidance_limit,
-                )
-            )
-        if not found:
-            return ""
-        seen: set[str] = set()
-        items = []
-        for g in found:
-            for item in g.items:
-                if item.repair_id not in seen:
-                    seen.add(item.repair_id)
-                    items.append(item)
-        return dataclasses.replace(found[0], items=tuple(items[: self.guidance_limit])).render()
+        )
+    if query.strip():
+        found.append(
+            recall(subscriber, query=query, project=project, user=user, session_id=session_id, limit=limit)
+        )
+    if not found:
+        return Guidance(())
+    seen: set[str] = set()
+    items = []
+    for g in found:
+        for item in g.items:
+            if item.repair_id not in seen:
+                seen.add(item.repair_id)
+                items.append(item)
+    return dataclasses.replace(found[0], items=tuple(items[:limit]))
 
 
 def with_block(base: str | None, block: str) -> str:

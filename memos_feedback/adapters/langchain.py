@@ -35,7 +35,7 @@ try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
     from langchain.agents.middleware.types import ModelCallResult, ToolCallRequest
     from langchain_core.callbacks import BaseCallbackHandler
-    from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
     from langgraph.errors import GraphBubbleUp
     from langgraph.runtime import Runtime
     from langgraph.types import Command
@@ -66,6 +66,21 @@ def newest_user_text(messages: Sequence[Any]) -> str | None:
     for message in reversed(messages):
         if isinstance(message, HumanMessage):
             return _text_of(message.content)
+    return None
+
+
+def agent_text_before_newest_user(messages: Sequence[Any]) -> str | None:
+    """The text of the newest ``AIMessage`` before the newest ``HumanMessage``: the turn it answers."""
+    seen_user = False
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            if seen_user:
+                return None  # two user messages in a row: no agent turn between them
+            seen_user = True
+        elif seen_user and isinstance(message, AIMessage):
+            text = _text_of(message.content)
+            if text.strip():
+                return text
     return None
 
 
@@ -142,7 +157,7 @@ class FeedbackMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         messages = state.get("messages", []) if isinstance(state, dict) else []
         text = newest_user_text(messages)
         if text:
-            self.core.user_message(self._session(), text)
+            self.core.user_message(self._session(), text, agent_text=agent_text_before_newest_user(messages))
 
     def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         self._feed_user(state)
@@ -354,7 +369,8 @@ class FeedbackCallbackHandler(BaseCallbackHandler):
         try:
             text = newest_user_text(messages[-1]) if messages else None
             if text:
-                self.core.user_message(self._session(metadata), text)
+                agent = agent_text_before_newest_user(messages[-1])
+                self.core.user_message(self._session(metadata), text, agent_text=agent)
         except Exception:
             log_adapter_error("FeedbackCallbackHandler.on_chat_model_start")
 

@@ -79,27 +79,42 @@ def _sdk_failure(result: object, ctx: RunContextWrapper[Any]) -> str | None:
     return None
 
 
-def _newest_user_text(items: Any) -> str | None:
-    if isinstance(items, str):
-        return items
-    if not isinstance(items, list):
-        return None
-    for item in reversed(items):
-        role = item.get("role") if isinstance(item, Mapping) else getattr(item, "role", None)
-        if role != "user":
-            continue
-        content = item.get("content") if isinstance(item, Mapping) else getattr(item, "content", None)
-        if isinstance(content, str):
-            return content
-        if isinstance(content, list):
-            texts = []
-            for part in content:
-                text = part.get("text") if isinstance(part, Mapping) else getattr(part, "text", None)
-                if isinstance(text, str):
-                    texts.append(text)
-            return "\n".join(texts) or None
-        return None
+def _item_text(item: Any) -> str | None:
+    content = item.get("content") if isinstance(item, Mapping) else getattr(item, "content", None)
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            text = part.get("text") if isinstance(part, Mapping) else getattr(part, "text", None)
+            if isinstance(text, str):
+                texts.append(text)
+        return "\n".join(texts) or None
     return None
+
+
+def _role(item: Any) -> Any:
+    return item.get("role") if isinstance(item, Mapping) else getattr(item, "role", None)
+
+
+def _newest_turn(items: Any) -> tuple[str | None, str | None]:
+    """The newest user message's text and the assistant's text just before it (the turn it answers)."""
+    if isinstance(items, str):
+        return items, None
+    if not isinstance(items, list):
+        return None, None
+    for i in range(len(items) - 1, -1, -1):
+        if _role(items[i]) != "user":
+            continue
+        user = _item_text(items[i])
+        for earlier in reversed(items[:i]):
+            role = _role(earlier)
+            if role == "user":
+                break
+            if role == "assistant" and (agent := _item_text(earlier)) and agent.strip():
+                return user, agent
+        return user, None
+    return None, None
 
 
 class OpenAIAgentsFeedback:
@@ -210,9 +225,9 @@ class OpenAIAgentsFeedback:
 
     @soft(None)
     def _feed_user(self, ctx: RunContextWrapper[Any] | None, items: Any) -> None:
-        text = _newest_user_text(items)
+        text, agent = _newest_turn(items)
         if text:
-            self.core.user_message(self.session_of(ctx), text)
+            self.core.user_message(self.session_of(ctx), text, agent_text=agent)
 
     def _block(self, ctx: RunContextWrapper[Any]) -> str:
         # The turn's input is known before the first model call's instructions.

@@ -57,7 +57,7 @@ from typing import Final, NamedTuple
 
 from ..types import REPAIR_SHAPES, ClassifiedFeedback, Shape
 from . import context as _context
-from .extract import _extract_constraint, _extract_correction, _extract_preference
+from .extract import _extract_constraint, _extract_correction, _extract_preference, is_referent
 from .learned import LearnedModel, shipped_model
 from .prepare import _coerce, _prepare, _View
 from .score import _confidence, _resolve, _score
@@ -100,6 +100,9 @@ class Combined(NamedTuple):
     agree: bool  # both tiers chose ``shape``
     rule_shape: Shape
     learned_shape: Shape | None
+    # The learned tier's probability that the message calls for a repair (its
+    # four repair shapes together); without a model, 1 or 0 by the rules' shape.
+    repair: float
 
 
 def prepared_text(text: object) -> str:
@@ -108,32 +111,59 @@ def prepared_text(text: object) -> str:
     return _prepare(trimmed).norm if trimmed else ""
 
 
-def _combine(rule: Shape, rule_conf: float, norm: str, model: LearnedModel | None) -> Combined:
+def _combine(
+    rule: Shape, rule_conf: float, norm: str, model: LearnedModel | None, extra: tuple[str, ...] = ()
+) -> Combined:
     if model is None:
-        return Combined(rule, rule_conf, True, rule, None)
-    probs = model.probabilities(norm)
+        return Combined(rule, rule_conf, True, rule, None, float(rule.triggers_repair))
+    probs = model.probabilities(norm, extra)
     top_value = max(probs, key=probs.__getitem__)
     top = Shape(top_value)
+    mass = sum(probs[v] for v in _REPAIR_VALUES)
     if top is rule:
-        return Combined(rule, probs[top_value], True, rule, top)
+        return Combined(rule, probs[top_value], True, rule, top, mass)
     if rule is Shape.UNKNOWN:
-        repair = top.triggers_repair and sum(probs[v] for v in _REPAIR_VALUES) >= _OVERRIDE_REPAIR
+        repair = top.triggers_repair and mass >= _OVERRIDE_REPAIR
         if not repair and (probs[top_value] < _OVERRIDE_UNKNOWN or top is Shape.CONFUSION):
-            return Combined(rule, probs[rule.value], False, rule, top)
+            return Combined(rule, probs[rule.value], False, rule, top, mass)
     elif probs[rule.value] >= _FLOOR:
-        return Combined(rule, probs[rule.value], False, rule, top)
-    return Combined(top, probs[top_value], False, rule, top)
+        return Combined(rule, probs[rule.value], False, rule, top, mass)
+    return Combined(top, probs[top_value], False, rule, top, mass)
 
 
-def combine_raw(text: object, model: LearnedModel | None) -> Combined:
+def _pair(norm: str, agent_text: object) -> tuple[str, ...]:
+    if agent_text is None:
+        return ()
+    return _context.pair_features(norm, _coerce(agent_text))
+
+
+def combine_raw(text: object, model: LearnedModel | None, agent_text: object = None) -> Combined:
     """Both tiers' answers and the uncalibrated combination (for training and calibration)."""
     trimmed = _coerce(text).strip()
     if not trimmed:
-        return Combined(Shape.UNKNOWN, 1.0, True, Shape.UNKNOWN, None)
+        return Combined(Shape.UNKNOWN, 1.0, True, Shape.UNKNOWN, None, 0.0)
     prepared = _prepare(trimmed)
     _masked, _keys, ev = _score(prepared)
     rule = _resolve(ev.scores)
-    return _combine(rule, _confidence(rule, ev.scores), prepared.norm, model)
+    extra = _pair(prepared.norm, agent_text)
+    return _combine(rule, _confidence(rule, ev.scores), prepared.norm, model, extra)
+
+
+# Calibrated abstention: a repair shape whose repair probability (``Combined.repair``)
+# is below the artefact's ``abstain`` threshold does not trigger a repair; the
+# answer is ``unknown`` with a confidence below the LLM tier's threshold, so that
+# tier, when configured, decides. The threshold is chosen by the trainer on
+# leave-one-writer-out answers (``train.choose_threshold``): the lowest that keeps
+# false triggers at most ``train.ABSTAIN_TARGET`` of the non-trigger messages.
+ABSTAIN_CONFIDENCE: Final = 0.5
+
+
+def abstains(comb: Combined, model: LearnedModel | None) -> bool:
+    """True when ``comb`` is a repair shape the model is too unsure of to trigger a repair."""
+    if model is None or not comb.shape.triggers_repair:
+        return False
+    threshold = model.meta.get("abstain")
+    return isinstance(threshold, (int, float)) and comb.repair < threshold
 
 
 # Calibration: the learned probability of the final shape, in bins, within one
@@ -234,8 +264,12 @@ def classify_with(
     prepared = _prepare(trimmed)
     masked, keys, ev = _score(prepared)
     rule = _resolve(ev.scores)
-    comb = _combine(rule, _confidence(rule, ev.scores), prepared.norm, model)
-    shape = comb.shape
+    extra = _pair(prepared.norm, agent_text)
+    comb = _combine(rule, _confidence(rule, ev.scores), prepared.norm, model, extra)
+    # A message that is only pasted code or log gives the learned tier nothing to
+    # read (its answer is its prior): the rules' failure report stands.
+    abstained = abstains(comb, model) and not prepared.norm.isspace()
+    shape = Shape.UNKNOWN if abstained else comb.shape
     prefer = avoid = correction = constraint = None
     if shape is Shape.PREFERENCE:
         prefer, avoid = _extract_preference(_View.build(prepared.prose, masked, keys))
@@ -249,14 +283,19 @@ def classify_with(
         # (a control character read as a space).
         prefer, avoid = _verbatim(prefer, trimmed), _verbatim(avoid, trimmed)
         correction, constraint = _verbatim(correction, trimmed), _verbatim(constraint, trimmed)
-    confidence = _calibrated(comb, model)
+        prefer, avoid, correction, constraint = (
+            None if is_referent(v) else v for v in (prefer, avoid, correction, constraint)
+        )
+    confidence = min(_calibrated(comb, model), ABSTAIN_CONFIDENCE) if abstained else _calibrated(comb, model)
     if _log.isEnabledFor(logging.DEBUG):
         _log.debug(
-            "classified %s (%.2f) rules=%s learned=%s scores=%s cues=%s",
+            "classified %s (%.2f) rules=%s learned=%s repair=%.2f abstained=%s scores=%s cues=%s",
             shape.value,
             confidence,
             comb.rule_shape.value,
             comb.learned_shape.value if comb.learned_shape else None,
+            comb.repair,
+            abstained,
             {s: round(v, 2) for s, v in ev.scores.items() if v},
             ev.fired,
         )

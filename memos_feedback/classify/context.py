@@ -169,3 +169,71 @@ def _other_member(prefer: str, agent: str) -> str | None:
         if name.casefold() in group and name.casefold() != prefer.casefold():
             return name
     return None
+
+
+# ---------------------------------------------------------------------------
+# Features of the pair, for the learned tier
+# ---------------------------------------------------------------------------
+# Whether a message triggers a repair depends on whether it speaks of what the
+# agent just did: a complaint that names nothing of the agent's turn is more
+# often chatter ("the coffee machine is broken again"), a short reply to a
+# question the agent asked is an answer, a reply to a failure report is more
+# often about the failure. Each feature is a token no character n-gram can be
+# (longer than four characters, angle brackets), so it has its own weight.
+_WORD: Final = re.compile(r"[a-z0-9_][a-z0-9_.+#/:-]{2,40}")
+_CJK_RUN: Final = re.compile(r"[\u3400-\u9fff]{2,40}")
+_STOP: Final = frozenset(
+    "the and you for that this with not but are was can use it's don't please just what why how now all "  # noqa: SIM905
+    "too have has one our your its from into out then there here they them will would should could "
+    "did does done been being also again still only more some any like want need let make sure okay".split()
+)
+# Characters that make a Chinese bigram a function word ("这个", "一下", "我们").
+_CJK_FUNCTION: Final = frozenset("的了是我你他她它这那這個个一不在有吗嗎吧呢啊也就都还還要把给給被们們")
+_AGENT_FAILED: Final = re.compile(
+    r"error|fail|exception|traceback|denied|timed? ?out|refused|失败|失敗|错误|錯誤|报错|報錯|异常|異常",
+    re.IGNORECASE,
+)
+_AGENT_ASKS: Final = re.compile(
+    r"[?？]\s*$|\b(?:should i|shall i|do you want|would you like|want me to)\b|要不要|是否|需要我",
+    re.IGNORECASE,
+)
+_AGENT_OPTIONS: Final = re.compile(r"\bor\b|还是|還是|或者", re.IGNORECASE)
+_PAIR_WINDOW: Final = 1000
+
+
+def _content(text: str) -> set[str]:
+    """Content words (ASCII, 3+ characters) and Chinese bigrams of a bounded text."""
+    low = text.casefold()
+    out = {w.strip(".-/:") for w in _WORD.findall(low)} - _STOP
+    for run in _CJK_RUN.findall(low):
+        out.update(
+            run[i : i + 2]
+            for i in range(len(run) - 1)
+            if run[i] not in _CJK_FUNCTION and run[i + 1] not in _CJK_FUNCTION
+        )
+    out.discard("")
+    return out
+
+
+def pair_features(text: str, agent_text: str) -> tuple[str, ...]:
+    """Tokens the learned tier reads beside the message's n-grams when the agent's turn is known."""
+    agent = agent_text[-AGENT_WINDOW:]
+    if not agent.strip():
+        return ()
+    mine = _content(
+        text[:_PAIR_WINDOW] + " " + text[-_PAIR_WINDOW:] if len(text) > 2 * _PAIR_WINDOW else text
+    )
+    shared = len(mine & _content(agent))
+    feats = ["<ctx>", f"<shared:{min(shared, 3)}>"]
+    if not mine:
+        feats.append("<bare>")
+    elif shared * 2 >= len(mine):
+        feats.append("<mostly-shared>")
+    tail = agent[-_PAIR_WINDOW:]
+    if _AGENT_FAILED.search(tail):
+        feats.append("<agent-failed>")
+    if _AGENT_ASKS.search(tail):
+        feats.append("<agent-asks>")
+    if _AGENT_OPTIONS.search(tail):
+        feats.append("<agent-options>")
+    return tuple(feats)

@@ -448,6 +448,11 @@ def _is_unit(token: str) -> bool:
     return token.lower() in rules.MEASURE_UNIT
 
 
+_PROHIBIT_THEN_FIRST: Final = regex.compile(
+    r"(?:不要|别|不能|不可以|不许|不准|禁止)[^。！？!?\n]{1,80}?[。；;！!]\s{0,2}(?:你\s{0,2}|请\s{0,2})?(?P<first>先)"
+)
+
+
 def _extract_constraint(view: _View, anchor: int) -> str | None:
     """The requirement in the clause of the first constraint cue.
 
@@ -458,6 +463,13 @@ def _extract_constraint(view: _View, anchor: int) -> str | None:
     if anchor < 0:
         return None
     text = view.masked
+    # "不要直接 X。先 Y，再 Z": a prohibition, then the right way in the next sentence;
+    # the requirement is the first step prescribed, not the prohibition.
+    if "先" in text and (then := _PROHIBIT_THEN_FIRST.search(text)):
+        start = then.start("first")
+        first = _clean(view.prose[start : view.clause(start)[1]])
+        if first and len(first) > 2:
+            return first
     c_start, c_end = view.clause(anchor)
     # "also, log every retry": a lead-in alone in its clause; the requirement follows.
     if view.prose[c_start:c_end].strip(rules.EDGE_PUNCT).lower() in rules.LEAD_INS and c_end < len(text):
@@ -479,3 +491,26 @@ def _extract_constraint(view: _View, anchor: int) -> str | None:
     if softener:
         end = softener.start()
     return _clean(view.prose[start:end])
+
+
+# A demonstrative or bare pronoun points at something; it never names the thing
+# to prefer, avoid or correct ("别这样，用 yarn" avoids what the agent did, not
+# "这样"). Compared after folding case, traditional characters and edge punctuation.
+_REFERENTS: Final = frozenset(
+    {
+        "it", "this", "that", "these", "those", "them", "they", "one", "this one", "that one",
+        "the same", "same", "so", "such", "like this", "like that", "this way", "that way",
+        "it this way", "it that way", "the other", "this thing", "that thing", "here", "there",
+        "这", "那", "这个", "那个", "这些", "那些", "这样", "那样", "这种", "那种", "这么", "那么",
+        "这么做", "那么做", "这样做", "那样做", "这样子", "那样子", "这种做法", "那种做法", "这个方法",
+        "它", "它们", "此", "如此", "这边", "那边", "这里", "那里", "咁", "噉", "呢个", "嗰个", "咁样",
+    }
+)  # fmt: skip
+
+
+def is_referent(value: str | None) -> bool:
+    """True when ``value`` is only a demonstrative or a pronoun (see ``_REFERENTS``)."""
+    if value is None:
+        return False
+    folded = " ".join(value.strip(rules.EDGE_PUNCT).translate(rules.TRAD_TO_SIMP).casefold().split())
+    return folded in _REFERENTS

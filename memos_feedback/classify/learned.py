@@ -39,6 +39,7 @@ __all__ = [
     "MAX_CHARS",
     "MODEL_PATH",
     "LearnedModel",
+    "analyze",
     "load_model",
     "ngrams",
     "shipped_model",
@@ -83,6 +84,17 @@ def ngrams(text: str, low: int = NGRAM_RANGE[0], high: int = NGRAM_RANGE[1]) -> 
     return out
 
 
+def analyze(doc: tuple[str, Sequence[str]]) -> list[str]:
+    """What the model reads of (prepared text, extra tokens): the text's n-grams, then the tokens.
+
+    The extra tokens are features of the (agent turn, message) pair
+    (``context.pair_features``); none of them can be a character n-gram.
+    """
+    out = ngrams(doc[0])
+    out.extend(doc[1])
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class LearnedModel:
     """Vocabulary (n-gram -> idf and one weight per class), intercepts, metadata."""
@@ -92,11 +104,11 @@ class LearnedModel:
     features: Mapping[str, Sequence[float]]  # n-gram -> [idf, w_class0, w_class1, ...]
     meta: Mapping[str, Any]
 
-    def scores(self, text: str) -> list[float]:
-        """Raw class scores (logits) of ``text``, in ``classes`` order."""
+    def scores(self, text: str, extra: Sequence[str] = ()) -> list[float]:
+        """Raw class scores (logits) of ``text`` and its ``extra`` tokens, in ``classes`` order."""
         counts: dict[str, int] = {}
         feats = self.features
-        for g in ngrams(text):
+        for g in analyze((text, extra)):
             if g in feats:
                 counts[g] = counts.get(g, 0) + 1
         k = len(self.classes)
@@ -111,9 +123,9 @@ class LearnedModel:
         scale = 1.0 / math.sqrt(norm) if norm > 0.0 else 0.0
         return [a * scale + b for a, b in zip(acc, self.intercepts, strict=True)]
 
-    def probabilities(self, text: str) -> dict[str, float]:
+    def probabilities(self, text: str, extra: Sequence[str] = ()) -> dict[str, float]:
         """Softmax of ``scores``: class -> probability."""
-        logits = self.scores(text)
+        logits = self.scores(text, extra)
         top = max(logits)
         exps = [math.exp(v - top) for v in logits]
         total = sum(exps)

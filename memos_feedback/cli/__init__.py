@@ -15,27 +15,29 @@ change it, so a mistyped ``--db`` is an error instead of a new database.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import traceback
 from collections.abc import Sequence
+from types import ModuleType
 
 from ..errors import MemosFeedbackError
-from . import maintain, ops, review, tail
 from ._commands import Commands, Handler, error
 
 __all__ = ["DEBUG_ENV", "build_parser", "main"]
 
 # Each module adds its commands with ``register(cli)``; the order is the
-# order of ``memos-feedback --help``.
-COMMAND_MODULES = (review, ops, maintain, tail)
+# order of ``memos-feedback --help``. Imported when the parser is built, so a
+# hook (which builds only its own) loads none of the others.
+COMMAND_MODULES = ("review", "ops", "redact", "maintain", "tail", "hook", "mcp_cmd")
 
 PROG = "memos-feedback"
 DEBUG_ENV = "MEMOS_FEEDBACK_DEBUG"
 DESCRIPTION = (
-    "Close the feedback loop of LLM agents: classify user feedback, review the decision "
-    "repairs (preference / anti-pattern pairs) written into the database, operate the "
-    "durable repair queue and migrate the schema."
+    "Close the feedback loop of LLM agents: classify user feedback, review, delete and embed "
+    "the decision repairs (preference / anti-pattern pairs) written into the database, show "
+    "the guidance a runtime would inject, operate the durable repair queue and migrate the schema."
 )
 EPILOG = (
     "The database is --db URL (before or after the command), else MEMOS_FEEDBACK_DB_URL, "
@@ -45,7 +47,20 @@ EPILOG = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _first_command(argv: Sequence[str]) -> str | None:
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word == "--db":
+            skip = True
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
+    """The parser of the named command modules' commands (all of them unless told)."""
     from .. import __version__
 
     db_help = "database URL (default: MEMOS_FEEDBACK_DB_URL or a file in the user data dir)"
@@ -61,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--debug", action="store_true", help=f"show tracebacks of unexpected errors (or set {DEBUG_ENV}=1)"
     )
     cli = Commands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"), common)
-    for module in COMMAND_MODULES:
+    for name in modules:
+        module: ModuleType = importlib.import_module(f"{__name__}.{name}")
         module.register(cli)
     return parser
 
@@ -94,8 +110,17 @@ def _quiet_broken_pipe() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    raw = list(sys.argv[1:] if argv is None else argv)
+    # A hook runs once per agent event: it builds only its own commands
+    # (``train``'s options would load the classifier, ~100 ms).
+    parser = build_parser(("hook",) if _first_command(raw) == "hook" else COMMAND_MODULES)
+    args, extra = parser.parse_known_args(raw)
+    if getattr(args, "command", None) == "eval" and "eval" in raw:
+        # ``eval`` hands everything after it to its own parser, options first too
+        # (``eval --cv writer``), which argparse's REMAINDER would refuse.
+        args.rest = raw[raw.index("eval") + 1 :]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     problem = _not_utf8(args)
     if problem is not None:
         parser.error(problem)
@@ -118,4 +143,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = "" if debug else f" (run with --debug or {DEBUG_ENV}=1 for the traceback)"
         error(f"unexpected {type(exc).__name__}: {exc}{hint}")
         return 1
-

@@ -19,15 +19,15 @@ def register(cli: Commands) -> None:
 
     cli.group("queue", "inspect and operate the durable repair queue")
     p = cli.add("list", cmd_queue_list, "jobs in queue order", group="queue")
-    p.add_argument("--status", choices=("pending", "running", "done", "dead"))
+    p.add_argument("--status", choices=("pending", "running", "done", "dead"), help="only jobs in this state")
     p.add_argument("--limit", type=limit, default=100, help=f"1..{MAX_LIMIT} (default 100)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print a JSON list")
     p = cli.add("retry", cmd_queue_retry, "put a dead job back to pending, attempts reset", group="queue")
-    p.add_argument("id")
+    p.add_argument("id", help="the job's id")
     p = cli.add(
         "purge", cmd_queue_purge, "delete a job, or every done job finished before a time", group="queue"
     )
-    p.add_argument("id", nargs="?")
+    p.add_argument("id", nargs="?", help="the job's id (or give --done-before)")
     p.add_argument(
         "--done-before",
         type=epoch_ms,
@@ -36,7 +36,7 @@ def register(cli: Commands) -> None:
         "in batches of 500",
     )
     p = cli.add("stats", cmd_queue_stats, "counts per status, depth, oldest pending age", group="queue")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print them as JSON")
 
     p = cli.add("demo", cmd_demo, "play a scripted agent session on a fresh database")
     p.add_argument(

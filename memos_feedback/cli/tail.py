@@ -11,10 +11,13 @@ import argparse
 import datetime as dt
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from ..errors import MemosFeedbackError
-from ..store.event_log import EventRecord, record_to_dict
 from ._commands import Commands, nonneg, positive, seconds
+
+if TYPE_CHECKING:  # the handlers import the store when they run: `--help` and the hooks stay light
+    from ..store.event_log import EventRecord
 
 __all__ = ["cmd_sweep", "cmd_tail", "format_line", "register"]
 
@@ -35,7 +38,7 @@ def format_line(r: EventRecord) -> str:
 
 def cmd_tail(args: argparse.Namespace) -> int:
     from ..store import open_store
-    from ..store.event_log import FeedStore
+    from ..store.event_log import FeedStore, record_to_dict
 
     with open_store(args.db, read_only=True) as store:
         feed = FeedStore(store)

@@ -3,6 +3,7 @@
     memos-feedback eval LABELS.jsonl [--errors N] [--by-lang] [--json] [--no-context]
     memos-feedback eval recall CASES.jsonl [--mode lexical|semantic|both] [--json]
     memos-feedback eval calibration [LABELS.jsonl ...] [--json]
+    memos-feedback eval --cv writer [--json] [--shipped]      (``cv.py``: leave one writer out)
 
 Figures, as ``feedback-shapes.md`` ("How a classifier is scored") defines them:
 
@@ -62,6 +63,7 @@ __all__ = [
     "main",
     "normalize_span",
     "reliability",
+    "score_rows",
 ]
 
 _SHAPES = tuple(s.value for s in Shape)
@@ -230,6 +232,11 @@ def _slice(rows: Sequence[tuple[LabelledMessage, ClassifiedFeedback]]) -> SliceR
         extraction_exact=exact / len(with_fields) if with_fields else None,
         extraction_count=len(with_fields),
     )
+
+
+def score_rows(rows: Sequence[tuple[LabelledMessage, ClassifiedFeedback]]) -> SliceReport:
+    """The headline figures of (label, answer) pairs."""
+    return _slice(rows)
 
 
 def _run(
@@ -427,6 +434,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return recall_main(args_in[1:])
     if args_in[:1] == ["calibration"]:
         return _calibration_main(args_in[1:])
+    if any(a == "--cv" or a.startswith("--cv=") for a in args_in):
+        from .cv import main as cv_main
+        from .train import TrainingUnavailableError
+
+        try:
+            return cv_main(args_in)
+        except TrainingUnavailableError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     parser = argparse.ArgumentParser(
         prog="memos-feedback eval", description="Score the feedback classifier on labelled JSONL."
     )

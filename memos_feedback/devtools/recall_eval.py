@@ -52,7 +52,6 @@ from ..types import REPAIR_SHAPE_VALUES, FailureRecord, RepairInput, ToolCall
 __all__ = ["Rate", "RecallCase", "RecallReport", "evaluate_recall", "load_cases", "main"]
 
 
-
 class RecallDataError(ValueError):
     """A line of the cases file is not a valid case."""
 

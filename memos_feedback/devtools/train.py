@@ -3,8 +3,9 @@
     memos-feedback train [--data-dir tests/data] [--out PATH] [--check]
     memos-feedback train [same options]     (the same code: ``add_arguments`` / ``run``)
 
-Reads the labelled JSON Lines files in ``TRAINING_FILES`` (never the
-hold-outs in ``HOLDOUT_FILES``), fits a multinomial logistic regression over
+Reads the labelled JSON Lines files in ``TRAINING_FILES`` (the sets written
+by the process that tuned the rules) and ``WRITER_FILES`` (six independent
+writers, ``tests/data/classifier_writers/``), fits a multinomial logistic regression over
 TF-IDF weighted character n-grams (``learned.ngrams``) with a fixed
 configuration, and writes ``memos_feedback/data/classifier_model.json``:
 
@@ -14,9 +15,10 @@ configuration, and writes ``memos_feedback/data/classifier_model.json``:
   order); ``tests/classify/test_learned.py`` recomputes it and fails when the shipped
   artefact is stale;
 * ``calibration``: the reliability map of the combined classifier's
-  confidence, fitted on out-of-fold predictions (``FOLDS``-fold, fixed seed)
-  of the files the rules were never tuned on (``CALIBRATION_FILES``);
-* ``evaluation``: figures of the combined classifier on each hold-out.
+  confidence, fitted on leave-one-writer-out answers on the writers' lines
+  (``CALIBRATION_FILES``);
+* ``evaluation``: figures on hold-outs (``HOLDOUT_FILES``, none in the
+  repository: the figures of record are ``memos-feedback eval --cv writer``).
 
 The solver (Newton-CG to a tight tolerance) converges to the unique optimum
 of the regularised loss, so the same data gives the same weights to well
@@ -30,32 +32,46 @@ inference (``learned.py``) is pure Python.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from ..classify.learned import FORMAT, MODEL_PATH, NGRAM_RANGE, LearnedModel, ngrams
+from ..classify.learned import FORMAT, MODEL_PATH, NGRAM_RANGE, LearnedModel, analyze
 from ..errors import TrainingUnavailableError
 
+if TYPE_CHECKING:
+    from ..classify.classifier import Combined
+
+WRITERS_DIR: Final = "classifier_writers"
+
 __all__ = [
+    "ABSTAIN_TARGET",
     "CALIBRATION_FILES",
     "HOLDOUT_FILES",
     "MISSING_SKLEARN",
     "TRAINING_FILES",
+    "WRITER_FILES",
     "TrainingUnavailableError",
     "add_arguments",
+    "choose_threshold",
     "data_sha256",
     "default_data_dir",
+    "fit_records",
+    "fold_model",
+    "lowo_rows",
     "main",
     "run",
     "train",
 ]
 
-# Labelled sets the model learns from (tests/data/).
+# Labelled sets written by the process whose lines tuned the rules (tests/data/):
+# training data only, never a figure of record. The former hold-outs are here too:
+# they share that process's habits, so they said nothing about other writers.
 TRAINING_FILES: Final = (
     "feedback_dev.jsonl",
     "feedback_generalisation.jsonl",
@@ -67,20 +83,42 @@ TRAINING_FILES: Final = (
     "feedback_composed.jsonl",
     "feedback_suite.jsonl",
     "feedback_families_more.jsonl",
-)
-# Untouched hold-outs: never trained or tuned on; only scored.
-HOLDOUT_FILES: Final = (
     "feedback_holdout.jsonl",
     "feedback_holdout_many_voices.jsonl",
     "feedback_holdout_families.jsonl",
+    "feedback_context_pairs.jsonl",
 )
-# Training files the rules were never tuned on: the rules' answers on them are
-# as good as on unseen text, so the combination is calibrated on them.
-CALIBRATION_FILES: Final = ("feedback_families.jsonl", "feedback_families_more.jsonl")
+# Independent writers (tests/data/classifier_writers/, one file each): trained on
+# in the shipped model, one left out at a time by ``eval --cv writer``.
+WRITER_FILES: Final = tuple(
+    f"classifier_writers/{name}.jsonl"
+    for name in (
+        "data_science_zh",
+        "enterprise_formal_nonnative",
+        "mobile_zh_traditional",
+        "ops_code_switching",
+        "research_long_messages",
+        "web_startup_casual",
+    )
+)
+# No hold-out is kept in the repository: the figures of record are leave-one-writer-out.
+HOLDOUT_FILES: Final[tuple[str, ...]] = ()
+# The combination is calibrated on leave-one-writer-out answers: the writers never
+# saw the rules, so the rules' answers on them are as good as on unseen text.
+CALIBRATION_FILES: Final = WRITER_FILES
+
+# False triggers allowed on leave-one-writer-out answers when the abstention
+# threshold is chosen: below the 2 % target, so that it still holds on a writer
+# the threshold was not chosen on (fixed before any figure was read).
+ABSTAIN_TARGET: Final = 0.015
+ABSTAIN_GRID: Final = (0.0, *(round(0.3 + 0.025 * i, 3) for i in range(27)))
+_REPAIR_LABELS: Final = frozenset(("negative", "correction", "constraint", "preference"))
 
 SEED: Final = 14
 C: Final = 10.0
-FOLDS: Final = 5
+# An n-gram seen in one message only says nothing about other writers, and
+# would triple the artefact.
+MIN_DF: Final = 2
 DIGITS: Final = 6
 SHAPES: Final = (
     "positive",
@@ -102,7 +140,7 @@ def _round(value: float) -> float:
     return float(f"{value:.{DIGITS}g}")
 
 
-def data_sha256(data_dir: Path, files: Sequence[str] = TRAINING_FILES) -> str:
+def data_sha256(data_dir: Path, files: Sequence[str] = TRAINING_FILES + WRITER_FILES) -> str:
     """sha256 over each training file's name and bytes, in manifest order."""
     digest = hashlib.sha256()
     for name in files:
@@ -128,16 +166,69 @@ def _key(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def training_records(data_dir: Path) -> list[dict[str, Any]]:
-    """The training files' lines, less any whose text is also a hold-out line.
+def training_records(data_dir: Path, held: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The training lines less the writers in ``held``, and less any line whose text one of them has.
 
     The sets were written independently, so a few short lines ("happy friday
-    everyone", "lgtm 👍") occur in a hold-out too; they are left out, so that
-    no hold-out line is ever trained on.
+    everyone", "lgtm 👍") occur in two of them; a left-out writer's line is
+    never trained on under another writer's name.
     """
-    present = [f for f in HOLDOUT_FILES if (data_dir / f).is_file()]
-    held = {_key(r["text"]) for r in load_records(data_dir, present)}
-    return [r for r in load_records(data_dir, TRAINING_FILES) if _key(r["text"]) not in held]
+    present = [f for f in held if (data_dir / f).is_file()]
+    keys = {_key(r["text"]) for r in load_records(data_dir, present)}
+    files = TRAINING_FILES + tuple(f for f in WRITER_FILES if f not in held)
+    return [r for r in load_records(data_dir, files) if _key(r["text"]) not in keys]
+
+
+def fit_records(records: Sequence[dict[str, Any]], *, pair: bool = True) -> LearnedModel:
+    """The learned tier fitted on labelled lines (no calibration); ``pair=False``: no pair features."""
+    return _fit([model_doc(r, context=pair) for r in records], [r["shape"] for r in records])
+
+
+def lowo_rows(
+    data_dir: Path, writers: Sequence[str], held: Sequence[str] = (), *, pair: bool = True
+) -> list[tuple[Combined, str]]:
+    """Leave-one-writer-out answers of the combined classifier on ``writers`` (also without ``held``)."""
+    from ..classify.classifier import combine_raw
+
+    rows: list[tuple[Combined, str]] = []
+    for name in writers:
+        part = fit_records(training_records(data_dir, (*held, name)), pair=pair)
+        for rec in load_records(data_dir, (name,)):
+            rows.append((combine_raw(rec["text"], part, rec.get("agent_text")), rec["shape"]))
+    return rows
+
+
+def choose_threshold(rows: Sequence[tuple[Combined, str]], target: float = ABSTAIN_TARGET) -> float:
+    """The lowest repair probability to trigger at that keeps false triggers within ``target``.
+
+    ``rows`` are out-of-sample answers (``lowo_rows``); a false trigger is a
+    repair shape on a message whose label calls for none.
+    """
+    negatives = [comb for comb, label in rows if label not in _REPAIR_LABELS]
+    for threshold in ABSTAIN_GRID:
+        false = sum(1 for c in negatives if c.shape.triggers_repair and c.repair >= threshold)
+        if false <= target * len(negatives):
+            return threshold
+    return ABSTAIN_GRID[-1]
+
+
+def _with_held_out_choices(model: LearnedModel, rows: Sequence[tuple[Combined, str]]) -> LearnedModel:
+    from ..classify.classifier import fit_calibration
+
+    meta = {**model.meta, "calibration": fit_calibration(rows), "abstain": choose_threshold(rows)}
+    return LearnedModel(model.classes, model.intercepts, model.features, meta)
+
+
+def fold_model(data_dir: Path, held: Sequence[Path], *, pair: bool = True) -> LearnedModel:
+    """The model trained without the writers in ``held`` (for ``eval --cv writer``).
+
+    Its calibration and abstention threshold come from leave-one-writer-out
+    answers on the *other* writers only: the held-out ones influence nothing.
+    """
+    names = tuple(f"{WRITERS_DIR}/{p.name}" for p in held)
+    model = fit_records(training_records(data_dir, names), pair=pair)
+    inner = [w for w in WRITER_FILES if w not in names]
+    return _with_held_out_choices(model, lowo_rows(data_dir, inner, names, pair=pair))
 
 
 def model_text(text: str) -> str:
@@ -147,11 +238,31 @@ def model_text(text: str) -> str:
     return prepared_text(text)
 
 
-def _fit(texts: Sequence[str], labels: Sequence[str]) -> LearnedModel:
+Doc = tuple[str, tuple[str, ...]]
+
+
+def model_doc(record: dict[str, Any], *, context: bool = True) -> Doc:
+    """What the learned tier reads of a labelled line: its prepared text and the pair's features."""
+    agent = record.get("agent_text") if context else None
+    return _doc(record["text"], agent if isinstance(agent, str) else None)
+
+
+@functools.lru_cache(maxsize=65536)
+def _doc(text: str, agent: str | None) -> Doc:
+    # Cached: leave-one-writer-out fits read the same lines dozens of times.
+    from ..classify.context import pair_features
+
+    prepared = model_text(text)
+    return prepared, pair_features(prepared, agent) if agent is not None else ()
+
+
+def _fit(texts: Sequence[Doc], labels: Sequence[str]) -> LearnedModel:
     from sklearn.feature_extraction.text import TfidfVectorizer  # type: ignore[import-untyped]
     from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
 
-    vectorizer = TfidfVectorizer(analyzer=ngrams, sublinear_tf=True, norm="l2", smooth_idf=True)
+    vectorizer = TfidfVectorizer(
+        analyzer=analyze, sublinear_tf=True, norm="l2", smooth_idf=True, min_df=MIN_DF
+    )
     matrix = vectorizer.fit_transform(texts)
     clf = LogisticRegression(C=C, solver="newton-cg", tol=1e-8, max_iter=500, random_state=SEED)
     clf.fit(matrix, list(labels))
@@ -166,23 +277,6 @@ def _fit(texts: Sequence[str], labels: Sequence[str]) -> LearnedModel:
     intercepts = tuple(_round(float(v)) for v in clf.intercept_)
     meta: dict[str, Any] = {"format": FORMAT}
     return LearnedModel(tuple(classes), intercepts, features, meta)
-
-
-def _folds(records: Sequence[dict[str, Any]]) -> list[int]:
-    """A fixed, stratified fold number per record (by shape, order of appearance)."""
-    import random
-
-    rng = random.Random(SEED)
-    fold = [0] * len(records)
-    by_shape: dict[str, list[int]] = {}
-    for i, rec in enumerate(records):
-        by_shape.setdefault(rec["shape"], []).append(i)
-    for shape in sorted(by_shape):
-        idx = by_shape[shape]
-        rng.shuffle(idx)
-        for j, i in enumerate(idx):
-            fold[i] = j % FOLDS
-    return fold
 
 
 def to_json(model: LearnedModel) -> str:
@@ -202,36 +296,27 @@ def train(
     data_dir = data_dir or default_data_dir()
     started = time.perf_counter()
     records = training_records(data_dir)
-    texts = [model_text(r["text"]) for r in records]
-    labels = [r["shape"] for r in records]
-    model = _fit(texts, labels)
+    model = fit_records(records)
     log(f"fitted on {len(records)} messages, {len(model.features)} n-grams")
 
-    # Out-of-fold answers of the combined classifier on the calibration files.
-    folds = _folds(records)
-    calib_rows: list[tuple[clf.Combined, str]] = []
-    wanted = [i for i, r in enumerate(records) if r["_file"] in CALIBRATION_FILES]
-    for k in range(FOLDS):
-        test_idx = [i for i in wanted if folds[i] == k]
-        if not test_idx:
-            continue
-        train_idx = [i for i in range(len(records)) if folds[i] != k]
-        part = _fit([texts[i] for i in train_idx], [labels[i] for i in train_idx])
-        for i in test_idx:
-            calib_rows.append((clf.combine_raw(records[i]["text"], part), labels[i]))
+    # Leave-one-writer-out answers of the combined classifier on the writers' lines.
+    calib_rows = lowo_rows(data_dir, CALIBRATION_FILES)
     calibration = clf.fit_calibration(calib_rows)
-    log(f"calibrated on {len(calib_rows)} out-of-fold answers")
+    abstain = choose_threshold(calib_rows)
+    log(f"calibrated on {len(calib_rows)} out-of-fold answers; abstain below repair probability {abstain}")
 
     meta: dict[str, Any] = {
         "format": FORMAT,
         "analyzer": {"kind": "char_wb", "ngram_range": list(NGRAM_RANGE), "lowercase": True},
-        "tfidf": {"sublinear_tf": True, "smooth_idf": True, "norm": "l2"},
+        "tfidf": {"sublinear_tf": True, "smooth_idf": True, "norm": "l2", "min_df": MIN_DF},
         "estimator": {"kind": "LogisticRegression", "C": C, "solver": "newton-cg", "seed": SEED},
-        "training_files": list(TRAINING_FILES),
+        "training_files": list(TRAINING_FILES + WRITER_FILES),
         "holdout_files": list(HOLDOUT_FILES),
         "training_count": len(records),
         "data_sha256": data_sha256(data_dir),
         "calibration": calibration,
+        "abstain": abstain,
+        "abstain_target": ABSTAIN_TARGET,
     }
     model = LearnedModel(model.classes, model.intercepts, model.features, meta)
 

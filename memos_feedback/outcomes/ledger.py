@@ -7,7 +7,6 @@ serving's id is its primary key and a settlement is unique on its serving
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,9 +21,11 @@ from ..events import FeedbackEvent, RepairOutcome, RepairReviewFlagged, RepairSt
 from ..store import Store
 from ..store.checks import check_text
 from ..store.models import DecisionRepairModel, RepairOutcomeModel, RepairServedModel
+from ..text.logs import library_logger
+from ..text.secrets import redact_optional
 from ..types import new_id, now_ms
 from .estimate import counts_for
-from .states import HELD, RECURRED, STALE, STATUSES, Served, Settlement
+from .states import HELD, RECURRED, STALE, STATUSES, Served, Settlement, served_context
 
 __all__ = [
     "HistoryEntry",
@@ -38,7 +39,7 @@ __all__ = [
     "write_batch",
 ]
 
-logger = logging.getLogger("memos_feedback.outcomes")
+logger = library_logger("memos_feedback.outcomes")
 
 M = DecisionRepairModel
 S = RepairServedModel
@@ -75,7 +76,7 @@ def write_batch(
                     "repair_id": v.repair_id,
                     "session_id": v.session_id,
                     "tool_id": v.tool_id,
-                    "context": v.context,
+                    "context": redact_optional(v.context),
                     "ts": v.ts,
                 },
                 "id",
@@ -131,6 +132,7 @@ def record_served(
     Bookkeeping must not fail a read: a refused or failed write is logged
     and the guidance is still returned.
     """
+    context = served_context(context)
     if not storable(session_id, tool_id, context):
         logger.warning("guidance served to an unstorable session id or context: not recorded")
         return

@@ -15,7 +15,6 @@ settled twice.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections import deque
@@ -23,12 +22,13 @@ from collections import deque
 from .._loop import wake_loop
 from ..events import FeedbackBus
 from ..store import Store
+from ..text.logs import library_logger
 from .ledger import write_batch
 from .states import Served, Settlement
 
 __all__ = ["OutcomeRecorder"]
 
-logger = logging.getLogger("memos_feedback.outcomes")
+logger = library_logger("memos_feedback.outcomes")
 
 _MAX_BATCH = 500
 

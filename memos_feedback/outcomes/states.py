@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from ..limits import CONTEXT_CHAR_CAP, clean_text
 from ..types import Shape
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "Served",
     "Settlement",
     "outcome_of_feedback",
+    "served_context",
 ]
 
 HELD: Final = "held"
@@ -64,6 +66,21 @@ class Served:
     tool_id: str | None
     context: str | None
     ts: int
+
+
+def served_context(context: str | None) -> str | None:
+    """The context a serving keeps and is matched by: at most ``CONTEXT_CHAR_CAP`` characters.
+
+    A caller's context can be megabytes (a whole tool output), and a
+    serving is stored once per item served. Cut as a job's context is
+    (``limits.clean_text``: head and tail), in memory as in the table, and
+    a tool step's context is cut the same way before it is matched, so a
+    serving reloaded after a restart still settles. Two contexts alike in
+    their first ~3,000 and last ~1,000 characters settle each other's servings.
+    """
+    if context is None or len(context) <= CONTEXT_CHAR_CAP:
+        return context
+    return clean_text(context, CONTEXT_CHAR_CAP)
 
 
 @dataclass(frozen=True, slots=True)

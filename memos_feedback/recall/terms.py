@@ -226,7 +226,12 @@ def query_terms(text: str | None, limit: int = MAX_TERMS) -> QueryTerms:
     short: dict[str, None] = {}
     english = gloss(norm)
     ascii_text = f"{norm} {' '.join(english)}" if english else norm
+    # Only the first ``limit`` distinct terms of each kind are kept, so the
+    # collection stops there: a 3M-character query must not build millions
+    # of windows to keep 48 of them.
     for match in _WORD.finditer(ascii_text):
+        if len(indexed) >= limit:
+            break
         word = match.group(0).strip("-_")
         keep = len(word) >= 3 and word not in _STOP and not (word.isdigit() and len(word) > 6)
         word = stem(word) if keep else word
@@ -234,13 +239,21 @@ def query_terms(text: str | None, limit: int = MAX_TERMS) -> QueryTerms:
             indexed[word] = None
             words.append(word)
     for match in _CJK.finditer(norm):
+        if len(indexed) >= limit and len(short) >= limit:
+            break
         run = match.group(0)
-        for i in range(len(run) - 1):
-            short.setdefault(run[i : i + 2], None)
-        for i in range(len(run) - 2):
-            indexed.setdefault(run[i : i + 3], None)
+        _windows(run, 2, short, limit)
+        _windows(run, 3, indexed, limit)
     kept = list(indexed)[:limit]
     return QueryTerms(tuple(kept), tuple(list(short)[:limit]), tuple(words[:limit]))
+
+
+def _windows(run: str, size: int, into: dict[str, None], limit: int) -> None:
+    """Add the distinct ``size``-character windows of ``run`` to ``into`` until it holds ``limit``."""
+    for i in range(len(run) - size + 1):
+        if len(into) >= limit:
+            return
+        into.setdefault(run[i : i + size], None)
 
 
 # Suffixes of English inflection and derivation, longest first. Dropping one

@@ -36,7 +36,6 @@ embedding blobs from the database.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -49,6 +48,7 @@ from sqlalchemy.orm import Session
 from ..store import Store
 from ..store.engine import Prepared, sqlite_file_path
 from ..store.models import DecisionRepairModel
+from ..text.logs import library_logger
 from .embeddings import unpack_many
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Similarities", "reset_cache", "settle", "similarities"]
 
-logger = logging.getLogger("memos_feedback.recall")
+logger = library_logger("memos_feedback.recall")
 
 M = DecisionRepairModel
 # A matrix this large is scanned through the projection first (module docstring).

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -13,6 +12,7 @@ from ..errors import InvalidInputError
 from ..store.reads import Executor
 from ..store.repositories import merge_boundaries
 from ..text.blocks import merge_repair_block
+from ..text.logs import library_logger
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["attach_in", "attach_repair_to_policies"]
 
-logger = logging.getLogger("memos_feedback.repair")
+logger = library_logger("memos_feedback.repair")
 
 
 def attach_repair_to_policies(

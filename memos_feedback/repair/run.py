@@ -13,7 +13,6 @@ the write are all that one transaction (ALGORITHMS.md, "run_repair").
 
 from __future__ import annotations
 
-import logging
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from ..store.reads import Executor, policy_boundaries_with_episodes, session_tra
 from ..store.unit import RepairUnit, repair_unit
 from ..synthesis.evidence import RepairEvidence, evidence_window, split_evidence
 from ..synthesis.synthesize import SynthesisOutcome, synthesize_draft
+from ..text.logs import library_logger
 from ..types import (
     TRIGGERS,
     ClassifiedFeedback,
@@ -57,7 +57,7 @@ __all__ = [
     "stage_repair",
 ]
 
-logger = logging.getLogger("memos_feedback.repair")
+logger = library_logger("memos_feedback.repair")
 
 
 class _Run:
@@ -227,7 +227,7 @@ def _classify(run: _Run) -> ClassifiedFeedback | None:
     text = run.inp.user_text
     if not (text and text.strip()):
         return None
-    feedback = classify_feedback(text)
+    feedback = classify_feedback(text, agent_text=run.inp.agent_text)
     run.emit(FeedbackClassified(shape=feedback.shape.value, confidence=feedback.confidence))
     return feedback
 

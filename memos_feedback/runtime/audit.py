@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -24,20 +23,39 @@ from typing import Any
 
 from ..errors import AuditLogError, InvalidInputError
 from ..events import FeedbackBus, FeedbackEvent, RepairAttached, RepairPersisted, event_to_dict
+from ..text.logs import library_logger
 
 __all__ = ["AuditLog"]
 
-logger = logging.getLogger("memos_feedback.audit")
+logger = library_logger("memos_feedback.audit")
 
 # Events the audit trail keeps (PIPELINE.md §11).
 AUDITED_KINDS = (RepairPersisted.kind, RepairAttached.kind)
+
+
+def _audit_path(path: object) -> Path:
+    """``path`` as a ``Path``, or ``InvalidInputError`` for what no file system takes."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidInputError(f"audit log path must be a str or os.PathLike, got {type(path).__name__}")
+    text = os.fspath(path)
+    if not isinstance(text, str):
+        raise InvalidInputError(f"audit log path must name a str path, got {type(text).__name__}")
+    if not text.strip():
+        raise InvalidInputError("audit log path must not be empty")
+    if "\x00" in text:
+        raise InvalidInputError(f"audit log path has a NUL character: {text!r:.80}")
+    try:
+        os.fsencode(text)  # undecodable bytes (surrogateescape) pass; a lone surrogate does not
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(f"audit log path is not encodable: {text!r:.80} ({exc.reason})") from exc
+    return Path(text)
 
 
 class AuditLog:
     """Appends JSON objects, one per line, to ``path``."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
+        self.path = _audit_path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

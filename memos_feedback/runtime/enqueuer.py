@@ -4,10 +4,12 @@ Its thread, every ``buffer_flush_ms`` (or at once when woken), applies the
 recorded tool steps and moves the bursts they made into ``repair_jobs``
 (the bound is that period plus one insert transaction). Bursts of one
 context that pile up while it works are coalesced to the newest. A batch
-the database refuses is split: a trigger that fails alone while the
-database takes a plain write is poison and is dropped with a logged
-reason; anything else is kept and retried, so one bad input never stops
-the queue and a database outage loses nothing.
+the database refuses is split: a trigger that fails alone, again and
+again, while the database commits a write of a trivial row, and with an
+error that is not an outage (a full disk, an I/O error, a lost file:
+``store.durability``), is poison and is dropped with a logged reason;
+anything else is kept and retried, so one bad input never stops the
+queue and a database outage loses nothing.
 
 ``submit_user_feedback`` and ``run_once`` go through ``enqueue_now``
 instead, which commits the job before it returns (a correction the user
@@ -17,7 +19,6 @@ is reported by ``unstored`` and raised as ``TriggersNotPersistedError``.
 
 from __future__ import annotations
 
-import logging
 import math
 import threading
 import time
@@ -29,6 +30,8 @@ from ..errors import MemosFeedbackError, StoreBusyError, TriggersNotPersistedErr
 from ..events import FeedbackBus, FeedbackClassified, RepairSkipped
 from ..signals import FailureBurst, context_hash_of
 from ..store import Store
+from ..store.durability import is_outage, probe_write
+from ..text.logs import library_logger
 from ..types import ClassifiedFeedback, RepairInput, RepairResult, now_ms
 from .futures import JobFutures, skipped_result
 from .hot_path import HotPath
@@ -36,12 +39,12 @@ from .queue import EnqueueResult, RepairQueue
 
 __all__ = ["Enqueuer", "burst_input", "not_persisted"]
 
-logger = logging.getLogger("memos_feedback.subscriber")
+logger = library_logger("memos_feedback.subscriber")
 
 # The tool a user's message is keyed to when no tool step is in play.
 USER_TOOL = "user"
-# A trigger the database refused this many times, while a plain write
-# succeeds, is poison: it is dropped with a logged reason.
+# A trigger the database refused this many times, while a write of a
+# trivial row succeeds, is poison: it is dropped with a logged reason.
 _POISON_AFTER = 3
 
 
@@ -124,6 +127,7 @@ class Enqueuer:
         *,
         project: str | None = None,
         user: str | None = None,
+        agent_text: str | None = None,
     ) -> Future[RepairResult]:
         """Queue (durably) the repair a user's message calls for, keyed to the tool in play.
 
@@ -166,6 +170,7 @@ class Enqueuer:
             context=context,
             project=project,
             user=user,
+            agent_text=agent_text,
         )
         return self.enqueue_now(inp)
 
@@ -242,9 +247,13 @@ class Enqueuer:
             except StoreBusyError:
                 return False
             except MemosFeedbackError as exc:
+                if is_outage(exc):
+                    # A full disk, a lost file: never the trigger's fault, and
+                    # the rest would fail alike. Everything stays held.
+                    return False
                 refusals = self._refusals.get(key, 0) + 1
                 self._refusals[key] = refusals
-                if refusals >= _POISON_AFTER and self._database_writable():
+                if refusals >= _POISON_AFTER and probe_write(self.store):
                     logger.error(
                         "dropping a %s trigger for context %s that the database refuses: %s",
                         inp.trigger,
@@ -261,15 +270,6 @@ class Enqueuer:
             self._refusals.pop(key, None)
             self._record_stored([inp], results)
         return ok and not self.held
-
-    def _database_writable(self) -> bool:
-        """Whether an empty write transaction commits (tells poison from an outage)."""
-        try:
-            with self.store.session(write=True, action="probing the database"):
-                pass
-        except MemosFeedbackError:
-            return False
-        return True
 
     def _record_stored(self, batch: list[RepairInput], results: list[EnqueueResult]) -> None:
         for inp, r in zip(batch, results, strict=True):

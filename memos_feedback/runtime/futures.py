@@ -9,19 +9,19 @@ workers have claimed. One ``lock`` guards the three maps and the counters.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import Counter
 from concurrent.futures import Future
 
 from ..errors import RepairJobDeadError, StoreError
 from ..store import Store
+from ..text.logs import library_logger
 from ..types import DecisionRepairDraft, RepairResult
 from .queue import JobRow, RepairQueue
 
 __all__ = ["JobFutures", "skipped_result"]
 
-logger = logging.getLogger("memos_feedback.subscriber")
+logger = library_logger("memos_feedback.subscriber")
 
 
 def skipped_result(

@@ -11,7 +11,6 @@ same housekeeping once, before any thread starts.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 
@@ -20,6 +19,7 @@ from ..errors import StoreError
 from ..events import FeedbackBus, RepairJobDiscarded
 from ..store import Store
 from ..store.event_log import FeedStore
+from ..text.logs import library_logger
 from ..types import now_ms
 from .futures import JobFutures
 from .queue import PRUNE_BATCH, RepairQueue
@@ -27,7 +27,7 @@ from .workers import log_in
 
 __all__ = ["Heartbeat", "recover_at_start"]
 
-logger = logging.getLogger("memos_feedback.subscriber")
+logger = library_logger("memos_feedback.subscriber")
 
 # How often (s) the heartbeat looks for jobs another process finished.
 _RESOLVE_EVERY = 0.5

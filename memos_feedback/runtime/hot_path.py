@@ -14,7 +14,6 @@ counted, and a background thread logs a summary at most every
 from __future__ import annotations
 
 import dataclasses
-import logging
 import threading
 import time
 from collections import deque
@@ -23,19 +22,21 @@ from typing import Any
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError
 from ..signals import FailureBurst, FailureSignals
+from ..text.logs import library_logger
 from ..types import FailureRecord
 from .outcomes import SubscriberOutcomes
 
 __all__ = ["HotPath"]
 
-logger = logging.getLogger("memos_feedback.subscriber")
+logger = library_logger("memos_feedback.subscriber")
 
 # At most one summary of ignored hot-path calls per this many seconds.
 _BAD_CALL_LOG_EVERY = 10.0
 # Tool steps waiting for the enqueuer beyond this many are applied by the
 # recording thread itself: a caller that records faster than the enqueuer
 # keeps up (a tight retry loop) pays for its steps instead of growing memory
-# without bound. ~10,000 tuples are about 1.5 MB.
+# without bound. ~10,000 tuples are about 1.5 MB. The bound holds per
+# recording thread: each one past it waits until the backlog is applied.
 _STEP_BACKLOG = 10_000
 
 
@@ -58,6 +59,9 @@ class HotPath:
         # Only a holder of ``lock`` pops, so steps are applied in order.
         self.steps: deque[tuple[Any, ...]] = deque()
         self.lock = threading.Lock()
+        # The thread applying steps under ``lock`` (0: none), so that one
+        # never waits for itself in ``catch_up``.
+        self._applying = 0
         # Bursts the steps made (deque appends are thread-safe and cheap),
         # for the enqueuer, which is woken by ``wake``.
         self.bursts: deque[FailureBurst] = deque()
@@ -111,27 +115,37 @@ class HotPath:
             self.apply_steps_locked()
 
     def catch_up(self) -> None:
-        # Back-pressure, not a wait: when another thread is applying steps
-        # already, the backlog is shrinking and this call just returns.
-        if self.lock.acquire(blocking=False):
-            try:
-                self.apply_steps_locked()
-            finally:
-                self.lock.release()
+        """Back-pressure: the backlog passed its bound, so this thread applies it.
+
+        If another thread holds the lock (the enqueuer, applying), this one
+        waits for it and then applies what is left: returning at once
+        instead let a caller faster than the enqueuer queue without bound,
+        since the enqueuer keeps applying while steps keep coming. The wait
+        is for the steps already queued (~3 us each), never for I/O: no
+        holder of the lock writes to the database while holding it.
+        """
+        if self._applying == threading.get_ident():
+            return  # a step recorded from inside an apply (a listener): that loop takes it
+        with self.lock:
+            self.apply_steps_locked()
 
     def apply_steps_locked(self) -> None:
         """Apply the recorded steps, oldest first (``lock`` held)."""
         steps = self.steps
         popleft = steps.popleft
-        while steps:
-            item = popleft()
-            try:
-                if len(item) > 4:
-                    self._apply_failure(*item)
-                else:
-                    self._apply_success(*item)
-            except Exception as exc:  # one bad step must not stop the others
-                self.bad_call(exc)
+        self._applying = threading.get_ident()
+        try:
+            while steps:
+                item = popleft()
+                try:
+                    if len(item) > 4:
+                        self._apply_failure(*item)
+                    else:
+                        self._apply_success(*item)
+                except Exception as exc:  # one bad step must not stop the others
+                    self.bad_call(exc)
+        finally:
+            self._applying = 0
 
     def _apply_failure(
         self,

@@ -10,7 +10,6 @@ again, so a settlement lost to a crash is made by the next signal instead.
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
 from ..config import FeedbackConfig
@@ -18,9 +17,10 @@ from ..errors import StoreError
 from ..events import FeedbackBus
 from ..outcomes.ledger import open_servings, storable
 from ..outcomes.recorder import OutcomeRecorder
-from ..outcomes.states import HELD, RECURRED, Served, outcome_of_feedback
+from ..outcomes.states import HELD, RECURRED, Served, outcome_of_feedback, served_context
 from ..outcomes.tracker import OpenServings
 from ..store import Store
+from ..text.logs import library_logger
 from ..types import Shape, new_id, now_ms
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SubscriberOutcomes"]
 
-logger = logging.getLogger("memos_feedback.outcomes")
+logger = library_logger("memos_feedback.outcomes")
 
 
 class SubscriberOutcomes:
@@ -45,7 +45,10 @@ class SubscriberOutcomes:
         self.open.add(reopened)
 
     def served(self, guidance: Guidance, session_id: str, tool_id: str | None, context: str | None) -> None:
-        if not guidance.items or not storable(session_id, tool_id, context):
+        if not guidance.items:
+            return
+        context = served_context(context)
+        if not storable(session_id, tool_id, context):
             return
         ts = now_ms()
         fresh = self.open.add(

@@ -20,7 +20,8 @@ pending failure-burst job, or whose newest repair is still in cooldown,
 adds no job (the pending job, or the repair, already covers it).
 
 Every string of a trigger is cleaned before it is stored
-(``limits.clean_text``: capped, NUL and lone surrogates replaced), and a
+(``limits.clean_text``: capped, NUL and lone surrogates replaced; then
+``text.secrets.redact_secrets``: no credential reaches the table), and a
 row whose payload cannot be read comes back with ``payload_error`` set
 instead of raising, so the worker dead-letters it and goes on.
 
@@ -32,7 +33,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import logging
 import os
 import random
 import socket
@@ -71,6 +71,8 @@ from ..store.jobs import (
     payload_of,
 )
 from ..store.reads import Executor
+from ..text.logs import library_logger
+from ..text.secrets import redact_secrets, stored_optional, stored_text
 from ..types import FailureRecord, RepairInput, now_ms
 
 __all__ = [
@@ -89,7 +91,7 @@ __all__ = [
     "payload_of",
 ]
 
-logger = logging.getLogger("memos_feedback.queue")
+logger = library_logger("memos_feedback.queue")
 
 
 # -- payloads and ids -------------------------------------------------------
@@ -112,9 +114,9 @@ def _clean_record(f: FailureRecord) -> FailureRecord:
         clean_text(f.tool_id, ID_CHAR_CAP) or "?",
         # Every record of a burst shares the burst's context; the input keeps
         # it once, so each record keeps only a short excerpt.
-        clean_text(f.context, 256),
+        stored_text(f.context, 256),
         f.step,
-        clean_text(f.reason, REASON_CHAR_CAP),
+        stored_text(f.reason, REASON_CHAR_CAP),
         f.ts,
         clean_optional(f.session_id, ID_CHAR_CAP),
         clean_optional(f.episode_id, ID_CHAR_CAP),
@@ -127,7 +129,10 @@ _PROJECT_CHAR_CAP = 255
 
 
 def clean_input(inp: RepairInput) -> RepairInput:
-    """``inp`` with every string storable: capped, NUL and lone surrogates replaced.
+    """``inp`` with every string storable: capped, NUL and lone surrogates replaced, secrets redacted.
+
+    The context hash is kept as given: it was computed from the raw context
+    in memory, so redaction never moves a failure to another group.
 
     Raises ``InvalidInputError`` for a context hash no job can carry.
     """
@@ -137,11 +142,12 @@ def clean_input(inp: RepairInput) -> RepairInput:
         inp,
         context_hash=clean_text(inp.context_hash, 64),
         tool_id=clean_optional(inp.tool_id, ID_CHAR_CAP),
-        user_text=clean_optional(inp.user_text, USER_TEXT_CHAR_CAP),
+        user_text=stored_optional(inp.user_text, USER_TEXT_CHAR_CAP),
         session_id=clean_optional(inp.session_id, ID_CHAR_CAP),
         episode_id=clean_optional(inp.episode_id, ID_CHAR_CAP),
         failures=tuple(_clean_record(f) for f in inp.failures),
-        context=clean_optional(inp.context, CONTEXT_CHAR_CAP),
+        context=stored_optional(inp.context, CONTEXT_CHAR_CAP),
+        agent_text=stored_optional(inp.agent_text, CONTEXT_CHAR_CAP),
         project=clean_optional(inp.project, _PROJECT_CHAR_CAP),
         user=clean_optional(inp.user, _PROJECT_CHAR_CAP),
     )
@@ -424,12 +430,12 @@ class RepairQueue:
                 status="pending",
                 lease_owner=None,
                 next_attempt_at=next_attempt_at,
-                last_error=error[:2000],
+                last_error=redact_secrets(error[:2000]),
             )
 
     def bury(self, job: JobRow, owner: str, error: str, *, session: Session | None = None) -> None:
         with self.store.connection(write=True, action="dead-lettering a repair job", session=session) as s:
-            self._finish(s, job, owner, now_ms(), status="dead", last_error=error[:2000])
+            self._finish(s, job, owner, now_ms(), status="dead", last_error=redact_secrets(error[:2000]))
 
     def discard_stale(self, now: int | None = None, *, session: Session | None = None) -> list[JobRow]:
         """Delete pending jobs older than ``stale_after_ms``; return them."""

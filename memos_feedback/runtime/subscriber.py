@@ -35,6 +35,11 @@ Threads and what they own:
   repair row and the job's ``done`` state commit together. A job whose
   payload cannot be read is dead-lettered; no exception ends a worker.
 
+Asyncio hosts await ``asubmit_user_feedback`` and ``aguidance_for``: the
+same calls, run in a worker thread (``asyncio.to_thread``), so a commit or a
+recall read never blocks the event loop. One class serves both kinds of
+host; the awaitable forms take exactly the sync forms' arguments.
+
 ``close()`` stops all of them within a deadline (``close_timeout_ms`` when
 no timeout is given). Triggers it could not store by then are not dropped
 silently: it raises ``TriggersNotPersistedError`` carrying them.
@@ -42,7 +47,6 @@ silently: it raises ``TriggersNotPersistedError`` carrying them.
 
 from __future__ import annotations
 
-import logging
 import math
 import random
 import threading
@@ -53,7 +57,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from .._checks import check_int
+from .._checks import check_int, check_optional_strs
 from ..classify.classifier import classify_feedback
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError, MemosFeedbackError, StoreError, SubscriberClosedError
@@ -64,7 +68,9 @@ from ..signals import FailureBurst, FailureSignals
 from ..store import Store
 from ..store.event_log import FeedStore
 from ..synthesis.llm import RepairLLM
+from ..text.logs import library_logger
 from ..types import ClassifiedFeedback, RepairInput, RepairResult
+from .aio import in_worker_thread
 from .enqueuer import Enqueuer, not_persisted
 from .futures import JobFutures
 from .heartbeat import Heartbeat, recover_at_start
@@ -75,7 +81,7 @@ from .workers import Workers
 
 __all__ = ["CloseReport", "FeedbackSubscriber", "attach_feedback_subscriber"]
 
-logger = logging.getLogger("memos_feedback.subscriber")
+logger = library_logger("memos_feedback.subscriber")
 
 # Bounds on the thread pool and the idle poll: a typo must not start
 # 100,000 threads or make a worker sleep for ever.
@@ -118,12 +124,6 @@ def _configs(config: object, recall: object) -> tuple[FeedbackConfig, RecallConf
         from_env, recall_from_env = load_config()
         return config or from_env, recall or recall_from_env
     return config, recall
-
-
-def _optional_strs(**values: object) -> None:
-    for name, value in values.items():
-        if value is not None and not isinstance(value, str):
-            raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
 
 
 def _number_in(name: str, value: object, low: float, high: float) -> float:
@@ -217,13 +217,10 @@ class FeedbackSubscriber:
         self._heartbeat = Heartbeat(self.config, self.queue, self._jobs, self.owner, self._closing)
         if self.events is not None:
             self.events.start()  # after the rest of startup: a failed start leaves no thread behind
+        loops = [("enqueuer", self._enqueuer.run), ("heartbeat", self._heartbeat.run)]
+        loops += [(f"worker-{i}", run_jobs.run) for i in range(workers)]
         self._threads = [
-            threading.Thread(target=self._enqueuer.run, name="memos-feedback-enqueuer", daemon=True),
-            threading.Thread(target=self._heartbeat.run, name="memos-feedback-heartbeat", daemon=True),
-        ]
-        self._threads += [
-            threading.Thread(target=run_jobs.run, name=f"memos-feedback-worker-{i}", daemon=True)
-            for i in range(workers)
+            threading.Thread(target=f, name=f"memos-feedback-{n}", daemon=True) for n, f in loops
         ]
         for t in self._threads:
             t.start()
@@ -243,7 +240,7 @@ class FeedbackSubscriber:
         project: str | None = None,
         user: str | None = None,
     ) -> None:
-        """Record a failed tool step. Never blocks, never raises, returns nothing.
+        """Record a failed tool step. Never raises, returns nothing.
 
         The step is appended as it is (with the time) for the enqueuer,
         which validates it and runs the failure window within
@@ -251,8 +248,10 @@ class FeedbackSubscriber:
         there. Bad arguments are then counted and ignored (the agent loop
         must not crash on its own instrumentation; a summary is logged off
         this thread); so are calls after ``close()``. A caller that needs
-        the burst itself uses ``record_tool_failure_now``. ``project`` and
-        ``user``: the scope of the repair a burst makes (docs/RECALL.md, "Scope").
+        the burst itself uses ``record_tool_failure_now``. ``project``/``user``:
+        the scope of the repair a burst makes (docs/RECALL.md, "Scope"). It
+        waits only past 10,000 waiting steps: then it applies them itself
+        (after the enqueuer, if that is applying them): a bounded backlog.
         """
         if self._closed:
             self._hot.bad_call("record_tool_failure after close()")
@@ -329,21 +328,36 @@ class FeedbackSubscriber:
         *,
         project: str | None = None,
         user: str | None = None,
+        agent_text: str | None = None,
     ) -> tuple[ClassifiedFeedback, Future[RepairResult]]:
         """Classify now; queue (durably) a repair when the shape calls for one.
 
         The repair is keyed to the tool in play: ``tool_id``/``context`` when
         given, else the session's newest recorded tool step, else the
         session itself (``guidance_for`` finds it by its text either way).
+        ``agent_text``, the agent's turn the message answers, is the
+        classifier's context (``classify_feedback(text, agent_text=...)``).
         ``project``/``user``: its scope (default: ``recall.default_project``, every user).
         """
         self._check_open()
-        _optional_strs(session_id=session_id, tool_id=tool_id, context=context, project=project, user=user)
-        feedback = classify_feedback(text)
+        check_optional_strs(
+            session_id=session_id,
+            tool_id=tool_id,
+            context=context,
+            agent_text=agent_text,
+            project=project,
+            user=user,
+        )
+        feedback = classify_feedback(text, agent_text=agent_text)
         scope = {"project": (project or "").strip() or None, "user": (user or "").strip() or None}
         return feedback, self._enqueuer.user_feedback(
-            feedback, session_id, tool_id, context, episode_id, **scope
+            feedback, session_id, tool_id, context, episode_id, agent_text=agent_text, **scope
         )
+
+    # Returns (feedback, concurrent Future): ``await asyncio.wrap_future(f)`` waits for the repair.
+    asubmit_user_feedback = in_worker_thread(
+        submit_user_feedback, "asubmit_user_feedback", "FeedbackSubscriber"
+    )
 
     def run_once(self, input: RepairInput) -> Future[RepairResult]:
         """Queue a manual repair (the UI button); committed before returning."""
@@ -510,22 +524,11 @@ class FeedbackSubscriber:
             self.outcomes.served(guidance, session_id, tool_id, context)
         return guidance
 
+    aguidance_for = in_worker_thread(guidance_for, "aguidance_for", "FeedbackSubscriber")
+
     def metrics(self) -> dict[str, int | float | None]:
         """Counters since start and queue gauges (depth, oldest pending age)."""
-        with self._lock:
-            counts = dict(self._jobs.counts)
-        out: dict[str, int | float | None] = {key: counts.get(key, 0) for key in _COUNTERS}
-        try:
-            stats = self.queue.stats()
-            out["depth"] = stats["depth"]
-            out["oldest_pending_age_ms"] = stats["oldest_pending_age_ms"]
-        except StoreError as exc:
-            logger.warning("queue gauges unavailable: %s", exc)
-            out["depth"] = out["oldest_pending_age_ms"] = None
-        out["buffered"] = len(self._enqueuer.buffer) + len(self._enqueuer.held)
-        out["ignored_calls"] = self._hot.bad_calls
-        out["in_flight"] = len(self._jobs.in_flight)
-        return out
+        return _metrics(self._jobs, self.queue, self._enqueuer, self._hot)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -534,6 +537,25 @@ class FeedbackSubscriber:
     def _prune_done(self) -> bool:
         """Delete done jobs past ``done_retention_ms`` now (the heartbeat's pruning)."""
         return self._heartbeat.prune_done()
+
+
+def _metrics(
+    jobs: JobFutures, queue: RepairQueue, enqueuer: Enqueuer, hot: HotPath
+) -> dict[str, int | float | None]:
+    with jobs.lock:
+        counts = dict(jobs.counts)
+    out: dict[str, int | float | None] = {key: counts.get(key, 0) for key in _COUNTERS}
+    try:
+        stats = queue.stats()
+        out["depth"] = stats["depth"]
+        out["oldest_pending_age_ms"] = stats["oldest_pending_age_ms"]
+    except StoreError as exc:
+        logger.warning("queue gauges unavailable: %s", exc)
+        out["depth"] = out["oldest_pending_age_ms"] = None
+    out["buffered"] = len(enqueuer.buffer) + len(enqueuer.held)
+    out["ignored_calls"] = hot.bad_calls
+    out["in_flight"] = len(jobs.in_flight)
+    return out
 
 
 def attach_feedback_subscriber(

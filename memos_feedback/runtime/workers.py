@@ -26,13 +26,15 @@ from ..store import Store
 from ..store.event_log import FeedStore
 from ..store.unit import repair_unit
 from ..synthesis.llm import RepairLLM
+from ..text.logs import library_logger
+from ..text.secrets import redact_secrets
 from ..types import RepairInput, RepairResult, now_ms
 from .futures import JobFutures
 from .queue import JobRow, LeaseLostError, RepairQueue, backoff_ms, input_from_payload
 
 __all__ = ["Workers", "log_in"]
 
-logger = logging.getLogger("memos_feedback.subscriber")
+logger = library_logger("memos_feedback.subscriber")
 
 _TRANSIENT = (LLMTransientError, StoreBusyError)
 
@@ -42,6 +44,12 @@ def log_in(events: FeedStore | None, session: Any, logged: Sequence[FeedbackEven
     if events is not None and logged:
         events.write_in(session, logged)
 
+
+
+def _error_text(exc: BaseException) -> str:
+    # An exception's message may quote its input (a URL, a command line):
+    # what the bus, the job row and the event log carry is redacted.
+    return redact_secrets(f"{type(exc).__name__}: {exc}"[:4096])
 
 class Workers:
     """What every worker thread runs (``run``); the threads share this object."""
@@ -277,7 +285,7 @@ class Workers:
 
     def _retry(self, job: JobRow, exc: BaseException) -> None:
         due = now_ms() + backoff_ms(job.attempts, self.config, self._rng)
-        error = f"{type(exc).__name__}: {exc}"
+        error = _error_text(exc)
         retrying = RepairJobRetrying(
             job_id=job.id,
             context_hash=job.context_hash,
@@ -292,7 +300,7 @@ class Workers:
         self.bus.emit(retrying)
 
     def _bury(self, job: JobRow, exc: BaseException) -> None:
-        error = f"{type(exc).__name__}: {exc}"
+        error = _error_text(exc)
         self.bus.emit(RepairJobFailed(context_hash=job.context_hash, error=error))
         dead = RepairJobDead(job_id=job.id, context_hash=job.context_hash, attempts=job.attempts, error=error)
         try:

@@ -9,7 +9,6 @@ migrates or changes the database, and refuses one that is not at head.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from .._checks import check_int
 from ..errors import InvalidInputError, SchemaError, StoreBusyError, StoreError
+from ..text.logs import library_logger, redact_library_logs
 from ..types import DecisionRepairRow, PolicyRow, ToolCall, TraceRow
 from . import checkpoint, migrate
 from .checkpoint import WalCheckpointer
@@ -51,7 +51,7 @@ __all__ = [
     "open_store",
 ]
 
-logger = logging.getLogger("memos_feedback.store")
+logger = library_logger("memos_feedback.store")
 
 
 def _busy_timeout(value: object) -> int:
@@ -97,6 +97,9 @@ class Store:
             raise InvalidInputError(
                 f"recall_engine must be a SQLAlchemy Engine or None, got {type(recall_engine).__name__}"
             )
+        # Loggers of layers below text (classify, events) cannot attach the
+        # redacting filter themselves; every store opened attaches it to them.
+        redact_library_logs()
         self.engine = engine
         self._recall_engine = recall_engine
         self.url = check_text("url", url, empty=False)

@@ -17,10 +17,13 @@ indexing the repairs whose search-index rows were deferred
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 import threading
+import urllib.parse
 from collections.abc import Callable
+from pathlib import Path
+
+from ..text.logs import library_logger
 
 __all__ = ["INTERVAL_S", "WalCheckpointer"]
 
@@ -34,7 +37,7 @@ INTERVAL_S = 1.0
 RESTART_FRAMES = 4096
 RESTART_WAIT_MS = 5
 
-logger = logging.getLogger("memos_feedback.store")
+logger = library_logger("memos_feedback.store")
 
 
 class WalCheckpointer:
@@ -57,7 +60,10 @@ class WalCheckpointer:
 
     def checkpoint(self) -> None:
         """One passive checkpoint now, on a private connection."""
-        conn = sqlite3.connect(self.path, timeout=5, isolation_level=None, check_same_thread=False)
+        # mode=rw: a file deleted under the store must not come back empty
+        # from a checkpoint (store/durability.py).
+        uri = f"file:{urllib.parse.quote(str(Path(self.path).absolute()))}?mode=rw"
+        conn = sqlite3.connect(uri, uri=True, timeout=5, isolation_level=None, check_same_thread=False)
         try:
             busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
             if not busy and frames > RESTART_FRAMES and copied >= frames:

@@ -24,7 +24,6 @@ suit those statements and no others (``Store.reading``).
 
 from __future__ import annotations
 
-import logging
 import operator
 import os
 import sqlite3
@@ -35,7 +34,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
-import platformdirs
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Dialect, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, NoSuchModuleError, SQLAlchemyError
@@ -46,7 +44,10 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.sql.expression import Executable
 
+from ..config import DB_URL_ENV, default_db_url
 from ..errors import StoreBusyError, StoreError
+from ..text.logs import library_logger
+from .durability import SqliteFile
 
 __all__ = [
     "DB_URL_ENV",
@@ -61,9 +62,11 @@ __all__ = [
     "translate_errors",
 ]
 
-logger = logging.getLogger("memos_feedback.store")
+# Re-exported: the default lives in config so a light caller (the hooks) needs no store.
+default_url = default_db_url
 
-DB_URL_ENV = "MEMOS_FEEDBACK_DB_URL"
+logger = library_logger("memos_feedback.store")
+
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 # SQLite takes the busy timeout as a C int; a day is more than anyone means.
 MAX_BUSY_TIMEOUT_MS = 86_400_000
@@ -81,15 +84,6 @@ _BUSY_SLACK_MS = 20
 # PostgreSQL SQLSTATEs that mean "try again": serialization failure,
 # deadlock, lock not available, connection trouble.
 _PG_TRANSIENT = {"40001", "40P01", "55P03", "57P01", "08000", "08003", "08006"}
-
-
-def default_url() -> str:
-    """``MEMOS_FEEDBACK_DB_URL`` if set, else a SQLite file in the user data dir."""
-    env = os.environ.get(DB_URL_ENV)
-    if env:
-        return env
-    data_dir = Path(platformdirs.user_data_dir("memos-feedback", appauthor=False))
-    return f"sqlite:///{data_dir / 'memos_feedback.db'}"
 
 
 def no_database_message(path: str) -> str:
@@ -217,6 +211,7 @@ def _sqlite_engine(url: str, busy_timeout_ms: int, read_only: bool) -> Engine:
     database = parsed.database or ""
     memory = database in ("", ":memory:") or parsed.query.get("mode") == "memory"
     kwargs: dict[str, Any] = {"connect_args": {"check_same_thread": False}}
+    file: SqliteFile | None = None
     if memory:
         # One shared connection, or every checkout would see an empty database.
         kwargs["poolclass"] = StaticPool
@@ -248,7 +243,10 @@ def _sqlite_engine(url: str, busy_timeout_ms: int, read_only: bool) -> Engine:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(f"cannot create the folder for {path}: {exc.strerror or exc}") from exc
-            kwargs["connect_args"]["timeout"] = busy_timeout_ms / 1000
+            # Created by the first connection only; a deleted or replaced
+            # file fails loudly afterwards (store/durability.py).
+            file = SqliteFile(path)
+            kwargs["creator"] = lambda: file.connect(busy_timeout_ms / 1000)
         # Pool checkout counts against the same budget as the lock.
         kwargs["pool_timeout"] = busy_timeout_ms / 1000
     engine = create_engine(url, **kwargs)
@@ -284,6 +282,10 @@ def _sqlite_engine(url: str, busy_timeout_ms: int, read_only: bool) -> Engine:
         # anything else gets the full timeout back (a pooled connection may
         # still carry a lowered one from an earlier write).
         budget = write if isinstance(write, int) and not isinstance(write, bool) else busy_timeout_ms
+        if write and file is not None:
+            # Writes only: a stat call (~1-10 us) is noise beside a commit,
+            # not beside a read; and a read of the old file loses nothing.
+            _check_file(file)
         _set_busy_timeout(conn, budget)
         _begin(conn, "BEGIN IMMEDIATE" if write else "BEGIN")
 
@@ -313,6 +315,14 @@ def _begin(conn: Connection, statement: str) -> None:
         conn.connection.driver_connection.execute(statement)  # type: ignore[union-attr]
     except sqlite3.Error as exc:
         raise DBAPIError.instance(statement, None, exc, sqlite3.Error) from exc
+
+
+def _check_file(file: SqliteFile) -> None:
+    """The path still names the file the engine opened, or a ``DBAPIError`` (a stat call)."""
+    try:
+        file.check()
+    except sqlite3.Error as exc:
+        raise DBAPIError.instance("BEGIN", None, exc, sqlite3.Error) from exc
 
 
 def _set_busy_timeout(conn: Connection, ms: int) -> None:

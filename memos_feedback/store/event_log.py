@@ -31,7 +31,6 @@ On PostgreSQL every write also sends ``NOTIFY memos_feedback_events``
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections import deque
@@ -49,6 +48,8 @@ from ..config import FeedbackConfig
 from ..errors import InvalidInputError, MemosFeedbackError
 from ..events import EVENT_KINDS, FeedbackEvent, event_to_dict
 from ..limits import clean_text
+from ..text.logs import library_logger
+from ..text.secrets import stored_text
 from ..types import now_ms
 from . import Store
 from .engine import Prepared
@@ -57,13 +58,14 @@ from .wake import NOTIFY_CHANNEL, Waker
 
 __all__ = ["STATE_KINDS", "EventRecord", "FeedStore", "record_to_dict"]
 
-logger = logging.getLogger("memos_feedback.feed")
+logger = library_logger("memos_feedback.feed")
 
 STATE_KINDS: frozenset[str] = frozenset(
     {
         "repair.persisted",
         "repair.attached",
         "repair.reviewed",
+        "repair.deleted",
         "repair.job.retrying",
         "repair.job.dead",
         "repair.job.discarded",
@@ -109,7 +111,7 @@ def record_to_dict(r: EventRecord) -> dict[str, Any]:
 
 def _clean(value: Any) -> Any:
     if isinstance(value, str):
-        return clean_text(value, _VALUE_CAP)
+        return stored_text(value, _VALUE_CAP)
     if isinstance(value, (tuple, list)):
         return [_clean(v) for v in value]
     return value

@@ -23,6 +23,7 @@ __all__ = [
     "RepairJobModel",
     "RepairOutcomeModel",
     "RepairServedModel",
+    "StoreProbeModel",
     "TraceModel",
     "exists_on",
     "is_search_shadow_table",
@@ -148,7 +149,7 @@ class DecisionRepairModel(Base):
     superseded_by: Mapped[str | None] = mapped_column(String(64))
     # Set when a validated repair kept recurring: never retired, shown for review.
     review_flagged_at: Mapped[int | None] = mapped_column(Millis)
-    # The user (tenant) beside the project (migration 0012): NULL = every user's.
+    # The user (tenant) beside the project (migration 0014): NULL = every user's.
     user_id: Mapped[str | None] = mapped_column(String(255))
 
     __table_args__ = (
@@ -156,7 +157,7 @@ class DecisionRepairModel(Base):
         Index("ix_decision_repairs_ts", "ts"),
         Index("ix_decision_repairs_project_ts", "project", "ts"),
         Index("ix_decision_repairs_tool_id_ts", "tool_id", "ts"),
-        # Validated repairs of a situation, always recall candidates (migration 0012).
+        # Validated repairs of a situation, always recall candidates (migration 0014).
         Index(
             "ix_decision_repairs_validated_context",
             "context_hash",
@@ -239,6 +240,9 @@ class FeedbackEventModel(Base):
     """
 
     __tablename__ = "feedback_events"
+    # SQLite: a seq is never handed out twice, even after pruning emptied
+    # the table (migration 0012); PostgreSQL's sequence never goes back.
+    __table_args__ = ({"sqlite_autoincrement": True},)
 
     seq: Mapped[int] = mapped_column(_JobSeq, primary_key=True, autoincrement=True)
     ts: Mapped[int] = mapped_column(Millis)
@@ -319,3 +323,12 @@ class PolicyEpisodeModel(Base):
 
     # The triggers replace a policy's pairs by policy id.
     __table_args__ = (Index("ix_policy_episodes_policy_id", "policy_id"),)
+
+
+class StoreProbeModel(Base):
+    """The one row a write probe rewrites (``store/durability.py``; migration 0013)."""
+
+    __tablename__ = "store_probe"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    ts: Mapped[int] = mapped_column(BigInteger)

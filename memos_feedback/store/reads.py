@@ -33,6 +33,7 @@ __all__ = [
     "policy_boundaries_with_episodes",
     "policy_of_tuple",
     "policy_row",
+    "repair_projects",
     "repair_row",
     "rows_of",
     "session_traces",
@@ -296,3 +297,15 @@ def policy_of_tuple(r: Sequence[Any]) -> PolicyRow:
 def dialect_of(ex: Executor) -> str:
     bind = ex.get_bind() if isinstance(ex, Session) else ex
     return bind.dialect.name
+
+
+_PROJECTS = (
+    select(DecisionRepairModel.project, func.count())
+    .group_by(DecisionRepairModel.project)
+    .order_by(DecisionRepairModel.project.is_(None), DecisionRepairModel.project)
+)
+
+
+def repair_projects(ex: Executor) -> list[tuple[str | None, int]]:
+    """Each ``project`` value repairs are stored with (None: global, last) and how many have it."""
+    return [(r[0], int(r[1])) for r in ex.execute(_PROJECTS)]

@@ -26,6 +26,7 @@ from sqlalchemy.exc import NoResultFound
 from sqlalchemy.orm import Session
 
 from ..errors import InvalidInputError, NotFoundError
+from ..text.secrets import redact_secrets
 from ..types import DecisionRepairRow, PolicyRow, ToolCall, TraceRow, new_id, now_ms
 from .checks import (
     ID_MAX,
@@ -127,6 +128,11 @@ class _Repository:
         self._store = store
 
 
+def _redacted(value: str) -> str:
+    # Only a str is redacted; anything else reaches the checks that reject it.
+    return redact_secrets(value) if isinstance(value, str) else value
+
+
 class TraceRepository(_Repository):
     def add(
         self,
@@ -139,7 +145,18 @@ class TraceRepository(_Repository):
         episode_id: str | None = None,
         ts: int | None = None,
         id: str | None = None,
+        redact: bool = False,
     ) -> TraceRow:
+        """Store one trace row of the host's.
+
+        The row is the host's data and is kept as given, unless ``redact``
+        is true: then ``user_text``, ``agent_text`` and ``reflection`` are
+        stored with their secrets replaced by ``[redacted]``
+        (``text.secrets.redact_secrets``). The adapters pass ``redact=True``.
+        """
+        if redact:
+            user_text, agent_text = _redacted(user_text), _redacted(agent_text)
+            reflection = None if reflection is None else _redacted(reflection)
         model = TraceModel(
             id=new_id("tr_") if id is None else as_str("id", id, empty=False, max_len=ID_MAX),
             session_id=as_str("session_id", session_id, empty=False, max_len=NAME_MAX),
@@ -345,11 +362,14 @@ def repair_values(
         "ts": check_millis("ts", ts),
         "context_hash": check_text("context_hash", context_hash, empty=False, max_len=ID_MAX),
         "tool_id": None if tool_id is None else check_text("tool_id", tool_id),
-        "context": None if context is None else check_text("context", context),
+        # Repairs store no secret: the context (and the two lines, though
+        # the synthesis already sanitised them) are redacted; idempotent, so
+        # text redacted when it was queued is not changed again.
+        "context": None if context is None else redact_secrets(check_text("context", context)),
         "trigger": check_text("trigger", trigger, empty=False, max_len=SHORT_MAX),
         "session_id": None if session_id is None else check_text("session_id", session_id, max_len=NAME_MAX),
-        "preference": check_text("preference", preference),
-        "anti_pattern": check_text("anti_pattern", anti_pattern),
+        "preference": redact_secrets(check_text("preference", preference)),
+        "anti_pattern": redact_secrets(check_text("anti_pattern", anti_pattern)),
         "severity": severity,
         "confidence": conf,
         "high_value_trace_ids": list(check_str_tuple("high_value_trace_ids", high_value_trace_ids)),

@@ -12,16 +12,16 @@ SQLite (or a PostgreSQL driver other than psycopg 3): plain polling.
 from __future__ import annotations
 
 import contextlib
-import logging
 import threading
 from types import TracebackType
 from typing import Any
 
+from ..text.logs import library_logger
 from . import Store
 
 __all__ = ["NOTIFY_CHANNEL", "Waker"]
 
-logger = logging.getLogger("memos_feedback.feed")
+logger = library_logger("memos_feedback.feed")
 
 NOTIFY_CHANNEL = "memos_feedback_events"
 # On PostgreSQL a notification wakes the follower; this only bounds a miss.

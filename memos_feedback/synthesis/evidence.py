@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from .._checks import check_int
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError
+from ..text.logs import library_logger
 from ..types import TraceRow
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ __all__ = [
     "split_evidence",
 ]
 
-logger = logging.getLogger("memos_feedback.evidence")
+logger = library_logger("memos_feedback.evidence")
 
 # The store refuses larger limits; the window never needs more.
 _MAX_WINDOW = 10_000

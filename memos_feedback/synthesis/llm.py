@@ -29,7 +29,6 @@ have their own) and fails as a timeout once it has passed.
 from __future__ import annotations
 
 import json
-import logging
 import math
 import os
 import time
@@ -40,7 +39,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .._checks import check_int
-from ..errors import InvalidInputError, LLMError, LLMReplyError, LLMTransientError
+from ..errors import ConfigError, InvalidInputError, LLMError, LLMReplyError, LLMTransientError
+from ..text.logs import library_logger
 from ..text.sanitize import check_text
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ __all__ = [
     "parse_json_object",
 ]
 
-logger = logging.getLogger("memos_feedback.llm")
+logger = library_logger("memos_feedback.llm")
 
 ENV_API_KEY = "OPENAI_API_KEY"
 ENV_BASE_URL = "OPENAI_BASE_URL"
@@ -125,7 +125,7 @@ class OpenAIRepairLLM:
         self.max_retries = check_int("max_retries", max_retries, lo=0)
         self.temperature = _opt_temperature(temperature)
         self.max_tokens = _opt_max_tokens(max_tokens)
-        self.base_url = _opt_text("base_url", base_url) or _opt_text(ENV_BASE_URL, env.get(ENV_BASE_URL))
+        self.base_url = _base_url(base_url, env)
         import openai
 
         if client is not None:
@@ -296,6 +296,39 @@ def _resolve_model(model: str | None, env: Mapping[str, str]) -> str:
     if resolved is None:
         raise LLMError(f"no LLM model configured: pass model= or set {ENV_MODEL}")
     return resolved
+
+
+def _base_url(value: object, env: Mapping[str, str]) -> str | None:
+    """The endpoint: ``base_url`` (``InvalidInputError`` if bad), else the environment's (``ConfigError``)."""
+    given = _opt_text("base_url", value)
+    if given is not None:
+        problem = _url_problem(given)
+        if problem:
+            raise InvalidInputError(f"base_url {problem}, got {given!r:.80}")
+        return given
+    from_env = _opt_text(ENV_BASE_URL, env.get(ENV_BASE_URL))
+    if from_env is not None:
+        problem = _url_problem(from_env)
+        if problem:
+            raise ConfigError(ENV_BASE_URL, from_env, problem)
+    return from_env
+
+
+def _url_problem(url: str) -> str | None:
+    """What is wrong with ``url`` as an endpoint, or None.
+
+    Parsed here as the HTTP library will: its own error would otherwise come
+    out of the constructor (a NUL, a bad port) or of the first call.
+    """
+    import httpx
+
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        return f"is not a valid URL ({exc})"
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        return "must be an http:// or https:// URL with a host"
+    return None
 
 
 def _opt_text(name: str, value: object) -> str | None:

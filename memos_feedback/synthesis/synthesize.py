@@ -24,7 +24,6 @@ ids could not be audited later.
 from __future__ import annotations
 
 import functools
-import logging
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from typing import Any
 
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError, LLMError, LLMTransientError
+from ..text.logs import library_logger
 from ..text.sanitize import DEFAULT_CAP, SCAN_LIMIT, check_text, sanitize_line
 from ..types import REPAIR_SHAPE_VALUES, SEVERITIES, DecisionRepairDraft, Severity, ToolCall, TraceRow
 from .evidence import RepairEvidence
@@ -45,7 +45,7 @@ __all__ = [
     "synthesize_draft",
 ]
 
-logger = logging.getLogger("memos_feedback.synthesize")
+logger = library_logger("memos_feedback.synthesize")
 
 SKIP_INSUFFICIENT_EVIDENCE = "insufficient-evidence"
 SKIP_LLM_FAILED = "llm-failed"

@@ -29,11 +29,11 @@ cut (ending in ``…``), and while the rendered line is longer than
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..errors import InvalidInputError
+from .logs import library_logger
 from .sanitize import check_text
 
 __all__ = [
@@ -50,7 +50,7 @@ __all__ = [
     "strip_repair_block",
 ]
 
-logger = logging.getLogger("memos_feedback.boundary")
+logger = library_logger("memos_feedback.boundary")
 
 REPAIR_MARKER = "@repair "
 # Our block always starts like this (compact JSON object right after the marker).

@@ -12,8 +12,10 @@ quantifiers, every repetition is bounded, and the input is cut to
 
 1. cut to ``SCAN_LIMIT``;
 2. fold look-alikes of ASCII letters, digits and markup characters
-   (full-width ``＠ｒｅｐａｉｒ``, mathematical bold letters) to ASCII, so
-   they are caught like the plain form — other characters, such as Chinese
+   (full-width ``＠ｒｅｐａｉｒ``, mathematical bold letters, and whatever a
+   model reads as ``<``, ``>``, ``/`` or ``-``: ``＜／ｓｙｓｔｅｍ＞``,
+   ``‹∕memory‐context›``) to ASCII, so they are caught like the plain
+   form — other characters, such as Chinese
    full-width punctuation or ``…``, are kept as written; drop format
    characters (zero-width spaces, bidi overrides) and lone surrogates so
    they cannot split a marker or break UTF-8; turn other control
@@ -29,7 +31,8 @@ quantifiers, every repetition is bounded, and the input is cut to
    their text (a safe URL in parentheses; ``javascript:``/``data:``/
    ``vbscript:``/``file:`` targets and image URLs dropped); back-ticks;
    JSON-ish objects that look like a repair block; every ``@repair``;
-5. redact obvious secrets to ``[redacted]``;
+5. redact secrets to ``[redacted]`` (``text.secrets.redact_secrets``, the
+   same redaction every stored or logged text goes through);
 6. collapse whitespace, drop leading structure and role prefixes at the
    start and speaker markers after sentence punctuation (``Done. System:``);
 7. repeat 4–6 until nothing changes, at most ``_ROUNDS`` times;
@@ -51,12 +54,12 @@ from functools import lru_cache
 
 from .._checks import check_int
 from ..errors import InvalidInputError
+from .secrets import REDACTED, redact_secrets
 
 __all__ = ["DEFAULT_CAP", "ELLIPSIS", "REDACTED", "SCAN_LIMIT", "check_text", "sanitize_line"]
 
 DEFAULT_CAP = 240
 SCAN_LIMIT = 8192
-REDACTED = "[redacted]"
 ELLIPSIS = "…"
 
 # Line breaks, tabs and other controls become a space (words on either side
@@ -65,7 +68,16 @@ ELLIPSIS = "…"
 # and removing them lets step 3 see the real word.
 _DROP_CATEGORIES = frozenset({"Cf", "Cs", "Co", "Cn"})
 # Markup characters whose look-alikes are folded to ASCII (letters and digits are too).
-_FOLDED = frozenset("@<>`{}|")
+_FOLDED = frozenset("@<>`{}|/-")
+# Characters NFKC leaves alone that a model still reads as a tag's "<", ">",
+# "/" or a name's "-": "‹∕memory‐context›" is a closing tag to a reader.
+# Wide dashes (em dash, horizontal bar) are sentence punctuation and stay.
+_READ_AS = {
+    **dict.fromkeys("\u2039\u3008\u27e8\u276c\u276e\u02c2\u1438", "<"),
+    **dict.fromkeys("\u203a\u3009\u27e9\u276d\u276f\u02c3\u1433", ">"),
+    **dict.fromkeys("\u2215\u2044\u29f8\u2571", "/"),
+    **dict.fromkeys("\u2010\u2012\u2013\u2043\u2212\u02d7\u2796", "-"),
+}
 
 # Every pattern below is linear: no nested quantifiers, every repetition
 # bounded, and the open-ended runs possessive ("{0,256}+", Python 3.11), so a
@@ -143,33 +155,6 @@ _LINE_BREAK = re.compile(r"[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 # a few rounds reach the fixed point; the bound keeps the work linear.
 _ROUNDS = 6
 _LAST_RESORT = re.compile(r"[@<>`{}|:：=\[\]()#*\"']")
-
-_SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    # Provider API keys (OpenAI "sk-", "sk-proj-", Anthropic "sk-ant-").
-    (re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"), REDACTED),
-    # AWS access key ids.
-    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), REDACTED),
-    # GitHub and Slack tokens.
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"), REDACTED),
-    (re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"), REDACTED),
-    # Authorization headers.
-    (re.compile(r"\b(Bearer)\s+[A-Za-z0-9._~+/=\-]{8,}", re.IGNORECASE), r"\1 " + REDACTED),
-    # key=value / key: value for the usual secret names; the key stays so the
-    # line still says what was there.
-    (
-        re.compile(
-            r"\b(password|passwd|pwd|passphrase|secret|client_secret|token|access_token|refresh_token"
-            r"|auth_token|api[_\-]?key|access[_\-]?key|secret[_\-]?key|private[_\-]?key)"
-            r"(\s*[:=]\s*)(?!\[redacted\](?:[\s\"',;&…]|$))[\"']?[^\s\"',;&…]{1,512}+[\"']?",
-            re.IGNORECASE,
-        ),
-        r"\1\2" + REDACTED,
-    ),
-)
-# Runs of base64/hex alphabet; a callback decides whether the run is a blob.
-_BLOB = re.compile(r"[A-Za-z0-9+/_\-]{32,}={0,2}")
-_HEX = re.compile(r"[0-9a-fA-F]{32,}")
-
 
 # A lone surrogate (half of a UTF-16 pair) is a valid Python str character
 # but cannot be encoded as UTF-8: the database driver, an HTTP body or a log
@@ -273,7 +258,7 @@ def _settle(line: str) -> str | None:
 
 def _clean(line: str) -> str:
     line = _strip_markup(line)
-    line = _redact(line)
+    line = redact_secrets(line)
     line = _WHITESPACE.sub(" ", line).strip()
     line = _drop_markers(line)
     line = _ROLE_AFTER_SENTENCE.sub(" ", line)
@@ -299,6 +284,7 @@ def _fold_and_strip_controls(text: str) -> str:
 @lru_cache(maxsize=4096)
 def _fold(ch: str) -> str:
     folded = unicodedata.normalize("NFKC", ch)
+    folded = _READ_AS.get(folded, folded)
     if len(folded) == 1 and folded.isascii() and (folded.isalnum() or folded in _FOLDED):
         return folded
     return ch
@@ -350,23 +336,6 @@ def _strip_line_start(line: str) -> str:
             break
         line = stripped
     return line
-
-
-def _redact(text: str) -> str:
-    for pattern, replacement in _SECRET_PATTERNS:
-        text = pattern.sub(replacement, text)
-    text = _BLOB.sub(_redact_blob, text)
-    return _HEX.sub(REDACTED, text)
-
-
-def _redact_blob(match: re.Match[str]) -> str:
-    run = match.group(0)
-    # A blob has the mixed alphabet of random bytes; a long identifier or a
-    # path written in words (site-packages/memos_feedback) does not.
-    has_digit = any(c.isdigit() for c in run)
-    has_upper = any(c.isupper() for c in run)
-    has_lower = any(c.islower() for c in run)
-    return REDACTED if has_digit and has_upper and has_lower else run
 
 
 def _drop_markers(line: str) -> str:

@@ -1,11 +1,15 @@
 """The UI's request guard: host, token and cross-site checks, security headers.
 
-* **Host.** Served on loopback, a request must name a loopback host in its
-  ``Host`` header: a web page on another site cannot reach the server
-  through DNS rebinding (its requests carry that site's host name).
+* **Host.** Without a token, a request's ``Host`` header must be exactly
+  ``127.0.0.1``, ``localhost``, ``[::1]`` or the bound address, with the
+  served port. A page on another site that reaches the server through DNS
+  rebinding carries its own host name (``127.1.attacker.example`` too), so
+  it is refused; a prefix test would let it through.
 * **Token.** When one is set (required for a non-loopback bind), every
   request must carry it: ``Authorization: Bearer T``, the cookie the page
-  receives after opening ``/?token=T`` once, or ``?token=T``.
+  receives after opening ``/?token=T`` once, or ``?token=T``. A rebinding
+  page has neither (the cookie belongs to the real host name), so with a
+  token any ``Host`` is accepted, e.g. behind a reverse proxy.
 * **Cross-site writes.** Every state change is a POST, and a POST must
   carry the header ``X-Memos-Feedback: 1`` (a cross-site form cannot set
   headers, and a cross-site ``fetch`` with one needs a CORS preflight this
@@ -19,17 +23,19 @@
 from __future__ import annotations
 
 import hmac
+import ipaddress
 from urllib.parse import parse_qs
 
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["COOKIE", "CSRF_HEADER", "Guard", "is_loopback"]
+__all__ = ["COOKIE", "CSRF_HEADER", "Guard", "is_loopback", "loopback_host"]
 
 COOKIE = "memos_feedback_token"
 CSRF_HEADER = "x-memos-feedback"
-_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
+_LOOPBACK_NAMES = frozenset(("127.0.0.1", "localhost", "::1"))
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 _SECURITY_HEADERS = [
     (
         b"content-security-policy",
@@ -43,24 +49,58 @@ _SECURITY_HEADERS = [
 ]
 
 
-def is_loopback(host: str) -> bool:
-    return host in _LOOPBACK_NAMES or host.startswith("127.")
+def is_loopback(address: str) -> bool:
+    """Whether a *bind* address is on loopback (``127.0.0.0/8``, ``::1``, ``localhost``).
+
+    Not for ``Host`` headers: a host name is not an address (see ``loopback_host``).
+    """
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
-def _host_name(header: str) -> str:
-    """The host of a ``Host`` header, without the port (IPv6 brackets kept off)."""
+def _split_host(header: str, scheme: str) -> tuple[str, int] | None:
+    """``(name, port)`` of a ``Host`` header (IPv6 brackets off), or None when malformed."""
     if header.startswith("["):
-        return header[1 : header.find("]")] if "]" in header else header
-    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+        name, bracket, port = header[1:].partition("]")
+        if not bracket or (port and not port.startswith(":")):
+            return None
+        port = port[1:] if port else ""
+        has_port = bool(port) or header.endswith(":")
+    elif header.count(":") > 1:
+        return None  # an IPv6 address must be bracketed in a Host header
+    else:
+        name, colon, port = header.partition(":")
+        has_port = bool(colon)
+    if not has_port:
+        return name, _DEFAULT_PORTS.get(scheme, 80)
+    if not (port.isascii() and port.isdigit() and len(port) <= 5):
+        return None
+    return name, int(port)
+
+
+def loopback_host(header: str, scope: Scope) -> bool:
+    """Whether ``Host`` names this loopback server exactly: a loopback name and the served port."""
+    split = _split_host(header, scope.get("scheme", "http"))
+    if split is None:
+        return False
+    name, port = split
+    server = scope.get("server") or (None, None)
+    if port != server[1]:
+        return False
+    # The bound address itself is an IP literal (127.0.0.2, say), never a name DNS could rebind.
+    return name.lower() in _LOOPBACK_NAMES or (name == server[0] and is_loopback(name))
 
 
 class Guard:
     """ASGI middleware applying the checks of the module docstring."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None, loopback_only: bool) -> None:
+    def __init__(self, app: ASGIApp, *, token: str | None) -> None:
         self.app = app
         self.token = token
-        self.loopback_only = loopback_only
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -89,8 +129,8 @@ class Guard:
 
     def _problem(self, scope: Scope, headers: Headers, query: dict[str, list[str]]) -> tuple[int, str] | None:
         host_header = headers.get("host", "")
-        if self.loopback_only and not is_loopback(_host_name(host_header)):
-            return 421, "this server answers only to a loopback host name"
+        if self.token is None and not loopback_host(host_header, scope):
+            return 421, "this server answers only to 127.0.0.1, localhost or [::1] with its port"
         if self.token is not None and not self._has_token(headers, query):
             return 401, "a token is required (open the page as /?token=…, or send Authorization: Bearer …)"
         if scope["method"] not in ("GET", "HEAD"):

@@ -40,7 +40,7 @@ def serve(args: argparse.Namespace) -> int:
     port = sock.getsockname()[1]
     shown_host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
     with open_store(args.db) as store:
-        app = create_app(store, token=token, loopback_only=loopback)
+        app = create_app(store, token=token)
         # Port 0 picks a free one: say which, so a script can read it.
         print(f"serving on http://{shown_host}:{port}/", flush=True)
         config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2)

@@ -15,6 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from memos_feedback.adapters.core import AdapterCore, default_context_of
+from memos_feedback.events import FeedbackBus, FeedbackClassified
 from memos_feedback.runtime.subscriber import FeedbackSubscriber, attach_feedback_subscriber
 from memos_feedback.store import Store
 from memos_feedback.synthesis.llm import OpenAIRepairLLM
@@ -169,3 +170,22 @@ def test_a_forgotten_adapter_leaves_no_listener_behind(subscriber: FeedbackSubsc
     del core
     gc.collect()
     assert subscriber.bus.listener_count("repair.persisted") == before
+
+
+def test_the_agents_turn_goes_to_the_classifier(store: Store) -> None:
+    bus = FeedbackBus()
+    shapes: list[str] = []
+    bus.on_any(lambda e: shapes.append(e.shape) if isinstance(e, FeedbackClassified) else None)
+    sub = attach_feedback_subscriber(store, bus=bus, poll_interval=0.01)
+    try:
+        core = AdapterCore(sub, write_traces=False)
+        # "the other one" names a choice only against the options the agent's turn offered.
+        core.tool_succeeded("s", "cache", {"app": "web"}, "Redis or Memcached both work; I used Redis")
+        assert "I used Redis" in core._session("s").last_agent_text
+        core.user_message("s", "另一个")  # the runtime gave no reply: the newest tool outcome
+        assert core._session("s").last_agent_text == ""  # used once: a later message gets no stale turn
+        core.user_message("s", "the other one", agent_text="npm or pnpm? I went with npm.")
+        assert sub.flush(timeout=10)
+        assert shapes == ["preference", "preference"]
+    finally:
+        sub.close(timeout=10)

@@ -219,3 +219,19 @@ def test_project_scopes_what_the_run_writes_and_reads(subscriber: FeedbackSubscr
     assert [i.repair_id for i in subscriber.guidance_for(**ask, project="shop-a").items] == [repair.id]
     assert not subscriber.guidance_for(**ask, project="shop-b")
     assert repair.preference in model.system_prompts()[3]
+
+
+def test_the_agents_turn_before_the_newest_user_message() -> None:
+    from langchain_core.messages import HumanMessage
+
+    from memos_feedback.adapters.langchain import agent_text_before_newest_user
+
+    history = [
+        HumanMessage(content="install react"),
+        AIMessage(content="Ran npm install react."),
+        ToolMessage(content="ok", tool_call_id="1"),
+        HumanMessage(content="use pnpm"),
+    ]
+    assert agent_text_before_newest_user(history) == "Ran npm install react."
+    assert agent_text_before_newest_user(history[:1]) is None
+    assert agent_text_before_newest_user([*history, HumanMessage(content="again")]) is None

@@ -237,3 +237,17 @@ def test_a_correction_reaches_the_rest_of_its_session(store: Store) -> None:
             prompts = [c.system_instructions or "" for c in second.calls]
             (repair,) = store.repairs.list()
             assert len(prompts) == 2 and all(repair.preference in p for p in prompts)
+
+
+def test_the_agents_turn_before_the_newest_user_input() -> None:
+    from memos_feedback.adapters.openai_agents import _newest_turn
+
+    items = [
+        {"role": "user", "content": "install react"},
+        {"role": "assistant", "content": [{"type": "output_text", "text": "Ran npm install react."}]},
+        {"type": "function_call_output", "call_id": "1", "output": "ok"},
+        {"role": "user", "content": "use pnpm"},
+    ]
+    assert _newest_turn(items) == ("use pnpm", "Ran npm install react.")
+    assert _newest_turn(items[:1]) == ("install react", None)
+    assert _newest_turn("just text") == ("just text", None)

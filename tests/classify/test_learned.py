@@ -29,18 +29,21 @@ def test_artefact_is_fresh_against_the_training_data(shipped: dict[str, object])
     # Changing any training file without retraining fails here:
     #     python -m memos_feedback.train
     assert shipped["data_sha256"] == train.data_sha256(DATA), "stale: run python -m memos_feedback.train"
-    assert shipped["training_files"] == list(train.TRAINING_FILES)
+    assert shipped["training_files"] == list(train.TRAINING_FILES + train.WRITER_FILES)
 
 
-def test_holdouts_are_never_trained_on() -> None:
-    assert not set(train.HOLDOUT_FILES) & set(train.TRAINING_FILES)
-    assert set(train.CALIBRATION_FILES) <= set(train.TRAINING_FILES)
-    # No hold-out line appears (exactly) in a training file either.
-    # The sets were written independently: a few short lines occur in both; the trainer drops them.
-    held = {train._key(r["text"]) for r in train.load_records(DATA, train.HOLDOUT_FILES)}
-    trained = {train._key(r["text"]) for r in train.training_records(DATA)}
-    assert not held & trained
-    assert len(train.training_records(DATA)) < len(train.load_records(DATA, train.TRAINING_FILES))
+def test_a_left_out_writer_is_never_trained_on() -> None:
+    assert not set(train.WRITER_FILES) & set(train.TRAINING_FILES)
+    assert set(train.CALIBRATION_FILES) <= set(train.WRITER_FILES)
+    assert len(train.WRITER_FILES) >= 6
+    # The sets were written independently: a few short lines occur in two of
+    # them; leaving a writer out drops its lines wherever they occur.
+    name = train.WRITER_FILES[0]
+    held = {train._key(r["text"]) for r in train.load_records(DATA, (name,))}
+    trained = train.training_records(DATA, (name,))
+    assert held and not held & {train._key(r["text"]) for r in trained}
+    everything = train.load_records(DATA, train.TRAINING_FILES + train.WRITER_FILES)
+    assert len(trained) <= len(everything) - len(held)
 
 
 def test_artefact_is_plain_sorted_json(shipped: dict[str, object]) -> None:
@@ -213,9 +216,12 @@ def test_context_pairs_are_resolved() -> None:
     assert len(pairs) >= 40 and all(p.agent_text for p in pairs)
     without = evaluate(pairs, context=False)
     with_context = evaluate(pairs)
-    # Measured: trigger 0.775 -> 0.975, extraction 0.176 -> 0.971.
-    assert with_context.trigger_accuracy >= 0.95 > without.trigger_accuracy
+    # The set is training data now (the learned tier read these messages), so the
+    # context's lift is measured on left-out writers (``eval --cv writer``); here
+    # the context must still complete the bare messages (extraction 0.18 without).
+    assert with_context.trigger_accuracy >= max(0.95, without.trigger_accuracy)
     assert with_context.extraction_exact is not None and with_context.extraction_exact >= 0.9
+    assert without.extraction_exact is not None and without.extraction_exact < 0.5
 
 
 @pytest.mark.parametrize(

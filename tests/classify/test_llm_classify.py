@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memos_feedback.classify.classifier import classify_feedback
+from memos_feedback.classify.classifier import ABSTAIN_CONFIDENCE, classify_feedback
 from memos_feedback.classify.llm import build_messages, classify_feedback_llm
 from memos_feedback.synthesis.llm import OpenAIRepairLLM
 from memos_feedback.types import Shape
@@ -89,3 +89,13 @@ def test_prompt_is_short_and_bounded() -> None:
     messages = build_messages("x" * 100_000, agent_text="y" * 100_000)
     assert len(messages) == 2
     assert sum(len(m["content"]) for m in messages) < 6_000
+
+
+def test_an_abstained_answer_is_decided_by_the_llm(server: ChatServer, llm: OpenAIRepairLLM) -> None:
+    # "lol no": the learned tier's repair probability is below the artefact's
+    # abstention threshold, so locally no repair triggers; the LLM tier decides.
+    local = classify_feedback("lol no")
+    assert local.shape is Shape.UNKNOWN and local.confidence <= ABSTAIN_CONFIDENCE
+    server.script(Behaviour.ok(json.dumps({"shape": "negative"})))
+    got = classify_feedback_llm("lol no", llm)  # the default threshold
+    assert got.shape is Shape.NEGATIVE and len(server.requests) == 1

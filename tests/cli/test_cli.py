@@ -64,6 +64,16 @@ def test_classify_plain_and_json() -> None:
     data = json.loads(cli("classify", "不对，用 pnpm 而不是 npm", "--json").stdout)
     assert data["shape"] == "preference" and data["prefer"] == "pnpm" and data["avoid"] == "npm"
     assert data["triggers_repair"] is True
+    # The agent's turn says what a demonstrative ("这样") stands for.
+    bare = json.loads(cli("classify", "别这样，用 yarn", "--json").stdout)
+    ctx = json.loads(cli("classify", "别这样，用 yarn", "--agent-text", "Ran npm install.", "--json").stdout)
+    assert bare["prefer"] == ctx["prefer"] == "yarn"
+    assert bare["avoid"] is None and ctx["avoid"] == "npm"
+
+
+def test_eval_cv_needs_its_grouping() -> None:
+    out = cli("eval", "--cv", "domain")
+    assert out.returncode == 2 and "invalid choice" in out.stderr
 
 
 def test_run_once_then_review_repairs(seeded: Store, db_url: str) -> None:

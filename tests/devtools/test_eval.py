@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -218,19 +219,63 @@ def test_calibration_command_prints_a_table_per_file(good_file: Path) -> None:
     assert text.returncode == 0 and "ECE" in text.stdout
 
 
-def test_calibration_on_the_holdouts_is_not_over_confident_at_the_low_end() -> None:
-    # Issue 14: the low-confidence answers used to report ~0.59 while a third
-    # of them were right. Measured on the untouched hold-outs (never fitted on):
-    # answers reported below 0.6 must not claim more than they deliver by over
-    # 0.25 (it was 0.31 on feedback_holdout before the four-group map; 0.19 after).
+@pytest.mark.slow
+def test_calibration_on_a_left_out_writer_is_not_over_confident_at_the_low_end() -> None:
+    # The low-confidence answers used to report ~0.59 while a third of them were
+    # right. Scored on a writer the model and its calibration never saw: answers
+    # reported below 0.6 must not claim more than they deliver by over 0.25.
+    pytest.importorskip("sklearn")
+    from memos_feedback.classify.classifier import classify_with
     from memos_feedback.devtools.eval import reliability
-    from memos_feedback.devtools.train import HOLDOUT_FILES, default_data_dir
+    from memos_feedback.devtools.train import WRITER_FILES, default_data_dir, fold_model
 
-    for name in HOLDOUT_FILES:
-        table = reliability(load_labels(default_data_dir() / name))
-        low = [b for b in table if b.high <= 0.6]
-        n = sum(b.count for b in low)
-        assert n > 0, name
-        mean_conf = sum(b.count * b.mean_confidence for b in low) / n
-        accuracy = sum(b.count * b.accuracy for b in low) / n
-        assert mean_conf - accuracy <= 0.25, (name, mean_conf, accuracy)
+    path = default_data_dir() / WRITER_FILES[-1]
+    model = fold_model(default_data_dir(), [path])
+    table = reliability(load_labels(path), lambda t, a=None: classify_with(t, agent_text=a, model=model))
+    low = [b for b in table if b.high <= 0.6]
+    n = sum(b.count for b in low)
+    assert n > 0
+    mean_conf = sum(b.count * b.mean_confidence for b in low) / n
+    accuracy = sum(b.count * b.accuracy for b in low) / n
+    assert mean_conf - accuracy <= 0.25, (mean_conf, accuracy)
+
+
+def test_cross_validation_by_writer_scores_each_left_out_writer(tmp_path: Path) -> None:
+    from memos_feedback.classify.learned import shipped_model
+    from memos_feedback.devtools.cv import cross_validate, format_cv
+
+    writers = tmp_path / "classifier_writers"
+    writers.mkdir()
+    lines = {
+        "a": [
+            {"id": "a1", "text": "thanks, that works", "shape": "positive", "lang": "en",
+             "agent_text": "Done."},
+            {"id": "a2", "text": "use pnpm instead of npm", "shape": "preference", "prefer": "pnpm",
+             "avoid": "npm", "lang": "en", "agent_text": "Ran npm install."},
+        ],
+        "b": [
+            {"id": "b1", "text": "不对，用 pnpm 而不是 npm", "shape": "preference", "prefer": "pnpm",
+             "avoid": "npm", "lang": "zh", "agent_text": "我运行了 npm install。"},
+            {"id": "b2", "text": "好的，谢谢", "shape": "positive", "lang": "zh", "agent_text": "改好了。"},
+        ],
+    }  # fmt: skip
+    for name, rows in lines.items():
+        (writers / f"{name}.jsonl").write_text(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+        )
+    held: list[list[str]] = []
+    model = shipped_model()
+
+    def fit(paths: Any) -> Any:
+        held.append([p.stem for p in paths])
+        return model
+
+    result = cross_validate(tmp_path, fit=fit)
+    assert held == [["a"], ["b"]]  # one fold per writer, the writer left out
+    ctx = result["context"]
+    assert [w["writer"] for w in ctx["writers"]] == ["a", "b"]
+    assert ctx["mean"]["trigger_accuracy"] == 1.0 and ctx["mean"]["false_trigger_rate"] == 0.0
+    assert ctx["worst"]["writer"] in ("a", "b")
+    assert set(ctx["by_lang"]) == {"en", "zh"}
+    assert set(result) == {"context", "no_context", "context_no_abstain"}
+    assert "worst" in format_cv(result) and "lang zh" in format_cv(result)

@@ -299,6 +299,30 @@ def test_prune_by_age_and_count(store: Store) -> None:
     assert feed.prune(now=now) == 0
 
 
+def test_seq_never_goes_back_after_pruning_empties_the_log(store: Store) -> None:
+    now = 10_000_000_000
+    feed = FeedStore(store, FeedbackConfig(events_max_age_ms=1_000))
+    old = [
+        RepairPersisted(
+            context_hash="c", repair_id=f"old{i}", confidence=0.1, severity="info", at=now - 5_000
+        )
+        for i in range(3)
+    ]
+    feed.log(old)
+    last = feed.last_seq()
+    assert feed.prune(now=now) == 3
+    assert feed.read(0) == []
+    feed.log([RepairPersisted(context_hash="c", repair_id="new", confidence=0.1, severity="info", at=now)])
+    # A follower that saw ``last`` still gets the new event.
+    assert [r.repair_id for r in feed.read(last)] == ["new"]
+    assert feed.last_seq() > last
+    # Also across a reopen of the database.
+    feed.prune(now=now + 10_000)
+    with open_store(store.url) as again:
+        FeedStore(again).log([persisted(9)])
+        assert [r.repair_id for r in FeedStore(again).read(last + 1)] == ["dr_9"]
+
+
 def test_the_subscriber_prunes_the_log(store: Store) -> None:
     feed = FeedStore(store)
     feed.log([RepairPersisted(context_hash="c", repair_id="ancient", confidence=0.1, severity="info", at=1)])
@@ -325,3 +349,19 @@ def test_migration_0007_up_and_down(db_url: str) -> None:
         assert FeedStore(s).read(0) == []
         FeedStore(s).log([persisted(2)])
         assert [r.repair_id for r in FeedStore(s).read(0)] == ["dr_2"]
+
+
+def test_migration_0012_keeps_the_events_and_their_high_water_mark(db_url: str) -> None:
+    with open_store(db_url) as s:
+        migrate.downgrade(s.engine, "0011")
+        feed = FeedStore(s)
+        feed.log([persisted(i) for i in range(3)])
+        last = feed.last_seq()
+        migrate.upgrade(s.engine)
+        assert [r.repair_id for r in feed.read(0)] == ["dr_0", "dr_1", "dr_2"]
+        with s.session(write=True) as session:
+            session.execute(text("DELETE FROM feedback_events"))
+        feed.log([persisted(3)])
+        assert [(r.seq > last, r.repair_id) for r in feed.read(0)] == [(True, "dr_3")]
+        migrate.downgrade(s.engine, "0011")  # and down again, the rows kept
+        assert [r.repair_id for r in feed.read(0)] == ["dr_3"]

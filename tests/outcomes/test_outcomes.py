@@ -14,6 +14,7 @@ from sqlalchemy import func, select, update
 
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.events import FeedbackBus, FeedbackEvent
+from memos_feedback.limits import CONTEXT_CHAR_CAP
 from memos_feedback.outcomes import HELD, RECURRED, OutcomeCounts, Settlement, effectiveness, rank_factor
 from memos_feedback.outcomes.ledger import history, open_servings, status_counts, write_batch
 from memos_feedback.outcomes.supersede import opposes, supersede_new, supersede_older
@@ -167,6 +168,27 @@ def test_open_servings_are_settled_by_a_new_subscriber(store: Store) -> None:
         fresh.record_tool_success(TOOL, CTX, 1, session_id="s1")
         assert fresh.flush(10)
     assert outcomes(store) == [(r.id, "s1", HELD)]
+
+
+def test_a_huge_context_is_stored_capped_and_still_settles(store: Store, sub: FeedbackSubscriber) -> None:
+    """A 10 MB context is kept as its first and last characters, and the full one still settles."""
+    big = CTX + "\nkubectl deploy output line" * 400_000  # ~10 MB
+    r = add_repair(store, "Prefer: kubectl rollout", "Avoid: kubectl replace")
+    served = [i.repair_id for i in sub.guidance_for(tool_id=TOOL, context=big, session_id="s1").items]
+    assert served == [r.id]
+    guidance_for(store, tool_id=TOOL, context=big, session_id="s2")  # the store's own path
+    assert sub.flush(10)
+    with store.session() as s:
+        lengths = list(s.scalars(select(func.length(RepairServedModel.context))))
+    assert len(lengths) == 2
+    assert max(lengths) <= CONTEXT_CHAR_CAP
+    # The caller's full context still settles them: in memory, and reloaded by a new subscriber.
+    sub.record_tool_success(TOOL, big, 1, session_id="s1")
+    assert sub.flush(10)
+    with attach_feedback_subscriber(store, config=FeedbackConfig(use_llm=False)) as fresh:
+        fresh.record_tool_success(TOOL, big, 1, session_id="s2")
+        assert fresh.flush(10)
+    assert sorted(outcomes(store)) == [(r.id, "s1", HELD), (r.id, "s2", HELD)]
 
 
 # -- estimate, decay, ranking --------------------------------------------------------------

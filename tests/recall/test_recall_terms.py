@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import random
+import tracemalloc
+
 import pytest
 
 from memos_feedback.recall import guidance_for
 from memos_feedback.recall.glossary import GLOSSARY, gloss
-from memos_feedback.recall.terms import comparable, contains_term, glossed, query_terms, stem
+from memos_feedback.recall.terms import MAX_TERMS, comparable, contains_term, glossed, query_terms, stem
 from memos_feedback.store import Store
 from tests.recall.test_recall_guidance import write  # one repair through run_repair
 
@@ -112,3 +115,28 @@ def test_an_english_query_finds_a_chinese_repair_through_the_glossary(store: Sto
         project="shop",
     )
     assert [i.repair_id for i in found.items] == [rid]
+
+
+def _random_cjk(n: int, seed: int) -> str:
+    rng = random.Random(seed)
+    return "".join(chr(rng.randrange(0x4E00, 0x9FA5)) for _ in range(n))
+
+
+def test_a_long_chinese_query_keeps_its_first_terms_without_building_the_rest() -> None:
+    # Every window distinct: a query that kept all of them before the cap
+    # held ~600,000 strings for this one (the peak is what is asserted).
+    text = _random_cjk(300_000, 1) + " pnpm install failed " + _random_cjk(1_000, 2)
+    tracemalloc.start()
+    try:
+        terms = query_terms(text)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    head = text[:60]
+    assert terms.short == tuple(head[i : i + 2] for i in range(MAX_TERMS))
+    # The query's words come first, then its first windows, up to the cap.
+    assert terms.words == ("pnpm", "install", "fail")
+    assert terms.indexed == ("pnpm", "install", "fail", *(head[i : i + 3] for i in range(MAX_TERMS - 3)))
+    # A few copies of the text (2 bytes a character: normalised, the CJK
+    # run) and nothing per window: keeping every window took ~100 bytes a character.
+    assert peak < 32 * len(text), peak

@@ -183,3 +183,18 @@ def test_a_step_recorded_before_a_serving_does_not_settle_it(store: Store, make_
     assert sub.flush(timeout=30)
     assert open_servings(store, 0) == []
     assert [e.event for e in history(store, repair.id)] == ["served", HELD]
+
+
+def test_the_backlog_stays_bounded_while_the_enqueuer_is_applying_it(make_sub: Any) -> None:
+    # The enqueuer wakes every millisecond and holds the lock while it
+    # applies; a caller that records faster must not queue past the bound
+    # because the lock was busy when it looked.
+    sub = make_sub(FeedbackConfig(use_llm=False, buffer_flush_ms=1))
+    steps = sub._steps
+    calls, most = 200_000, 0
+    for i in range(calls):
+        sub.record_tool_failure(TOOL, f"ctx-{i % 50}", i, "E: boom")
+        most = max(most, len(steps))
+    assert most <= _STEP_BACKLOG, most
+    sub.sync_signals()
+    assert sub.signals.stats()["failures_recorded"] == calls

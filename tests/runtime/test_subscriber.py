@@ -11,6 +11,7 @@ from freezegun import freeze_time
 from sqlalchemy import update
 
 from memos_feedback.config import FeedbackConfig
+from memos_feedback.errors import InvalidInputError
 from memos_feedback.events import FeedbackBus, FeedbackEvent
 from memos_feedback.runtime.enqueuer import burst_input as _burst_input
 from memos_feedback.runtime.queue import RepairQueue, job_id_for
@@ -397,3 +398,18 @@ def test_a_burst_reaches_the_table_without_any_further_call(store: Store, make_s
     burst(sub)
     wait_for(lambda: queue.stats()["depth"] == 1 or queue.stats()["done"] == 1, seconds=5)
     assert len(queue.list()) == 1
+
+
+def test_the_agents_turn_is_the_classifiers_context(store: Store, feed: Feed, make_sub: Any) -> None:
+    add_history(store)
+    sub = make_sub()
+    # "use pnpm" alone names nothing to avoid; the agent's turn says what it replaces.
+    bare, _ = sub.submit_user_feedback("use pnpm", SESSION)
+    classified, future = sub.submit_user_feedback(
+        "use pnpm", SESSION, episode_id=EPISODE, agent_text="Ran npm install in web/."
+    )
+    assert bare.avoid is None
+    assert classified.shape.value == "preference" and classified.avoid == "npm"
+    future.result(timeout=10)
+    with pytest.raises(InvalidInputError, match="agent_text must be a str"):
+        sub.submit_user_feedback("use pnpm", SESSION, agent_text=b"npm")  # type: ignore[arg-type]

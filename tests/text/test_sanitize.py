@@ -82,8 +82,8 @@ def test_role_word_later_in_the_line_is_kept() -> None:
         ("password=hunter2 then", "hunter2"),
         ("token: abc123def then", "abc123def"),
         ("api_key = 'q1w2e3r4' then", "q1w2e3r4"),
-        ("blob 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 end", "9f86d081884c7d65"),
-        ("b64 QmFzZTY0RW5jb2RlZFNlY3JldFZhbHVlMTIzNDU2Nzg5 end", "QmFzZTY0RW5jb2Rl"),
+        ("secret_key=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "9f86d081884c7d65"),
+        ("b64 q8Zr3LmW0xT7vNp2Ye5KdA9sHj4UcF1o end", "q8Zr3LmW0xT7vNp2"),
         ("gh token ghp_abcdefghijklmnopqrstuvwxyz0123", "ghp_abcdefghij"),
     ],
 )
@@ -99,6 +99,9 @@ def test_secrets_are_redacted(raw: str, secret: str) -> None:
         "use site-packages/memos_feedback/evidence_module instead",
         "run test_sanitize_removes_everything_in_one_go",
         "pip install numpy==1.26.4",
+        # Checksums and base64 of ordinary text are data, not keys.
+        "blob 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 end",
+        "b64 QmFzZTY0RW5jb2RlZFNlY3JldFZhbHVlMTIzNDU2Nzg5 end",
     ],
 )
 def test_ordinary_long_words_are_not_redacted(raw: str) -> None:

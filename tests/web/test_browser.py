@@ -132,8 +132,8 @@ def test_live_page_validate_and_untrusted_text(tmp_path: Path) -> None:
             bad_row = f'#repairs tr[data-id="{bad.id}"]'
             page.wait_for_selector(bad_row, timeout=2_000)
             page.wait_for_timeout(300)  # give a would-be onerror handler its chance
-            assert page.text_content(f"{bad_row} .pref") == HOSTILE
-            assert page.text_content(f"{bad_row} .anti") == HOSTILE_ANTI
+            assert page.text_content(f"{bad_row} .pref .line") == HOSTILE
+            assert page.text_content(f"{bad_row} .anti .line") == HOSTILE_ANTI
             assert page.locator("#repairs img, #repairs script, #repairs b").count() == 0
             pwned: Any = page.evaluate("window.__pwned")
             assert pwned is None, "repair text ran as code"
@@ -143,5 +143,122 @@ def test_live_page_validate_and_untrusted_text(tmp_path: Path) -> None:
             shot = Path(os.environ.get("MEMOS_FEEDBACK_SCREENSHOT") or tmp_path / "feed.png")
             page.screenshot(path=str(shot), full_page=True)
             assert shot.stat().st_size > 10_000
+        finally:
+            browser.close()
+
+
+CONTEXT = '<b>deploy</b> the "api" service\nwith the lockfile'
+
+
+def seed_outcomes(db_url: str) -> dict[str, str]:
+    """Three repairs of three scopes and outcome states; the first served twice, held once, recurred once."""
+    from sqlalchemy import text
+
+    from memos_feedback.outcomes.ledger import write_batch
+    from memos_feedback.outcomes.states import HELD, RECURRED, Served, Settlement
+
+    with open_store(db_url) as store:
+        ids: dict[str, str] = {}
+        for name, pref, anti, project, status in (
+            ("labelled", "Prefer: uv sync", "Avoid: pip install -r", "shop-a", None),
+            ("bare", "use pnpm", "npm install", "<b>shop-b</b>&amp;", "stale"),
+            ("global", "Prefer: the documented port", "Avoid: port 8000", None, "superseded"),
+        ):
+            row = store.repairs.insert(
+                context_hash=f"{name:0<16}"[:16],
+                trigger="user.correction",
+                preference=pref,
+                anti_pattern=anti,
+                confidence=0.8,
+                tool_id="shell",
+                context=CONTEXT if name == "labelled" else None,
+            )
+            ids[name] = row.id
+            with store.session(write=True) as s:  # as the worker and the outcome tracker store them
+                s.execute(
+                    text("UPDATE decision_repairs SET project = :p, status = :s WHERE id = :i"),
+                    {"p": project, "s": status, "i": row.id},
+                )
+        served = [Served(f"sv_{i}", ids["labelled"], f"s{i}", "shell", None, 1_000 + i) for i in range(2)]
+        settled = [
+            Settlement(served[0].id, ids["labelled"], "s0", HELD, 2_000),
+            Settlement(served[1].id, ids["labelled"], "s1", RECURRED, 2_001),
+        ]
+        write_batch(store, served, (), 0)
+        write_batch(store, (), settled, 10)
+    return ids
+
+
+def test_page_labels_once_outcomes_context_project_filter_and_favicon(tmp_path: Path) -> None:
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    db_url = f"sqlite:///{tmp_path / 'ui.db'}"
+    ids = seed_outcomes(db_url)
+    rows = {name: f'#repairs tr[data-id="{repair_id}"]' for name, repair_id in ids.items()}
+    with serve_process(db_url) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(url)
+            for row in rows.values():
+                page.wait_for_selector(row, timeout=15_000)
+
+            # Labels: the repair's own "Prefer:" is the label; a bare line gets one. Never both.
+            before: Any = page.evaluate(
+                "[...document.querySelectorAll('#repairs .pref, #repairs .anti')]"
+                ".map((n) => getComputedStyle(n, '::before').content)"
+            )
+            assert set(before) == {"none"}, "no label drawn by CSS on top of the text's own"
+            assert page.inner_text(f"{rows['labelled']} .pref") == "Prefer: uv sync"
+            assert page.inner_text(f"{rows['labelled']} .anti") == "Avoid: pip install -r"
+            assert page.inner_text(f"{rows['bare']} .pref") == "prefer: use pnpm"
+            assert page.inner_text(f"{rows['bare']} .anti") == "avoid: npm install"
+
+            # Outcome status and counts, as a column of their own.
+            headers = page.locator("#repairs thead th").all_inner_texts()
+            assert "Outcome" in headers and "Context" in headers
+            outcome = page.inner_text(f"{rows['labelled']} td.outcome")
+            assert outcome.split("\n") == ["active", "served 2 · held 1 · recurred 1"]
+            assert page.inner_text(f"{rows['bare']} td.outcome .badge") == "stale"
+            assert page.inner_text(f"{rows['global']} td.outcome .badge") == "superseded"
+
+            # The context as text (its markup shown, not rendered), its hash on hover.
+            context = page.locator(f"{rows['labelled']} td.context")
+            assert context.text_content() == CONTEXT
+            assert context.get_attribute("title") == f"context hash {'labelled':0<16}"
+            assert page.locator("#repairs td.context b").count() == 0
+            assert page.inner_text(f"{rows['bare']} td.context") == "–"
+
+            # The project filter: each project and the global scope, from the data.
+            options = page.locator("#project-filter option").all_inner_texts()
+            hostile_project = "<b>shop-b</b>&amp; (1)"
+            assert options == ["all projects", hostile_project, "shop-a (1)", "global, no project (1)"]
+            assert page.locator("#project-filter b").count() == 0, "a project name is text"
+            for label, only in (
+                ("<b>shop-b</b>&amp; (1)", "bare"),
+                ("global, no project (1)", "global"),
+                ("shop-a (1)", "labelled"),
+            ):
+                page.select_option("#project-filter", label=label)
+                page.wait_for_function(
+                    "(id) => { const r = [...document.querySelectorAll('#repairs tbody tr')];"
+                    " return r.length === 1 && r[0].dataset.id === id; }",
+                    arg=ids[only],
+                    timeout=5_000,
+                )
+            page.select_option("#project-filter", label="all projects")
+            page.wait_for_function(
+                "() => document.querySelectorAll('#repairs tbody tr').length === 3", timeout=5_000
+            )
+
+            # A favicon, linked and served (CSP img-src 'self' allows it).
+            icon: Any = page.evaluate(
+                "fetch(document.querySelector('link[rel=icon]').href)"
+                ".then(async (r) => [r.status, r.headers.get('content-type'), (await r.text()).slice(0, 4)])"
+            )
+            assert icon == [200, "image/svg+xml; charset=utf-8", "<svg"]
+            shot = Path(os.environ.get("MEMOS_FEEDBACK_SCREENSHOT_COLUMNS") or tmp_path / "columns.png")
+            page.screenshot(path=str(shot), full_page=True)
         finally:
             browser.close()

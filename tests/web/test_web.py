@@ -200,3 +200,99 @@ def test_dead_letters_retry_and_purge_through_the_api(sqlite_url: str) -> None:
             assert kinds == ["repair.job.requeued", "repair.job.purged"]
     finally:
         store.close()
+
+
+def test_rebinding_host_names_are_refused_only_exact_loopback_hosts_pass(sqlite_url: str) -> None:
+    store = open_store(sqlite_url)
+    try:
+        repair_id = seed_repair(store)
+        with serve_process(sqlite_url) as url, httpx.Client(base_url=url) as c:
+            port = httpx.URL(url).port
+            hostile = [
+                f"127.0.0.1.attacker.example:{port}",  # a name that merely starts like loopback
+                f"127.1.attacker.example:{port}",
+                "127.0.0.1.attacker.example",
+                f"localhost.attacker.example:{port}",
+                f"127.0.0.1:{port + 1 if port < 65535 else port - 1}",  # another port: another origin
+                f"127.0.0.1:{port}@attacker.example",
+                f"[::1]x:{port}",
+                "",
+            ]
+            for host in hostile:
+                assert c.get("api/repairs", headers={"Host": host}).status_code == 421, host
+                post = c.post(f"api/repairs/{repair_id}/validate", headers={**POST_HEADERS, "Host": host})
+                assert post.status_code == 421, host
+            assert store.repairs.get(repair_id).validated is False
+            for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LOCALHOST:{port}"):
+                assert c.get("api/repairs", headers={"Host": host}).status_code == 200, host
+    finally:
+        store.close()
+
+
+def test_with_a_token_any_host_is_accepted_but_only_with_the_token(sqlite_url: str) -> None:
+    open_store(sqlite_url).close()
+    with serve_process(sqlite_url, "--token", "s3cret") as url, httpx.Client(base_url=url) as c:
+        proxied = {"Host": "memos.internal.example"}  # a reverse proxy's name
+        assert c.get("api/repairs", headers=proxied).status_code == 401
+        authed = {**proxied, "Authorization": "Bearer s3cret"}
+        assert c.get("api/repairs", headers=authed).status_code == 200
+
+
+@pytest.mark.parametrize("bad", ["-1", "9223372036854775808", "99999999999999999999999", "+5", "0x10", "1e3"])
+def test_a_bad_last_event_id_is_a_400_before_the_stream_starts(sqlite_url: str, bad: str) -> None:
+    open_store(sqlite_url).close()
+    with serve_process(sqlite_url) as url, httpx.Client(base_url=url) as c:
+        for headers, path in (({"Last-Event-ID": bad}, "api/stream"), ({}, "api/stream")):
+            params = {} if headers else {"after": bad}
+            r = c.get(path, headers=headers, params=params, timeout=10)
+            assert r.status_code == 400, (bad, r.status_code)
+            assert "Last-Event-ID must be an event seq" in r.json()["error"]
+        # The largest seq is valid: the stream opens (and has nothing after it).
+        with c.stream("GET", "api/stream", headers={"Last-Event-ID": str(2**63 - 1)}, timeout=10) as ok:
+            assert ok.status_code == 200
+            assert next(ok.iter_lines()) == "retry: 1000"
+
+
+def test_repairs_api_filters_by_project_and_carries_outcomes_and_context(db_url: str) -> None:
+    from sqlalchemy import text
+
+    store = open_store(db_url)
+    try:
+        ids = {}
+        for project in ("shop-a", "shop-b", None):
+            row = store.repairs.insert(
+                context_hash=f"ctx-{project}",
+                trigger="manual",
+                preference="Prefer: uv",
+                anti_pattern="Avoid: pip",
+                context="x" * 5000 if project == "shop-a" else None,
+            )
+            ids[project] = row.id
+            with store.session(write=True) as s:
+                s.execute(
+                    text("UPDATE decision_repairs SET project = :p WHERE id = :i"),
+                    {"p": project, "i": row.id},
+                )
+        with serve_process(db_url) as url, httpx.Client(base_url=url) as c:
+            assert c.get("api/projects").json() == [
+                {"project": "shop-a", "repairs": 1},
+                {"project": "shop-b", "repairs": 1},
+                {"project": None, "repairs": 1},
+            ]
+            assert [r["id"] for r in c.get("api/repairs", params={"project": "shop-a"}).json()] == [
+                ids["shop-a"]
+            ]
+            assert [r["id"] for r in c.get("api/repairs", params={"global": "1"}).json()] == [ids[None]]
+            assert len(c.get("api/repairs").json()) == 3
+            assert c.get("api/repairs", params={"project": "nope"}).json() == []
+            both = c.get("api/repairs", params={"project": "shop-a", "global": "1"})
+            assert both.status_code == 400
+            [a] = c.get("api/repairs", params={"project": "shop-a"}).json()
+            assert a["outcome_status"] == "active" and a["review_flagged"] is False
+            assert a["outcomes"] == {"served": 0, "held": 0, "recurred": 0, "contradicted": 0}
+            assert a["context"] == "x" * 2000 + "…", "the page gets a bounded context"
+            icon = c.get("favicon.ico")
+            assert (icon.status_code, icon.headers["content-type"]) == (200, "image/svg+xml")
+            assert c.get("static/favicon.svg").text.startswith("<svg")
+    finally:
+        store.close()

@@ -51,8 +51,59 @@ function when(ms) { return new Date(ms).toISOString().replace("T", " ").slice(0,
 
 // -- repairs ------------------------------------------------------------------
 
+// A line that already says "Prefer:" / "Avoid:" keeps its own word as the
+// label; one that does not gets it. Either way the label is shown once.
+const LABEL = /^\s*(prefer|avoid)\s*:\s*/i;
+
+function labelled(cls, word, text) {
+  const line = String(text ?? "");
+  const own = LABEL.exec(line);
+  const div = el("div", cls);
+  div.append(el("span", "label", own ? own[0] : `${word}: `), el("span", "line", own ? line.slice(own[0].length) : line));
+  return div;
+}
+
+function outcomeCell(r) {
+  const td = el("td", "outcome");
+  const status = r.outcome_status;
+  const badge = el("span", `badge ${status}`, status + (r.review_flagged ? "!" : ""));
+  if (r.review_flagged) badge.title = "validated, but it keeps recurring or is contradicted: review it";
+  if (r.superseded_by) badge.title = `superseded by ${r.superseded_by}`;
+  td.append(badge);
+  const c = r.outcomes || { served: 0, held: 0, recurred: 0, contradicted: 0 };
+  td.append(el("div", "counts", `served ${c.served} · held ${c.held} · recurred ${c.recurred}`));
+  if (c.contradicted) td.append(el("div", "counts", `contradicted ${c.contradicted}`));
+  return td;
+}
+
+function contextCell(r) {
+  const td = el("td", r.context ? "context" : "context none", r.context || "–");
+  td.title = `context hash ${r.context_hash}`; // a property: text, never markup
+  return td;
+}
+
+// The project filter: index into `scopes`, so a project name is never parsed.
+let scopes = [{ label: "all projects", query: "" }];
+
+async function loadProjects() {
+  const list = await getJSON("/api/projects");
+  const select = document.getElementById("project-filter");
+  const chosen = scopes[Number(select.value)] || scopes[0];
+  scopes = [{ label: "all projects", query: "" }];
+  for (const p of list) {
+    scopes.push(p.project === null
+      ? { label: `global, no project (${p.repairs})`, query: "&global=1" }
+      : { label: `${p.project} (${p.repairs})`, query: `&project=${encodeURIComponent(p.project)}` });
+  }
+  select.replaceChildren(...scopes.map((s, i) => { const o = el("option", null, s.label); o.value = String(i); return o; }));
+  const keep = scopes.findIndex((s) => s.query === chosen.query);
+  select.value = String(keep < 0 ? 0 : keep);
+  if (keep < 0 && chosen.query) await loadRepairs(); // the chosen project is gone
+}
+
 async function loadRepairs() {
-  const rows = await getJSON("/api/repairs?limit=200");
+  const scope = scopes[Number(document.getElementById("project-filter").value)] || scopes[0];
+  const rows = await getJSON(`/api/repairs?limit=200${scope.query}`);
   const body = document.querySelector("#repairs tbody");
   body.replaceChildren();
   for (const r of rows) {
@@ -64,12 +115,13 @@ async function loadRepairs() {
     tr.append(status);
     tr.append(el("td", "conf", Number(r.confidence).toFixed(2)));
     const text = el("td", "text");
-    text.append(el("div", "pref", r.preference), el("div", "anti", r.anti_pattern));
+    text.append(labelled("pref", "prefer", r.preference), labelled("anti", "avoid", r.anti_pattern));
     tr.append(text);
+    tr.append(outcomeCell(r), contextCell(r));
     const prov = el("td", "prov");
     prov.append(
       el("div", null, `${r.trigger} · ${r.severity} · ${when(r.ts)}`),
-      el("div", null, `tool ${r.tool_id || "–"} · context ${r.context_hash}`),
+      el("div", null, `tool ${r.tool_id || "–"} · project ${r.project ?? "global"}`),
       el("div", null, `session ${r.session_id || "–"}`),
       el("div", null, `traces +${r.high_value_trace_ids.length} / −${r.low_value_trace_ids.length}`),
     );
@@ -126,8 +178,8 @@ async function loadPolicies() {
     if (p.repair) {
       const block = el("div", "block");
       block.append(el("div", "prov", "@repair"));
-      for (const line of p.repair.preference) block.append(el("div", "pref", line));
-      for (const line of p.repair.anti_pattern) block.append(el("div", "anti", line));
+      for (const line of p.repair.preference) block.append(labelled("pref", "prefer", line));
+      for (const line of p.repair.anti_pattern) block.append(labelled("anti", "avoid", line));
       div.append(block);
     }
     box.append(div);
@@ -162,8 +214,13 @@ function onEvent(e) {
   feed.prepend(li);
   while (feed.children.length > 300) feed.lastChild.remove();
   if (e.kind.startsWith("repair.job")) refreshSoon(loadQueue);
-  if (["repair.persisted", "repair.reviewed", "repair.attached"].includes(e.kind)) refreshSoon(loadRepairs);
-  if (["repair.attached", "repair.reviewed"].includes(e.kind)) refreshSoon(loadPolicies);
+  const repairKinds = ["repair.persisted", "repair.reviewed", "repair.attached", "repair.deleted", "repair.outcome",
+    "repair.stale", "repair.superseded", "repair.review_flagged"];
+  if (repairKinds.includes(e.kind)) refreshSoon(loadRepairs);
+  if (e.kind === "repair.persisted" || e.kind === "repair.deleted") refreshSoon(loadProjects);
+  if (["repair.attached", "repair.reviewed", "repair.deleted", "repair.stale", "repair.superseded"].includes(e.kind)) {
+    refreshSoon(loadPolicies);
+  }
   if (e.kind === "repair.persisted" || e.kind === "repair.skipped") refreshSoon(loadQueue);
 }
 
@@ -176,6 +233,9 @@ function connect() {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  const filter = document.getElementById("project-filter");
+  filter.addEventListener("change", () => loadRepairs().catch((e) => showError(e.message)));
+  loadProjects().catch((e) => showError(e.message));
   for (const load of [loadRepairs, loadQueue, loadPolicies]) load().catch((e) => showError(e.message));
   connect();
 });

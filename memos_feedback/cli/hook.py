@@ -1,0 +1,129 @@
+"""``memos-feedback hook claude-code`` and ``hook install|uninstall claude-code``.
+
+The hook itself reads one event on stdin and always exits 0 with a JSON
+answer (``{}`` on any error, logged to ``hook.log`` in the hook state
+directory); memos_feedback.surfaces.claude_code says what each event does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from ._commands import Commands, seconds
+
+__all__ = ["cmd_hook", "cmd_install", "cmd_uninstall", "register"]
+
+_LOG_BYTES = 1 << 20
+
+
+def _log_to_file(state_dir: str | None, db: str | None) -> None:
+    from ..config import default_db_url as default_url
+    from ..surfaces.hook_state import state_root
+
+    root = state_root(state_dir, db or default_url())
+    path = root / "hook.log"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        if path.exists() and path.stat().st_size > _LOG_BYTES:
+            os.replace(path, path.with_suffix(".log.1"))  # one old file kept: the log stays bounded
+        # Opened on the first record only: most events log nothing.
+        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8", delay=True)
+    except OSError:
+        handler = logging.NullHandler()  # stdout is the answer; stderr is the user's terminal
+    handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"))
+    top = logging.getLogger("memos_feedback")
+    top.addHandler(handler)
+    top.setLevel(logging.INFO)
+    top.propagate = False
+
+
+def cmd_hook(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    from ..surfaces.claude_code import HookOptions, answer_within, run_hook
+
+    opts = HookOptions(
+        db=args.db,
+        state_dir=args.state_dir,
+        project=args.project_name,
+        deadline=args.deadline,
+        started=started,
+    )
+
+    def compute() -> dict[str, object]:
+        _log_to_file(args.state_dir, args.db)
+        raw = sys.stdin.buffer.read(1 << 20 | 1) if sys.stdin is not None else b""
+        return run_hook(raw, opts)
+
+    answer_within(args.deadline, compute)
+    return 0
+
+
+def _scope_path(args: argparse.Namespace) -> Path:
+    from ..surfaces.hook_install import settings_path
+
+    return settings_path("user" if args.user else "project")
+
+
+def cmd_install(args: argparse.Namespace) -> int:
+    from ..surfaces.hook_install import hook_command, install
+
+    extra = []
+    if args.project_name:
+        extra += ["--project-name", args.project_name]
+    if args.state_dir:
+        extra += ["--state-dir", args.state_dir]
+    path = _scope_path(args)
+    diff = install(path, hook_command(args.db, extra), dry_run=args.dry_run)
+    if args.dry_run:
+        print(diff or f"{path}: nothing to change", end="" if diff else "\n")
+    else:
+        print(f"{path}: {'hooks installed' if diff else 'already installed'}")
+    return 0
+
+
+def cmd_uninstall(args: argparse.Namespace) -> int:
+    from ..surfaces.hook_install import uninstall
+
+    path = _scope_path(args)
+    diff = uninstall(path, dry_run=args.dry_run)
+    if args.dry_run:
+        print(diff or f"{path}: nothing to change", end="" if diff else "\n")
+    else:
+        print(f"{path}: {'hooks removed' if diff else 'no memos-feedback hooks'}")
+    return 0
+
+
+def _scope(p: argparse.ArgumentParser) -> None:
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--project", action="store_true", help="./.claude/settings.json (the default)")
+    where.add_argument("--user", action="store_true", help="~/.claude/settings.json")
+    p.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
+    p.add_argument("agent", choices=["claude-code"], help="the agent whose settings to change")
+
+
+def register(cli: Commands) -> None:
+    cli.group("hook", "agent hooks: answer one hook event, or install / uninstall the hooks")
+    p = cli.add(
+        "claude-code",
+        cmd_hook,
+        "answer one Claude Code hook event (JSON on stdin, the answer on stdout; always exit 0)",
+        group="hook",
+    )
+    p.add_argument(
+        "--state-dir", metavar="DIR", help="where the session windows live (default: user state dir)"
+    )
+    p.add_argument(
+        "--project-name", metavar="NAME", help="the project (default: the event's working directory)"
+    )
+    p.add_argument("--deadline", type=seconds, default=10.0, metavar="S", help="answer within S seconds")
+    p = cli.add("install", cmd_install, "merge the memos-feedback hooks into a settings.json", group="hook")
+    _scope(p)
+    p.add_argument("--state-dir", metavar="DIR", help="passed on to the hook")
+    p.add_argument("--project-name", metavar="NAME", help="passed on to the hook")
+    p = cli.add("uninstall", cmd_uninstall, "remove exactly the memos-feedback hooks", group="hook")
+    _scope(p)

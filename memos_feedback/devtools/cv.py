@@ -1,0 +1,264 @@
+"""Leave-one-writer-out evaluation of the feedback classifier.
+
+    memos-feedback eval --cv writer [--data-dir tests/data] [--json] [--shipped]
+
+Each file of ``tests/data/classifier_writers/`` was written by one writer
+who saw only the shapes' definitions. For every writer in turn the learned
+tier is trained (``train.fit``) on the always-training sets (``train.TRAINING_FILES``,
+written by the process that tuned the rules) plus the other writers, and
+the combined classifier scores the left-out writer, once with the agent's
+turn (``agent_text``) as context and once without. The figures of record are
+the macro average over writers and the worst writer:
+
+* trigger accuracy, macro-F1 and extraction exact match (``eval``'s definitions);
+* false-trigger rate: of the messages whose labelled shape does not trigger a
+  repair, the share the classifier sends to repair;
+* missed: of the triggering messages, the share it does not send.
+
+Per-language figures pool the left-out predictions of every writer.
+``--shipped`` scores the shipped artefact on every writer instead (no
+retraining: it is trained on all of them, so those figures are in-sample).
+
+Abstention (``classifier.ABSTAIN``) is part of the classifier being scored:
+each fold's model carries the threshold chosen by ``train.choose_threshold``
+on leave-one-writer-out answers of *its* training writers only, so the
+left-out writer never influences the threshold it is scored with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from ..classify.learned import LearnedModel
+from ..types import ClassifiedFeedback, Shape
+from .eval import LabelledMessage, SliceReport, load_labels, score_rows
+
+__all__ = ["WRITERS_DIR", "FoldScore", "cross_validate", "format_cv", "main", "writer_files"]
+
+WRITERS_DIR: Final = "classifier_writers"
+MODES: Final = ("context", "no_context", "context_no_abstain")
+_TITLES: Final = {
+    "context": "agent's turn given",
+    "no_context": "agent's turn withheld",
+    "context_no_abstain": "agent's turn given, abstention off",
+}
+
+
+def writer_files(data_dir: Path) -> list[Path]:
+    """The writers' files, one group each, in name order."""
+    return sorted((data_dir / WRITERS_DIR).glob("*.jsonl"))
+
+
+@dataclass(frozen=True, slots=True)
+class FoldScore:
+    """One left-out writer's figures in one mode."""
+
+    writer: str
+    count: int
+    trigger_accuracy: float
+    macro_f1: float
+    extraction_exact: float | None
+    false_trigger_rate: float
+    missed_rate: float
+    by_lang: dict[str, SliceReport]
+
+
+Rows = list[tuple[LabelledMessage, ClassifiedFeedback]]
+
+
+def _trig(shape: str) -> bool:
+    return Shape(shape).triggers_repair
+
+
+def trigger_rates(rows: Rows) -> tuple[float, float]:
+    """(false-trigger rate over non-trigger labels, missed rate over trigger labels)."""
+    neg = [got for lab, got in rows if not _trig(lab.shape)]
+    pos = [got for lab, got in rows if _trig(lab.shape)]
+    false = sum(1 for got in neg if got.shape.triggers_repair) / len(neg) if neg else 0.0
+    missed = sum(1 for got in pos if not got.shape.triggers_repair) / len(pos) if pos else 0.0
+    return false, missed
+
+
+def _fold_score(writer: str, rows: Rows) -> FoldScore:
+    overall = score_rows(rows)
+    false, missed = trigger_rates(rows)
+    langs = sorted({lab.lang for lab, _ in rows if lab.lang})
+    return FoldScore(
+        writer,
+        overall.count,
+        overall.trigger_accuracy,
+        overall.macro_f1,
+        overall.extraction_exact,
+        false,
+        missed,
+        {lang: score_rows([r for r in rows if r[0].lang == lang]) for lang in langs},
+    )
+
+
+def classify_rows(
+    records: Sequence[LabelledMessage], model: LearnedModel | None, *, context: bool, abstain: bool = True
+) -> Rows:
+    from ..classify.classifier import classify_with
+
+    if model is not None and not abstain:
+        meta = {k: v for k, v in model.meta.items() if k != "abstain"}
+        model = LearnedModel(model.classes, model.intercepts, model.features, meta)
+    return [
+        (rec, classify_with(rec.text, agent_text=rec.agent_text if context else None, model=model))
+        for rec in records
+    ]
+
+
+def cross_validate(
+    data_dir: Path,
+    *,
+    fit: Callable[[Sequence[Path]], LearnedModel] | None = None,
+    log: Callable[[str], None] = lambda _m: None,
+) -> dict[str, Any]:
+    """Leave-one-writer-out: per mode, per writer figures, their mean and worst, pooled per language.
+
+    ``fit(held_out_paths)`` returns the model trained without those writers
+    (default: ``train.fold_model``); with ``fit=None`` and the shipped model
+    wanted, pass ``fit=lambda _p: shipped``.
+    """
+    from . import train
+
+    fit = fit or (lambda held: train.fold_model(data_dir, held))
+    files = writer_files(data_dir)
+    rows: dict[str, dict[str, Rows]] = {m: {} for m in MODES}
+    for path in files:
+        model = fit([path])
+        records = load_labels(path)
+        for mode in MODES:
+            rows[mode][path.stem] = classify_rows(
+                records, model, context=mode != "no_context", abstain=mode != "context_no_abstain"
+            )
+        ctx = _fold_score(path.stem, rows["context"][path.stem])
+        log(
+            f"{path.stem}: trigger {ctx.trigger_accuracy:.3f} macro-F1 {ctx.macro_f1:.3f} "
+            f"extraction {ctx.extraction_exact or 0:.3f} false {ctx.false_trigger_rate:.3f}"
+        )
+    return {mode: summarise(rows[mode]) for mode in MODES}
+
+
+def summarise(by_writer: dict[str, Rows]) -> dict[str, Any]:
+    folds = [_fold_score(w, r) for w, r in by_writer.items()]
+    pooled: Rows = [row for r in by_writer.values() for row in r]
+    langs = sorted({lab.lang for lab, _ in pooled if lab.lang})
+    by_lang: dict[str, dict[str, Any]] = {}
+    for lang in langs:
+        part = [r for r in pooled if r[0].lang == lang]
+        false, missed = trigger_rates(part)
+        by_lang[lang] = {**asdict(score_rows(part)), "false_trigger_rate": false, "missed_rate": missed}
+
+    def mean(name: str) -> float:
+        values = [getattr(f, name) for f in folds if getattr(f, name) is not None]
+        return sum(values) / len(values) if values else 0.0
+
+    worst = min(folds, key=lambda f: f.trigger_accuracy) if folds else None
+    return {
+        "writers": [
+            {k: v for k, v in asdict(f).items() if k != "by_lang"}
+            | {"by_lang": {lang: asdict(s) for lang, s in f.by_lang.items()}}
+            for f in folds
+        ],
+        "mean": {
+            name: mean(name)
+            for name in (
+                "trigger_accuracy",
+                "macro_f1",
+                "extraction_exact",
+                "false_trigger_rate",
+                "missed_rate",
+            )
+        },
+        "worst": None
+        if worst is None
+        else {
+            "writer": worst.writer,
+            "trigger_accuracy": worst.trigger_accuracy,
+            "macro_f1": min(f.macro_f1 for f in folds),
+            "extraction_exact": min((f.extraction_exact or 0.0) for f in folds),
+            "false_trigger_rate": max(f.false_trigger_rate for f in folds),
+        },
+        "by_lang": by_lang,
+    }
+
+
+def _f(value: float | None) -> str:
+    return "  n/a" if value is None else f"{value:.3f}"
+
+
+def format_cv(result: dict[str, Any]) -> str:
+    head = f"{'writer':<30} {'n':>4} {'trigger':>7} {'macroF1':>7} {'extract':>7} {'false':>6} {'missed':>6}"
+    lines: list[str] = []
+    for mode in MODES:
+        res = result[mode]
+        lines += [
+            f"== {mode.replace('_', ' ')} ({_TITLES[mode]})",
+            head,
+        ]
+        for w in res["writers"]:
+            lines.append(
+                f"{w['writer']:<30} {w['count']:>4} {_f(w['trigger_accuracy']):>7} {_f(w['macro_f1']):>7} "
+                f"{_f(w['extraction_exact']):>7} {_f(w['false_trigger_rate']):>6} {_f(w['missed_rate']):>6}"
+            )
+        m, worst = res["mean"], res["worst"]
+        lines.append(
+            f"{'mean':<30} {'':>4} {_f(m['trigger_accuracy']):>7} {_f(m['macro_f1']):>7} "
+            f"{_f(m['extraction_exact']):>7} {_f(m['false_trigger_rate']):>6} {_f(m['missed_rate']):>6}"
+        )
+        if worst:
+            lines.append(
+                f"{'worst (' + worst['writer'][:22] + ')':<30} {'':>4} {_f(worst['trigger_accuracy']):>7} "
+                f"{_f(worst['macro_f1']):>7} {_f(worst['extraction_exact']):>7} "
+                f"{_f(worst['false_trigger_rate']):>6}"
+            )
+        for lang, s in res["by_lang"].items():
+            lines.append(
+                f"{'lang ' + lang:<30} {s['count']:>4} {_f(s['trigger_accuracy']):>7} {_f(s['macro_f1']):>7} "
+                f"{_f(s['extraction_exact']):>7} {_f(s['false_trigger_rate']):>6} {_f(s['missed_rate']):>6}"
+            )
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="memos-feedback eval --cv writer", description="Leave-one-writer-out evaluation."
+    )
+    parser.add_argument("--cv", choices=["writer"], required=True, help="the grouping (one file a writer)")
+    parser.add_argument("--data-dir", type=Path, default=None, help="labelled data (default: tests/data)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--no-pair", action="store_true", help="train the folds without the pair's features (for comparison)"
+    )
+    parser.add_argument(
+        "--shipped", action="store_true", help="score the shipped artefact on every writer (in-sample)"
+    )
+    args = parser.parse_args(argv)
+    from . import train
+
+    data_dir = args.data_dir or train.default_data_dir()
+    if not args.shipped:
+        try:
+            import sklearn  # type: ignore[import-untyped]  # noqa: F401
+        except ImportError:
+            raise train.TrainingUnavailableError(train.MISSING_SKLEARN) from None
+    fit: Callable[[Sequence[Path]], LearnedModel] | None = None
+    if args.no_pair:
+        fit = lambda held: train.fold_model(data_dir, held, pair=False)  # noqa: E731
+    if args.shipped:
+        from ..classify.learned import shipped_model
+
+        shipped = shipped_model()
+        fit = lambda _held: shipped  # type: ignore[assignment,return-value]  # noqa: E731
+    quiet = args.json
+    result = cross_validate(data_dir, fit=fit, log=(lambda _m: None) if quiet else print)
+    print(json.dumps(result, ensure_ascii=False, indent=2) if args.json else format_cv(result))
+    return 0

@@ -1,0 +1,153 @@
+"""``memos-feedback hook install|uninstall claude-code``: the hook entries in ``settings.json``.
+
+Claude Code reads hooks from ``.claude/settings.json`` of the project
+(``--project``, the default: the working directory) or from
+``~/.claude/settings.json`` (``--user``). Each event gets one matcher group
+``{"matcher": "*", "hooks": [{"type": "command", "command": …, "timeout": …}]}``
+whose command runs this interpreter's ``memos_feedback hook claude-code``
+(an absolute path, so no ``PATH`` is needed).
+
+Install merges: the file's other keys, other events and other hooks are
+kept as they are, and an earlier memos-feedback entry is replaced rather
+than doubled. Uninstall removes exactly the entries whose command is a
+memos-feedback hook (and the groups and events it leaves empty), nothing
+else. ``--dry-run`` prints the unified diff instead of writing. A file that
+is not a JSON object is an error, never overwritten.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidInputError
+
+__all__ = ["HOOK_MARK", "hook_command", "install", "planned", "settings_path", "uninstall"]
+
+# What marks a command as ours: the interpreter may differ between installs.
+HOOK_MARK = "memos_feedback hook claude-code"
+_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure")
+_TOOL_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure"})
+HOOK_TIMEOUT_S = 30
+
+
+def settings_path(scope: str, cwd: Path | None = None) -> Path:
+    """``<cwd>/.claude/settings.json`` for ``project``, ``~/.claude/settings.json`` for ``user``."""
+    if scope == "user":
+        return Path.home() / ".claude" / "settings.json"
+    return (cwd or Path.cwd()) / ".claude" / "settings.json"
+
+
+def hook_command(db: str | None, extra: list[str] | None = None) -> str:
+    """The shell command of each entry: this interpreter, ``-m memos_feedback hook claude-code``, flags."""
+    words = [sys.executable, "-m", "memos_feedback", "hook", "claude-code"]
+    if db:
+        words += ["--db", db]
+    words += extra or []
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _ours(entry: Any) -> bool:
+    return isinstance(entry, dict) and HOOK_MARK in str(entry.get("command", ""))
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InvalidInputError(f"{path} is not valid JSON ({exc}); fix or move it first") from None
+    if not isinstance(data, dict):
+        raise InvalidInputError(f"{path} is not a JSON object; fix or move it first")
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise InvalidInputError(f"{path}: 'hooks' is not an object; fix it first")
+    return data
+
+
+def _without_ours(settings: dict[str, Any]) -> dict[str, Any]:
+    out = dict(settings)
+    hooks = dict(out.get("hooks") or {})
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept = []
+        for group in groups:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                entries = [e for e in group["hooks"] if not _ours(e)]
+                if not entries and len(entries) != len(group["hooks"]):
+                    continue  # the group held only our entries
+                group = {**group, "hooks": entries}
+            kept.append(group)
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if hooks:
+        out["hooks"] = hooks
+    else:
+        out.pop("hooks", None)
+    return out
+
+
+def _with_ours(settings: dict[str, Any], command: str) -> dict[str, Any]:
+    out = _without_ours(settings)
+    hooks = dict(out.get("hooks") or {})
+    for event in _EVENTS:
+        entry = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}
+        group: dict[str, Any] = {"hooks": [entry]}
+        if event in _TOOL_EVENTS:
+            group = {"matcher": "*", **group}
+        groups = hooks.get(event)
+        hooks[event] = [*(groups if isinstance(groups, list) else []), group]
+    out["hooks"] = hooks
+    return out
+
+
+def planned(path: Path, command: str | None) -> tuple[str, str]:
+    """(the file's text now, its text after installing ``command`` — or uninstalling, when None)."""
+    before = _load(path)
+    after = _with_ours(before, command) if command is not None else _without_ours(before)
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    if after == before and old:
+        return old, old
+    return old, json.dumps(after, indent=2, ensure_ascii=False) + "\n"
+
+
+def _apply(path: Path, command: str | None, dry_run: bool) -> str:
+    old, new = planned(path, command)
+    diff = "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True), new.splitlines(keepends=True), str(path), str(path)
+        )
+    )
+    if dry_run or old == new:
+        return diff
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(new, encoding="utf-8")
+    os.replace(tmp, path)
+    return diff
+
+
+def install(path: Path, command: str, *, dry_run: bool = False) -> str:
+    """Merge the hook entries into ``path``; returns the diff (written unless ``dry_run``)."""
+    return _apply(path, command, dry_run)
+
+
+def uninstall(path: Path, *, dry_run: bool = False) -> str:
+    """Remove the memos-feedback entries from ``path``; returns the diff."""
+    if not path.exists():
+        return ""
+    return _apply(path, None, dry_run)

@@ -1,0 +1,256 @@
+"""``memos-feedback mcp``: the feedback loop as an MCP server (extra ``[mcp]``).
+
+Built on the official ``mcp`` SDK (``MCPServer``). One long-lived
+subscriber per server process, so failure windows, step counters and the
+guidance cache live in memory as they do in-process (``AdapterCore``).
+
+Tools (their descriptions below are what the client's model reads):
+
+* ``guidance(tool, context, query)`` — the ``<memory-context>`` block;
+* ``report_outcome(tool, context, ok, error)`` — one tool call's outcome;
+* ``give_feedback(text)`` — the user's message: its shape and repair id;
+* ``review_repair(repair_id, verdict)`` — validate or reject a repair.
+
+Resources: ``memos-feedback://repairs`` (the newest repairs, JSON) and
+``memos-feedback://repairs/{repair_id}`` (one repair, JSON).
+
+Transports: stdio (the default), or streamable HTTP with ``--http`` on
+127.0.0.1; any other address needs ``--token`` (clients send
+``Authorization: Bearer <token>``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hmac
+import ipaddress
+import json
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..errors import InvalidInputError, MissingExtraError
+from ..text.tool_context import default_context_of
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from ..adapters.core import AdapterCore
+    from ..runtime.subscriber import FeedbackSubscriber
+
+__all__ = ["INSTRUCTIONS", "build_server", "check_bind", "load_sdk", "serve"]
+
+_TEXT_CAP = 4_000
+_FEEDBACK_WAIT_S = 10.0
+_RECENT = 20
+_DEFAULT_SESSION = "mcp"
+
+INSTRUCTIONS = (
+    "memos-feedback remembers what went wrong in earlier work and what the user corrected. "
+    "Before retrying a tool call that failed, or starting a task like one that failed before, call "
+    "`guidance` and follow what it returns. After each tool call that matters, call `report_outcome`. "
+    "When the user corrects you or states a preference, call `give_feedback` with their words."
+)
+
+
+def load_sdk() -> Any:
+    """The SDK's ``MCPServer`` class, or ``MissingExtraError`` naming ``[mcp]``."""
+    try:
+        from mcp.server.mcpserver import MCPServer
+    except ImportError as exc:
+        missing = exc.name.partition(".")[0] if exc.name else str(exc)
+        raise MissingExtraError("memos-feedback mcp", "mcp", missing) from exc
+    return MCPServer
+
+
+def _cap(name: str, value: Any, cap: int = _TEXT_CAP) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a string")
+    return value[:cap]
+
+
+def _context(tool: str, context: str) -> str:
+    # The same normalisation for reports and questions: retries that only
+    # change flags or later words share one failure window and one repair.
+    return default_context_of(tool, context) if context.strip() else tool
+
+
+def build_server(core: AdapterCore, *, project: str | None = None) -> MCPServer[Any]:
+    """The ``MCPServer`` with the four tools and the two resources, on ``core``'s subscriber."""
+    import anyio
+
+    from ..feed.actions import review_repair as review
+
+    server_cls = load_sdk()
+    server: MCPServer[Any] = server_cls("memos-feedback", instructions=INSTRUCTIONS)
+    sub = core.subscriber
+
+    async def run(fn: Any, *args: Any) -> Any:
+        return await anyio.to_thread.run_sync(fn, *args)
+
+    @server.tool(
+        description=(
+            "Lessons from earlier repairs that apply to what you are about to do. Call it before a "
+            "tool call that failed before (give `tool` and `context`: the command or the file), or "
+            "with `query` (the task in your words) at the start of a task. Returns a "
+            "<memory-context> block to follow, or an empty string when nothing applies."
+        )
+    )
+    async def guidance(tool: str = "", context: str = "", query: str = "", session_id: str = "") -> str:
+        t, c, q = _cap("tool", tool, 200), _cap("context", context), _cap("query", query)
+        session = _cap("session_id", session_id, 255) or _DEFAULT_SESSION
+        failed = [(t, _context(t, c))] if t else []
+        return str(await run(lambda: _guidance(core, failed, q, project, session)))
+
+    @server.tool(
+        description=(
+            "Report how one tool call went. `tool`: its name (e.g. Bash, npm, search); `context`: "
+            "what it acted on (the command line, the file path, the query); `ok`: true if it worked; "
+            "`error`: the error text when it failed. Three failures of one tool in one context make "
+            "the library write a repair that `guidance` then returns."
+        )
+    )
+    async def report_outcome(tool: str, context: str, ok: bool, error: str = "", session_id: str = "") -> str:
+        t = _cap("tool", tool, 200)
+        if not t.strip():
+            raise InvalidInputError("tool must not be empty")
+        c, e = _context(t, _cap("context", context)), _cap("error", error)
+        session = _cap("session_id", session_id, 255) or _DEFAULT_SESSION
+        if ok:
+            await run(lambda: core.tool_succeeded(session, t, None, context=c))
+            return f"recorded: {t} worked ({c})"
+        burst = await run(lambda: core.tool_failed(session, t, None, e or "failed", context=c))
+        if burst is None:
+            return f"recorded: {t} failed ({c})"
+        done = await run(sub.flush, _FEEDBACK_WAIT_S)
+        state = "written" if done else "queued"
+        return f"recorded: {t} failed ({c}); it keeps failing there, a repair was {state}: call guidance"
+
+    @server.tool(
+        description=(
+            "Pass on what the user said about your work: a correction ('no, use pnpm'), a preference "
+            "('always run the linter'), praise or a complaint, in their words. Returns the feedback's "
+            "shape and, when it called for one, the id of the repair it wrote."
+        )
+    )
+    async def give_feedback(
+        text: str, session_id: str = "", tool: str = "", context: str = ""
+    ) -> dict[str, Any]:
+        body = _cap("text", text)
+        if not body.strip():
+            raise InvalidInputError("text must not be empty")
+        session = _cap("session_id", session_id, 255) or _DEFAULT_SESSION
+        t = _cap("tool", tool, 200) or None
+        c = _context(t, _cap("context", context)) if t else None
+        shape, future = await run(lambda: sub.submit_user_feedback(body, session, t, c))
+        try:
+            result = await run(future.result, _FEEDBACK_WAIT_S)
+        except Exception as exc:
+            return {"shape": shape.shape.value, "repair_id": None, "status": f"queued ({type(exc).__name__})"}
+        status = f"skipped: {result.skipped_reason}" if result.skipped else "written"
+        return {"shape": shape.shape.value, "repair_id": result.repair_id, "status": status}
+
+    @server.tool(
+        description=(
+            "Confirm or withdraw a repair after a person reviewed it: `verdict` 'validate' (it is "
+            "right; rank it first from now on) or 'reject' (it is wrong; never serve it again)."
+        )
+    )
+    async def review_repair(repair_id: str, verdict: Literal["validate", "reject"]) -> str:
+        rid = _cap("repair_id", repair_id, 64)
+        row = await run(review, sub.store, rid, verdict)
+        return f"repair {row.id} {'validated' if row.validated else 'rejected'}"
+
+    @server.resource(
+        "memos-feedback://repairs",
+        name="recent repairs",
+        description="The newest repairs (preference / anti-pattern pairs), newest first, as JSON.",
+        mime_type="application/json",
+    )
+    async def recent_repairs() -> str:
+        rows = await run(lambda: sub.store.repairs.list(limit=_RECENT))
+        return json.dumps([_repair_json(r) for r in rows], ensure_ascii=False)
+
+    @server.resource(
+        "memos-feedback://repairs/{repair_id}",
+        name="repair",
+        description="One repair by id, as JSON.",
+        mime_type="application/json",
+    )
+    async def one_repair(repair_id: str) -> str:
+        row = await run(sub.store.repairs.get, repair_id[:64])
+        return json.dumps(_repair_json(row), ensure_ascii=False)
+
+    return server
+
+
+def _guidance(
+    core: AdapterCore, failed: list[tuple[str, str]], query: str, project: str | None, session: str
+) -> str:
+    from ..adapters.core import merged_guidance
+
+    found = merged_guidance(core.subscriber, failed, query, project=project, session_id=session, limit=5)
+    return found.render()
+
+
+def _repair_json(row: Any) -> dict[str, Any]:
+    data = dataclasses.asdict(row)
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """A non-loopback address needs a token (``InvalidInputError`` otherwise)."""
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if not loopback and not token:
+        raise InvalidInputError(
+            f"--host {host} is not a loopback address: give --token (clients send it as a bearer token)"
+        )
+
+
+def _guarded(app: Any, token: str) -> Any:
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, expected):
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [(b"content-type", b"text/plain")],
+                    }
+                )
+                await send({"type": "http.response.body", "body": b"unauthorized"})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def serve(
+    subscriber: FeedbackSubscriber,
+    *,
+    http: bool = False,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str | None = None,
+    project: str | None = None,
+) -> None:
+    """Run the server until the client goes away (stdio) or Ctrl-C (HTTP)."""
+    from ..adapters.core import AdapterCore
+
+    server = build_server(AdapterCore(subscriber, project=project), project=project)
+    if not http:
+        server.run("stdio")
+        return
+    check_bind(host, token)
+    import uvicorn
+
+    app = server.streamable_http_app(host=host)
+    if token:
+        app = _guarded(app, token)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -1,0 +1,113 @@
+"""``memos-feedback hook install|uninstall claude-code``: merge, never clobber, remove exactly ours."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from memos_feedback.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+USERS_OWN: dict[str, Any] = {
+    "model": "opus",
+    "hooks": {
+        "PostToolUse": [{"matcher": "Write", "hooks": [{"type": "command", "command": "prettier --write"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+    },
+}
+
+
+def _settings(project: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((project / ".claude" / "settings.json").read_text())
+    return data
+
+
+def test_install_merges_reinstall_replaces_uninstall_restores(
+    tmp_path: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text(json.dumps(USERS_OWN))
+    assert main(["hook", "install", "claude-code", "--db", "sqlite:////tmp/a.db"]) == 0
+    first = _settings(tmp_path)
+    assert first["model"] == "opus" and first["hooks"]["Stop"] == USERS_OWN["hooks"]["Stop"]
+    post = first["hooks"]["PostToolUse"]
+    assert post[0] == USERS_OWN["hooks"]["PostToolUse"][0] and len(post) == 2
+    ours = post[1]["hooks"][0]
+    assert (
+        ours["type"] == "command"
+        and "memos_feedback hook claude-code --db sqlite:////tmp/a.db" in ours["command"]
+    )
+    assert set(first["hooks"]) == {
+        "SessionStart",
+        "UserPromptSubmit",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Stop",
+    }
+
+    assert (
+        main(["hook", "install", "claude-code", "--db", "sqlite:////tmp/b.db"]) == 0
+    )  # replaced, not doubled
+    again = _settings(tmp_path)
+    assert (
+        len(again["hooks"]["PostToolUse"]) == 2
+        and "b.db" in json.dumps(again)
+        and "a.db" not in json.dumps(again)
+    )
+
+    capsys.readouterr()
+    assert main(["hook", "uninstall", "claude-code", "--dry-run"]) == 0
+    diff = capsys.readouterr().out
+    assert diff.startswith("---") and "-" in diff and "memos_feedback" in diff
+    assert _settings(tmp_path) == again  # a dry run writes nothing
+
+    assert main(["hook", "uninstall", "claude-code"]) == 0
+    assert _settings(tmp_path) == USERS_OWN
+    assert main(["hook", "uninstall", "claude-code"]) == 0
+    assert "no memos-feedback hooks" in capsys.readouterr().out
+
+
+def test_dry_run_install_prints_the_diff_and_writes_nothing(
+    tmp_path: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["hook", "install", "claude-code", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "+++" in out and '"PostToolUseFailure"' in out
+    assert not (tmp_path / ".claude").exists()
+
+
+def test_user_scope_writes_home_settings(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert main(["hook", "install", "claude-code", "--user"]) == 0
+    assert "SessionStart" in json.loads((tmp_path / ".claude" / "settings.json").read_text())["hooks"]
+
+
+def test_a_settings_file_that_is_not_json_is_an_error_and_left_alone(tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text("{ not json")
+    proc = subprocess.run(
+        [sys.executable, "-m", "memos_feedback", "hook", "install", "claude-code"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1 and "is not valid JSON" in proc.stderr
+    assert (tmp_path / ".claude" / "settings.json").read_text() == "{ not json"
+
+
+def test_db_before_the_command_reaches_the_hook_entries(
+    tmp_path: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["--db", "sqlite:////tmp/c.db", "hook", "install", "claude-code", "--dry-run"]) == 0
+    assert "memos_feedback hook claude-code --db sqlite:////tmp/c.db" in capsys.readouterr().out

@@ -1,0 +1,184 @@
+"""``memos-feedback hook claude-code``: windows across hook processes, answers, never breaking the agent.
+
+Each ``run_hook`` call opens and closes everything it uses, exactly as one
+hook process does (the state between calls is the state directory and the
+database); the tests that need a real process start one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from memos_feedback.store import open_store
+from memos_feedback.surfaces.claude_code import HookOptions, hook_project, last_agent_turn, run_hook
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _fail(session: str, command: str, n: int) -> dict[str, Any]:
+    return {
+        "hook_event_name": "PostToolUseFailure",
+        "session_id": session,
+        "cwd": "/home/u/shop",
+        "tool_name": "Bash",
+        "tool_input": {"command": command, "description": f"try {n}"},
+        "error": "Exit code 1\ncat: /nope/notes.txt: No such file or directory",
+    }
+
+
+def _ok(session: str, command: str) -> dict[str, Any]:
+    return {
+        "hook_event_name": "PostToolUse",
+        "session_id": session,
+        "cwd": "/home/u/shop",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_response": {"stdout": "notes", "stderr": "", "interrupted": False},
+    }
+
+
+def _hook(event: dict[str, Any] | bytes, db: str, state: Path) -> dict[str, Any]:
+    raw = event if isinstance(event, bytes) else json.dumps(event).encode()
+    return run_hook(raw, HookOptions(db=db, state_dir=str(state), deadline=30.0, started=time.monotonic()))
+
+
+def test_a_burst_across_hook_processes_writes_its_repair(db_url: str, tmp_path: Path) -> None:
+    for n, flags in enumerate(("", "-n ", "-A ")):
+        assert _hook(_fail("s1", f"cat {flags}/nope/notes.txt", n), db_url, tmp_path) == {}
+    with open_store(db_url) as store:
+        repairs = store.repairs.list()
+        assert [(r.tool_id, r.context, r.trigger) for r in repairs] == [
+            ("Bash", "Bash command=cat /nope/notes.txt", "failure-burst")
+        ]
+        traces = store.traces.list("s1")
+        assert len(traces) == 3 and all("No such file" in t.agent_text for t in traces)
+    _hook(_fail("s1", "cat -v /nope/notes.txt", 3), db_url, tmp_path)  # bursts again: one more trace only
+    with open_store(db_url) as store:
+        assert len(store.traces.list("s1")) == 4
+
+
+def test_a_success_inside_the_window_means_no_burst(db_url: str, tmp_path: Path) -> None:
+    _hook(_fail("s1", "cat /nope/notes.txt", 0), db_url, tmp_path)
+    _hook(_ok("s1", "cat /nope/notes.txt"), db_url, tmp_path)
+    _hook(_fail("s1", "cat /nope/notes.txt", 1), db_url, tmp_path)
+    _hook(_fail("s1", "cat /nope/notes.txt", 2), db_url, tmp_path)
+    # Another session's failures are its own window.
+    _hook(_fail("s2", "cat /nope/notes.txt", 0), db_url, tmp_path)
+    with open_store(db_url) as store:
+        assert store.repairs.list() == []
+
+
+def test_prompt_correction_is_queued_written_and_answered(db_url: str, tmp_path: Path) -> None:
+    for n in range(3):
+        _hook(_fail("s1", "cat /nope/notes.txt", n), db_url, tmp_path)
+    answer = _hook(
+        {
+            "hook_event_name": "UserPromptSubmit",
+            "session_id": "s1",
+            "cwd": "/home/u/shop",
+            "prompt": "use ls ~/notes instead of cat",
+        },
+        db_url,
+        tmp_path,
+    )
+    block = answer["hookSpecificOutput"]["additionalContext"]
+    assert answer["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    assert block.startswith("<memory-context>") and "ls" in block
+    with open_store(db_url) as store:
+        assert sorted(r.trigger for r in store.repairs.list()) == ["failure-burst", "user.preference"]
+    start = _hook(
+        {"hook_event_name": "SessionStart", "session_id": "s9", "cwd": "/home/u/shop"}, db_url, tmp_path
+    )
+    assert start["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert "ls" in start["hookSpecificOutput"]["additionalContext"]
+
+
+def test_nothing_to_say_and_bad_events_answer_empty(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'f.db'}"
+    assert _hook({"hook_event_name": "SessionStart", "session_id": "s", "cwd": "/x"}, db, tmp_path) == {}
+    assert _hook(b"not json", db, tmp_path) == {}
+    assert _hook(b"[1, 2]", db, tmp_path) == {}
+    assert _hook(b"{" + b" " * (1 << 20) + b"}", db, tmp_path) == {}
+    assert _hook({"hook_event_name": "Stop"}, db, tmp_path) == {}
+    assert _hook({"hook_event_name": "UserPromptSubmit", "prompt": 3}, db, tmp_path) == {}
+    interrupted = {**_fail("s", "cat x", 0), "is_interrupt": True}
+    assert _hook(interrupted, db, tmp_path) == {}
+
+
+def _process(
+    stdin: bytes, *flags: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "memos_feedback", "hook", "claude-code", *flags],
+        input=stdin,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+        timeout=60,
+    )
+
+
+def test_a_broken_database_answers_empty_and_exits_zero(tmp_path: Path) -> None:
+    event = json.dumps({"hook_event_name": "SessionStart", "session_id": "s"}).encode()
+    state = tmp_path / "state"
+    proc = _process(event, "--db", "nosuchdriver://x", "--state-dir", str(state))
+    assert proc.returncode == 0 and proc.stdout == b"{}\n" and proc.stderr == b""
+    log = next(state.glob("hooks/*/hook.log")).read_text()
+    assert "memos-feedback hook failed" in log
+
+
+def test_a_hook_stuck_on_a_locked_database_answers_within_its_deadline(tmp_path: Path) -> None:
+    path = tmp_path / "f.db"
+    with open_store(f"sqlite:///{path}"):
+        pass
+    holder = sqlite3.connect(path)
+    holder.execute("BEGIN EXCLUSIVE")  # a real lock: every other writer waits for the busy timeout
+    try:
+        event = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": "use uv"})
+        started = time.monotonic()
+        proc = _process(
+            event.encode(), "--db", f"sqlite:///{path}", "--state-dir", str(tmp_path), "--deadline", "1"
+        )
+        took = time.monotonic() - started
+    finally:
+        holder.rollback()
+        holder.close()
+    assert proc.returncode == 0 and proc.stdout == b"{}\n"
+    assert took < 15, took  # the busy timeout alone is 30 s
+    assert "deadline" in next(tmp_path.glob("hooks/*/hook.log")).read_text()
+
+
+def test_project_and_the_agents_last_turn(tmp_path: Path) -> None:
+    assert hook_project({"cwd": "/home/u/shop"}, None) == "shop"
+    assert hook_project({"cwd": "/home/u/shop"}, "web") == "web"
+    assert hook_project({}, None) is None
+    transcript = tmp_path / "t.jsonl"
+    lines = [
+        {"type": "user", "message": {"role": "user", "content": "hi"}},
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "I will run npm install."}]}},
+        {"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "Bash", "input": {}}]}},
+    ]
+    transcript.write_text("garbage\n" + "\n".join(json.dumps(x) for x in lines) + "\n")
+    assert last_agent_turn(str(transcript)) == "I will run npm install."
+    assert last_agent_turn(str(tmp_path / "missing.jsonl")) is None
+    assert last_agent_turn(None) is None
+
+
+def test_a_success_where_guidance_was_served_settles_that_it_held(db_url: str, tmp_path: Path) -> None:
+    from memos_feedback.outcomes.report import list_with_outcomes
+
+    for n in range(3):
+        _hook(_fail("s1", "cat /nope/notes.txt", n), db_url, tmp_path)
+    prompt = {"hook_event_name": "UserPromptSubmit", "session_id": "s1", "cwd": "/x", "prompt": "what next?"}
+    assert _hook(prompt, db_url, tmp_path)["hookSpecificOutput"]["additionalContext"]
+    _hook(_ok("s1", "cat /nope/notes.txt"), db_url, tmp_path)  # a new process settles the serving
+    with open_store(db_url) as store:
+        listed = list_with_outcomes(store, status=None, context_hash=None, limit=10)
+        [counts] = [c for r, c in listed if r.trigger == "failure-burst"]
+        assert counts.held == 1, listed

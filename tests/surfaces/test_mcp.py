@@ -1,0 +1,165 @@
+"""``memos-feedback mcp`` over stdio, driven by the ``mcp`` SDK's own client session."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.support.runtimes import require_runtime
+
+require_runtime("mcp.client.stdio", "mcp")
+
+from mcp import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+TOOL, COMMAND = "Bash", "npm install"
+MCP = (sys.executable, "-m", "memos_feedback", "mcp")
+
+
+@pytest.fixture
+def backend() -> str:
+    return "sqlite"
+
+
+def _text(result: Any) -> str:
+    assert not result.is_error, result
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+async def _session(db: str) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memos_feedback", "mcp", "--db", db],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=str(REPO),
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == {"guidance", "report_outcome", "give_feedback", "review_repair"}
+        assert all(len(t.description or "") > 80 for t in tools.values())
+
+        assert _text(await client.call_tool("guidance", {"tool": TOOL, "context": COMMAND})) == ""
+        for flags in ("", " --force", " --legacy-peer-deps"):
+            out = _text(
+                await client.call_tool(
+                    "report_outcome",
+                    {"tool": TOOL, "context": COMMAND + flags, "ok": False, "error": "npm ERR! ERESOLVE"},
+                )
+            )
+        assert "a repair was written" in out
+
+        reply = await client.call_tool(
+            "give_feedback", {"text": "use pnpm instead of npm", "tool": TOOL, "context": COMMAND}
+        )
+        assert not reply.is_error, reply
+        feedback = reply.structured_content or json.loads(_text(reply))
+        assert feedback["shape"] == "preference" and feedback["repair_id"], feedback
+        repair_id = feedback["repair_id"]
+
+        block = _text(await client.call_tool("guidance", {"tool": TOOL, "context": COMMAND}))
+        assert block.startswith("<memory-context>") and "pnpm" in block
+
+        listed = await client.read_resource("memos-feedback://repairs")
+        recent = json.loads(listed.contents[0].text)  # type: ignore[union-attr]
+        assert repair_id in [r["id"] for r in recent]
+        one = await client.read_resource(f"memos-feedback://repairs/{repair_id}")
+        assert json.loads(one.contents[0].text)["preference"]  # type: ignore[union-attr]
+
+        for r in recent:  # reject them all: nothing is left to serve
+            out = _text(await client.call_tool("review_repair", {"repair_id": r["id"], "verdict": "reject"}))
+            assert out.endswith("rejected")
+        assert _text(await client.call_tool("guidance", {"tool": TOOL, "context": COMMAND})) == ""
+
+        bad = await client.call_tool("review_repair", {"repair_id": "dr_nope", "verdict": "reject"})
+        assert bad.is_error
+
+
+def test_an_mcp_client_session_over_stdio(tmp_path: Path) -> None:
+    anyio.run(_session, f"sqlite:///{tmp_path / 'f.db'}")
+
+
+def test_http_elsewhere_than_loopback_needs_a_token(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memos_feedback",
+            "mcp",
+            "--http",
+            "--host",
+            "0.0.0.0",
+            "--db",
+            f"sqlite:///{tmp_path}/f.db",
+        ],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1 and "give --token" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _http_session(url: str, token: str) -> None:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx2.AsyncClient() as plain:
+        denied = await plain.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert denied.status_code == 401
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as client,
+    ):
+        await client.initialize()
+        assert {t.name for t in (await client.list_tools()).tools} >= {"guidance", "report_outcome"}
+        out = await client.call_tool("report_outcome", {"tool": "npm", "context": "install", "ok": True})
+        assert _text(out).startswith("recorded: npm worked")
+
+
+def test_streamable_http_with_a_token(tmp_path: Path) -> None:
+    import time
+    import urllib.error
+    import urllib.request
+
+    port, token = _free_port(), "s3cret-token"
+    server = subprocess.Popen(
+        [*MCP, "--http", "--port", str(port), "--token", token, "--db", f"sqlite:///{tmp_path / 'f.db'}"],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # until it listens (a 401 is an answer)
+            try:
+                urllib.request.urlopen(url, timeout=2)
+            except urllib.error.HTTPError:
+                break
+            except OSError:
+                assert server.poll() is None, server.stderr.read() if server.stderr else ""
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.2)
+        anyio.run(_http_session, url, token)
+    finally:
+        server.terminate()
+        server.wait(10)
