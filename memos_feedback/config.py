@@ -20,10 +20,12 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["DB_URL_ENV", "ENV_PREFIX", "FeedbackConfig", "default_db_url"]
+__all__ = ["DB_URL_ENV", "ENV_PREFIX", "RECALL_TABLE", "FeedbackConfig", "default_db_url", "toml_table"]
 
 ENV_PREFIX = "MEMOS_FEEDBACK_"
 DB_URL_ENV = "MEMOS_FEEDBACK_DB_URL"
+# The table (in TOML) or key (in a mapping) that holds RecallConfig's keys.
+RECALL_TABLE = "recall"
 
 # Integer settings are milliseconds or counts that end up in BIGINT columns
 # and float arithmetic: beyond 2**53 they are a mistake, not a setting.
@@ -131,33 +133,40 @@ class FeedbackConfig:
         Keys may sit at the top level or in a ``[memos_feedback]`` table
         (also ``[tool.memos_feedback]``, so ``pyproject.toml`` works).
         """
-        if not isinstance(path, (str, os.PathLike)):
-            raise ConfigError("path", path, "must be a str or os.PathLike")
         _check_base(base)
-        try:
-            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError("path", str(path), f"cannot read file: {exc.strerror or exc}") from exc
-        except UnicodeDecodeError as exc:
-            reason = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
-            raise ConfigError("path", str(path), reason) from exc
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError("path", str(path), f"not valid TOML: {exc}") from exc
-        except (ValueError, UnicodeError) as exc:
-            # A path with NUL or lone surrogates (``embedded null byte``,
-            # ``surrogates not allowed``) names no file.
-            raise ConfigError("path", str(path), f"not a usable file name: {exc}") from exc
-        table: Any = data
-        if isinstance(data.get("tool"), dict) and "memos_feedback" in data["tool"]:
-            table = data["tool"]["memos_feedback"]
-        elif "memos_feedback" in data:
-            table = data["memos_feedback"]
-        elif any(key in data for key in ("tool", "project", "build-system")):
-            # A pyproject.toml without our table: nothing to override.
-            table = {}
-        if not isinstance(table, dict):
-            raise ConfigError("memos_feedback", table, "must be a TOML table")
-        return cls.from_mapping(table, base)
+        table = toml_table(path)
+        # The ``recall`` sub-table holds RecallConfig's keys (recall.config.load_config).
+        return cls.from_mapping({k: v for k, v in table.items() if k != RECALL_TABLE}, base)
+
+
+def toml_table(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The ``memos_feedback`` table of a TOML file (see ``from_toml``); ``ConfigError`` else."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ConfigError("path", path, "must be a str or os.PathLike")
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError("path", str(path), f"cannot read file: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        reason = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+        raise ConfigError("path", str(path), reason) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("path", str(path), f"not valid TOML: {exc}") from exc
+    except (ValueError, UnicodeError) as exc:
+        # A path with NUL or lone surrogates (``embedded null byte``,
+        # ``surrogates not allowed``) names no file.
+        raise ConfigError("path", str(path), f"not a usable file name: {exc}") from exc
+    table: Any = data
+    if isinstance(data.get("tool"), dict) and "memos_feedback" in data["tool"]:
+        table = data["tool"]["memos_feedback"]
+    elif "memos_feedback" in data:
+        table = data["memos_feedback"]
+    elif any(key in data for key in ("tool", "project", "build-system")):
+        # A pyproject.toml without our table: nothing to override.
+        table = {}
+    if not isinstance(table, dict):
+        raise ConfigError("memos_feedback", table, "must be a TOML table")
+    return table
 
 
 def _check_base(base: object) -> None:

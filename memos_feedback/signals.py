@@ -117,6 +117,11 @@ class FailureBurst:
     occurrences: tuple[FailureRecord, ...]
     first_seen: int
     last_seen: int
+    # The scope of the repair it calls for (the host's per-call ``project``);
+    # None: the subscriber's ``RecallConfig.default_project``.
+    project: str | None = None
+    # And the user (tenant) beside it (None: every user's).
+    user: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -122,6 +122,8 @@ class DecisionRepairRow:
     status: str = "active"
     superseded_by: str | None = None
     review_flagged_at: int | None = None
+    # The user (tenant) scope beside the project (migration 0014; None = every user's).
+    user: str | None = None
 
 
 class Shape(enum.Enum):
@@ -207,6 +209,8 @@ class RepairInput:
     # The workspace the repair belongs to (None: ``RecallConfig.default_project``,
     # and when that is None too, global). Payloads without it load as None.
     project: str | None = None
+    # The user (tenant) it belongs to, beside the project (None: every user's).
+    user: str | None = None
     # The agent's turn ``user_text`` answers: the classifier's context when the
     # repair re-reads the message. Payloads without it load as None.
     agent_text: str | None = None
@@ -216,7 +220,16 @@ class RepairInput:
             raise InvalidInputError(f"trigger must be one of {TRIGGERS}, got {self.trigger!r}")
         if not isinstance(self.context_hash, str) or not self.context_hash:
             raise InvalidInputError("context_hash must be a non-empty str")
-        for name in ("tool_id", "user_text", "session_id", "episode_id", "context", "project", "agent_text"):
+        for name in (
+            "tool_id",
+            "user_text",
+            "session_id",
+            "episode_id",
+            "context",
+            "project",
+            "user",
+            "agent_text",
+        ):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")

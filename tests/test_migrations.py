@@ -546,7 +546,7 @@ def test_tool_lines_index_covers_supersedes_tool_read_on_sqlite_only(db_url: str
             return
         assert "ix_decision_repairs_tool_lines" in names
         sql = str(_TOOL_LINES.statement.compile(dialect=s.engine.dialect))
-        params = ("pip.install", "dr_new", 1 << 40, "", "", 20, 0)
+        params = ("pip.install", "dr_new", 1 << 40, "", "", "", "", 20, 0)  # project, then user (0014)
         with s.engine.connect() as conn:
             plan = [r[3] for r in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql, params)]
         # Answered from the index alone, in index order: no row lookups, no sort.

@@ -22,8 +22,10 @@ into the library's calls:
 * **guidance** — ``guidance(session)`` returns the ``<memory-context>``
   block for the next model call, computed once per turn and cached until
   something that can change it happens (a new user message, a new failing
-  context, a burst). After a burst it waits up to ``repair_wait`` seconds
-  for the repair to land, so the very next model call can carry it;
+  context, a burst, a repair written for one of the session's contexts).
+  After a burst or a correction of the session's own it waits up to
+  ``repair_wait`` seconds for the repair to land, so the very next model
+  call can carry it;
 * **never raise into the runtime** — every entry point is wrapped by
   ``soft``: an error is logged (at most once a minute per entry point with
   the traceback) and the runtime goes on.
@@ -36,18 +38,23 @@ import functools
 import hashlib
 import threading
 import time
+import weakref
 from collections import OrderedDict, deque
 from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_for
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
 from ..errors import MissingExtraError
+from ..events import FeedbackEvent, RepairPersisted
 from ..recall import Guidance
 from ..runtime.subscriber import FeedbackSubscriber
-from ..signals import FailureBurst
+from ..signals import FailureBurst, context_hash_of
 from ..store import ToolCall
 from ..text.logs import library_logger
 from ..text.tool_context import default_context_of
+from ..types import RepairResult
 
 __all__ = [
     "AdapterCore",
@@ -125,6 +132,7 @@ def recall(
     project: str | None = None,
     session_id: str | None = None,
     limit: int = 5,
+    user: str | None = None,
 ) -> Guidance:
     """The one place adapters ask for guidance: ``subscriber.guidance_for``.
 
@@ -132,7 +140,13 @@ def recall(
     see which arguments a recall gets).
     """
     return subscriber.guidance_for(
-        tool_id=tool_id, context=context, query=query, project=project, session_id=session_id, limit=limit
+        tool_id=tool_id,
+        context=context,
+        query=query,
+        project=project,
+        session_id=session_id,
+        limit=limit,
+        user=user,
     )
 
 
@@ -149,6 +163,17 @@ class _Session:
     cached_generation: int = -1
     cached_text: str = ""
     repair_pending: bool = False
+    # Repairs the session's own messages asked for, not written yet.
+    asked: list[Future[RepairResult]] = field(default_factory=list)
+    # Context hashes of the session's recent failing contexts and corrections:
+    # a repair written for one of them makes the cached block stale.
+    hashes: deque[str] = field(default_factory=lambda: deque(maxlen=2 * _RECENT_CONTEXTS))
+
+
+def _remember(hashes: deque[str], context_hash: str) -> None:
+    if context_hash in hashes:
+        hashes.remove(context_hash)
+    hashes.append(context_hash)
 
 
 def _clip(text: str, cap: int) -> str:
@@ -173,6 +198,7 @@ class AdapterCore:
         *,
         context_of: ContextOf | None = None,
         project: str | None = None,
+        user: str | None = None,
         episode_id: str | None = None,
         write_traces: bool = True,
         trace_successes: bool = True,
@@ -184,6 +210,7 @@ class AdapterCore:
         self.subscriber = subscriber
         self.context_of = context_of or default_context_of
         self.project = project
+        self.user = user
         self.episode_id = episode_id
         self.write_traces = write_traces
         self.trace_successes = trace_successes
@@ -193,6 +220,23 @@ class AdapterCore:
         self.max_sessions = max_sessions
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._lock = threading.Lock()
+        # Weakly: an adapter made per request must not live on in the bus;
+        # its listener goes with it.
+        ref = weakref.ref(self)
+
+        def on_persisted(event: FeedbackEvent) -> None:
+            core = ref()
+            if core is not None and isinstance(event, RepairPersisted):
+                core._repair_written(event.context_hash)
+
+        weakref.finalize(self, subscriber.bus.on(RepairPersisted.kind, on_persisted))
+
+    def _repair_written(self, context_hash: str) -> None:
+        """A repair was written for ``context_hash``: sessions that know it read guidance again."""
+        with self._lock:
+            for st in self._sessions.values():
+                if context_hash in st.hashes:
+                    st.generation += 1
 
     # -- session state ------------------------------------------------------
 
@@ -260,6 +304,8 @@ class AdapterCore:
             session_id=session_id,
             episode_id=self.episode_id,
             trace_id=trace_id,
+            project=self.project,
+            user=self.user,
         )
         with self._lock:
             st = self._session(session_id)
@@ -268,6 +314,7 @@ class AdapterCore:
                 st.failed.remove(key)
             else:
                 st.generation += 1  # a new failing context may have older repairs
+                _remember(st.hashes, context_hash_of(tool_name, ctx))
             st.failed.append(key)
             st.last_agent_text = _clip(f"{tool_name} failed ({ctx}): {reason}", _TEXT_CAP)
             if burst is not None:
@@ -334,10 +381,33 @@ class AdapterCore:
             given = agent_text if isinstance(agent_text, str) and agent_text.strip() else ""
             previous = _clip(given, _TEXT_CAP) if given else st.last_agent_text
             st.last_agent_text = ""
-        self.subscriber.submit_user_feedback(
-            text, session_id, episode_id=self.episode_id, agent_text=previous or None
+        _, asked = self.subscriber.submit_user_feedback(
+            text,
+            session_id,
+            episode_id=self.episode_id,
+            agent_text=previous or None,
+            project=self.project,
+            user=self.user,
         )
+        if self.inject_guidance and not asked.done():
+            # A correction of this session: its next model call waits for the repair (guidance).
+            with self._lock:
+                st = self._session(session_id)
+                st.asked.append(asked)
+                del st.asked[:-_SEEN_TEXTS]
+                st.generation += 1
+            asked.add_done_callback(functools.partial(self._asked_done, session_id))
         return True
+
+    def _asked_done(self, session_id: str, asked: Future[RepairResult]) -> None:
+        """The repair a session's message asked for is done: its context now invalidates the cache."""
+        if asked.cancelled() or asked.exception() is not None:
+            return
+        with self._lock:
+            st = self._sessions.get(session_id)
+            if st is not None:
+                _remember(st.hashes, asked.result().context_hash)
+                st.generation += 1
 
     # -- guidance -------------------------------------------------------------
 
@@ -345,8 +415,10 @@ class AdapterCore:
     def guidance(self, session_id: str) -> str:
         """The ``<memory-context>`` block for the session's next model call, or ``""``.
 
-        Cached until a new user message, a new failing context or a burst;
-        after a burst, waits up to ``repair_wait`` s for the repair.
+        Cached until a new user message, a new failing context, a burst or
+        a repair written for one of the session's contexts; after a burst or
+        a correction of the session's, waits up to ``repair_wait`` s for
+        the repair.
         """
         if not self.inject_guidance:
             return ""
@@ -354,13 +426,22 @@ class AdapterCore:
             st = self._session(session_id)
             if st.cached_generation == st.generation and not st.repair_pending:
                 return st.cached_text
-            generation = st.generation
             pending = st.repair_pending
-            failed = list(reversed(st.failed))
-            query = st.last_user_text
+            asked = [f for f in st.asked if not f.done()]
+            st.asked = asked
+        started = time.monotonic()
         settled = True
         if pending:
             settled = self.subscriber.flush(self.repair_wait) if self.repair_wait > 0 else False
+        if asked:
+            left = max(0.0, self.repair_wait - (time.monotonic() - started))
+            settled = not wait_for(asked, timeout=left).not_done and settled
+        with self._lock:
+            st = self._session(session_id)
+            # Read after the wait: the repair's own invalidation is counted in.
+            generation = st.generation
+            failed = list(reversed(st.failed))
+            query = st.last_user_text
         text = self._compute(session_id, failed, query)
         with self._lock:
             st = self._session(session_id)
@@ -374,7 +455,13 @@ class AdapterCore:
     def _compute(self, session_id: str, failed: list[tuple[str, str]], query: str) -> str:
         limit = self.guidance_limit
         found = merged_guidance(
-            self.subscriber, failed, query, project=self.project, session_id=session_id, limit=limit
+            self.subscriber,
+            failed,
+            query,
+            project=self.project,
+            user=self.user,
+            session_id=session_id,
+            limit=limit,
         )
         return found.render()
 
@@ -387,6 +474,7 @@ def merged_guidance(
     project: str | None,
     session_id: str | None,
     limit: int,
+    user: str | None = None,
 ) -> Guidance:
     """One recall per failing (tool, context), newest first, then one for ``query``; merged.
 
@@ -396,10 +484,20 @@ def merged_guidance(
     found: list[Guidance] = []
     for tool, ctx in failed:  # the newest failing context first
         found.append(
-            recall(subscriber, tool_id=tool, context=ctx, project=project, session_id=session_id, limit=limit)
+            recall(
+                subscriber,
+                tool_id=tool,
+                context=ctx,
+                project=project,
+                user=user,
+                session_id=session_id,
+                limit=limit,
+            )
         )
     if query.strip():
-        found.append(recall(subscriber, query=query, project=project, session_id=session_id, limit=limit))
+        found.append(
+            recall(subscriber, query=query, project=project, user=user, session_id=session_id, limit=limit)
+        )
     if not found:
         return Guidance(())
     seen: set[str] = set()

@@ -13,6 +13,12 @@ Extra ``[openai-agents]``. The SDK has no tool-error hook, so one
 * ``hooks`` (a ``FeedbackRunHooks``) — for ``Runner.run(..., hooks=...)``:
   ``on_tool_end`` records a success unless that call was just recorded as
   a failure; ``on_llm_start`` gives the newest user input to the classifier.
+  Wired alone (no formatter), a result that is the SDK's own failure
+  message — ``default_tool_error_function``'s text, or its timeout
+  message — is recorded as the failure it is (without the exception's
+  text, which the SDK does not pass on). A tool with its own
+  ``failure_error_function`` not wrapped by ``failure_error_function``
+  returns text the hooks cannot tell from a result.
 
 Both formatters return the SDK's own message to the model (``None`` from
 the formatter; the inner or default failure function's text) unless
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 import threading
 import uuid
 from collections import OrderedDict
@@ -54,6 +61,22 @@ Instructions = str | Callable[[RunContextWrapper[Any], Agent[Any]], str | Awaita
 ErrorFunction = Callable[[RunContextWrapper[Any], Exception], str | Awaitable[str]]
 _OUTPUT_CAP = 300
 _FAILED_CALLS_KEPT = 1_000
+# The SDK's messages for a failed call (agents.tool: default_tool_error_function,
+# default_tool_timeout_error_message): what on_tool_end sees when no formatter ran.
+_SDK_FAILURE = re.compile(r"Tool '[^'\n]{1,200}' timed out after [0-9.e+-]{1,32} seconds\.")
+
+
+def _sdk_failure(result: object, ctx: RunContextWrapper[Any]) -> str | None:
+    """The SDK's failure message when ``result`` is one (``on_tool_end`` without the formatter), else None."""
+    if not isinstance(result, str) or len(result) > 400:
+        return None
+    try:
+        default = default_tool_error_function(ctx, RuntimeError())
+    except Exception:  # a future SDK's default may want more of the context
+        default = None
+    if result == default or _SDK_FAILURE.fullmatch(result):
+        return result
+    return None
 
 
 def _item_text(item: Any) -> str | None:
@@ -256,6 +279,17 @@ class FeedbackRunHooks(RunHooks[Any]):
         if not isinstance(context, ToolContext):
             return  # not a function tool: no arguments, no call id
         if self.feedback._was_failed(context.tool_call_id):
+            return
+        failure = _sdk_failure(result, context)
+        if failure is not None:
+            # Hooks wired without the formatter: the SDK's failure text is a failure, not a success.
+            self.feedback.core.tool_failed(
+                self.feedback.session_of(context),
+                context.tool_name,
+                context.tool_arguments,
+                failure,
+                error_code="tool-error",
+            )
             return
         self.feedback.core.tool_succeeded(
             self.feedback.session_of(context),

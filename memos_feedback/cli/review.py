@@ -31,6 +31,8 @@ def register(cli: Commands) -> None:
     p = cli.add("list", cmd_repairs_list, "newest repairs first", group="repairs")
     p.add_argument("--context-hash", help="only repairs of this context hash")
     p.add_argument("--status", choices=("active", "stale", "superseded"), help="only repairs of this status")
+    p.add_argument("--project", help="only repairs of this project")
+    p.add_argument("--user", help="only repairs of this user (tenant)")
     p.add_argument("--limit", type=limit, default=100, help=f"1..{MAX_LIMIT} (default 100)")
     p.add_argument("--json", action="store_true", help="print a JSON list, with the outcome counts")
     p = cli.add("show", cmd_repairs_show, "one repair in full", group="repairs")
@@ -71,7 +73,12 @@ def register(cli: Commands) -> None:
         help="what the agent is about to do, or the error it just saw (default: --context); "
         "without either, nothing applies",
     )
-    p.add_argument("--project", metavar="P", help="global repairs and those of project P (default: global)")
+    p.add_argument(
+        "--project",
+        metavar="P",
+        help="global repairs and those of project P (default: MEMOS_FEEDBACK_RECALL_DEFAULT_PROJECT)",
+    )
+    p.add_argument("--user", metavar="U", help="also this user's repairs (tenant scope)")
     p.add_argument("--limit", type=int, metavar="N", help="at most N items (default: recall default_limit)")
     p.add_argument("--embeddings", action="store_true", help="rank with the packaged embedding model too")
     p.add_argument("--model", help="a local sentence-transformers model directory (implies --embeddings)")
@@ -82,6 +89,8 @@ def register(cli: Commands) -> None:
     p.add_argument("--context-hash", required=True, help="the context the repair is for")
     p.add_argument("--tool", help="the tool it is about")
     p.add_argument("--text", help="user feedback text to classify with it")
+    p.add_argument("--project", help="the repair's project (default: MEMOS_FEEDBACK_RECALL_DEFAULT_PROJECT)")
+    p.add_argument("--user", help="the repair's user (tenant)")
     p.add_argument("--timeout", type=seconds, default=120.0, help="seconds to wait (default 120)")
 
 
@@ -119,7 +128,14 @@ def cmd_repairs_list(args: argparse.Namespace) -> int:
     from ..outcomes.report import list_line, list_with_outcomes, with_counts
 
     with open_db(args, read_only=True) as store:
-        rows = list_with_outcomes(store, status=args.status, context_hash=args.context_hash, limit=args.limit)
+        rows = list_with_outcomes(
+            store,
+            status=args.status,
+            context_hash=args.context_hash,
+            limit=args.limit,
+            project=args.project,
+            user=args.user,
+        )
     if args.json:
         print_json([with_counts(r, c) for r, c in rows])
     else:
@@ -216,6 +232,8 @@ def cmd_run_once(args: argparse.Namespace) -> int:
         tool_id=args.tool,
         session_id=args.session,
         user_text=args.text,
+        project=args.project,
+        user=args.user,
     )
     with open_db(args) as store, attach_feedback_subscriber(store, config=config) as sub:
         try:
@@ -254,7 +272,8 @@ def cmd_guidance(args: argparse.Namespace) -> int:
             tool_id=args.tool,
             context=args.context,
             query=args.query,
-            project=args.project,
+            project=args.project if args.project is not None else config.default_project,
+            user=args.user,
             limit=args.limit,
             embedder=_embedder(args),
             config=config,

@@ -30,10 +30,12 @@ def list_with_outcomes(
     context_hash: str | None,
     limit: int,
     project: str | None = None,
+    user: str | None = None,
     global_only: bool = False,
 ) -> list[tuple[DecisionRepairRow, OutcomeCounts]]:
     """Newest repairs first, each with its counts; optionally only those of one status, context,
-    ``project`` (stored with exactly that project) or, ``global_only``, those stored with none."""
+    ``project`` (stored with exactly that project) or, ``global_only``, those stored with none,
+    and of one ``user``."""
     stmt = select(M).order_by(M.ts.desc(), M.id.desc()).limit(limit)
     if context_hash is not None:
         stmt = stmt.where(M.context_hash == context_hash)
@@ -41,6 +43,8 @@ def list_with_outcomes(
         stmt = stmt.where(M.project.is_(None))
     elif project is not None:
         stmt = stmt.where(M.project == project)
+    if user is not None:
+        stmt = stmt.where(M.user_id == user)
     if status == ACTIVE:
         stmt = stmt.where(M.status.is_(None), M.rejected.is_(False))
     elif status is not None:

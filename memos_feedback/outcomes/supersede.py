@@ -1,6 +1,6 @@
 """Superseding: a newer repair that prefers what an older one avoids (or the reverse).
 
-Two repairs of the same scope (same project, and the same context or the
+Two repairs of the same scope (same project and user, and the same context or the
 same tool) that point in opposite directions cannot both be right; the
 newer one was written from newer evidence, so the older one is retired
 with ``superseded_by`` set. "Prefers what the other avoids" compares the
@@ -39,7 +39,7 @@ _SCAN = 20
 _DIRECTIVE = re.compile(r"^\s*(prefer|avoid|do not|don't|do|never|use)\s*:?\s*", re.IGNORECASE)
 _INSTEAD = re.compile(r"\s+instead of\s+.*$", re.IGNORECASE | re.DOTALL)
 _WORD = re.compile(r"\w+", re.UNICODE)
-_NEW = (M.id, M.context_hash, M.tool_id, M.ts, M.project, M.preference, M.anti_pattern)
+_NEW = (M.id, M.context_hash, M.tool_id, M.ts, M.project, M.user_id, M.preference, M.anti_pattern)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -74,6 +74,7 @@ def _older(column: Any, key: str, *columns: Any) -> Select[Any]:
             M.rejected.is_(False),
             M.ts <= bindparam("ts"),
             func.coalesce(M.project, "") == bindparam("project"),
+            func.coalesce(M.user_id, "") == bindparam("user"),
         )
         .order_by(M.ts.desc(), M.id.desc())
         .limit(_SCAN)
@@ -179,7 +180,12 @@ def supersede_new(ex: Session | Connection, store: Store, new: Mapping[str, Any]
     if isinstance(ex, Session):
         ex.flush()  # the new row may still be pending in the session
     conn = ex.connection() if isinstance(ex, Session) else ex
-    params = {"new_id": new["id"], "ts": new["ts"], "project": new["project"] or ""}
+    params = {
+        "new_id": new["id"],
+        "ts": new["ts"],
+        "project": new["project"] or "",
+        "user": new.get("user_id") or "",
+    }
     lines = _older_lines(conn, params, new["context_hash"], new["tool_id"])
     against = {(p, a): why for p, a in lines if (why := opposes(pref, avoid, p, a)) is not None}
     if not against:

@@ -2,7 +2,8 @@
 
 ``Candidate`` is what ranking reads of a repair (``COLUMNS``). The separate
 reads here — the eligible repairs among given ids, the newest of an exact
-(tool, context), the newest of a tool — say what each source selects;
+(tool, context) and the validated ones of it (however many newer ones
+there are), the newest of a tool — say what each source selects;
 ``guidance_for`` reads every source at once (``search.read_candidates``),
 in a statement made of the per-source statements built here.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NamedTuple, cast
 
-from sqlalchemy import ColumnElement, Integer, Select, String, bindparam, func, literal, select
+from sqlalchemy import ColumnElement, Integer, Select, String, bindparam, func, literal, select, true
 
 from ..store.models import DecisionRepairModel
 from ..store.reads import in_list, list_param
@@ -24,6 +25,7 @@ __all__ = [
     "LIMIT",
     "SAME_CONTEXT",
     "SAME_TOOL",
+    "VALIDATED_CONTEXT",
     "Candidate",
     "fetch_candidates",
     "same_context_candidate_ids",
@@ -88,19 +90,26 @@ COLUMNS = (
 LIMIT = bindparam("lim", type_=Integer)
 
 
-def _newest(key: ColumnElement[Any], name: str, postgresql_dialect: bool) -> Select[Any]:
-    return (
-        select(M.id)
-        .where(key == bindparam(name, type_=String), ELIGIBLE[postgresql_dialect])
-        .order_by(M.ts.desc())
-        .limit(LIMIT)
-    )
+def _newest(
+    key: ColumnElement[Any], name: str, postgresql_dialect: bool, *, validated: bool = False
+) -> Select[Any]:
+    where = [key == bindparam(name, type_=String), ELIGIBLE[postgresql_dialect]]
+    if validated:
+        # ``= true`` as a literal: the partial indexes of validated rows say so (migration 0014).
+        where.append(M.validated == true())
+    return select(M.id).where(*where).order_by(M.ts.desc()).limit(LIMIT)
 
 
-SAME_CONTEXT = {
-    pg: _newest(cast(ColumnElement[Any], M.context_hash), "context_hash", pg) for pg in (True, False)
-}
-SAME_TOOL = {pg: _newest(cast(ColumnElement[Any], M.tool_id), "tool_id", pg) for pg in (True, False)}
+_CONTEXT_KEY = cast(ColumnElement[Any], M.context_hash)
+_TOOL_KEY = cast(ColumnElement[Any], M.tool_id)
+SAME_CONTEXT = {pg: _newest(_CONTEXT_KEY, "context_hash", pg) for pg in (True, False)}
+SAME_TOOL = {pg: _newest(_TOOL_KEY, "tool_id", pg) for pg in (True, False)}
+# Validated repairs of the exact situation are always candidates
+# (recall.principles): its newest are not enough once newer unvalidated ones
+# outnumber them. (Not of the whole tool: with many validated repairs per
+# tool, 50 more rows to score cost a third more per call, and a repair of
+# another context is not the situation's.)
+VALIDATED_CONTEXT = {pg: _newest(_CONTEXT_KEY, "context_hash", pg, validated=True) for pg in (True, False)}
 
 
 def _fetch_statement(postgresql_dialect: bool) -> Select[Any]:

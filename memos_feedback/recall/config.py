@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from ..config import RECALL_TABLE, FeedbackConfig, toml_table
 from ..errors import ConfigError
 
-__all__ = ["RECALL_ENV_PREFIX", "RecallConfig"]
+__all__ = ["RECALL_ENV_PREFIX", "RecallConfig", "load_config"]
 
 RECALL_ENV_PREFIX = "MEMOS_FEEDBACK_RECALL_"
 
@@ -89,6 +90,10 @@ class RecallConfig:
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], base: RecallConfig | None = None) -> RecallConfig:
         """Build from a mapping; unknown keys raise ``ConfigError``."""
+        if not isinstance(values, Mapping):
+            raise ConfigError("values", values, "must be a mapping of setting name to value")
+        if base is not None and not isinstance(base, RecallConfig):
+            raise ConfigError("base", base, "must be a RecallConfig or None")
         known = set(cls.keys())
         for key in values:
             if key not in known:
@@ -106,8 +111,54 @@ class RecallConfig:
             raw = env.get(RECALL_ENV_PREFIX + f.name.upper())
             if raw is None:
                 continue
+            if not isinstance(raw, str):
+                raise ConfigError(f.name, raw, f"{RECALL_ENV_PREFIX + f.name.upper()} must be a str")
             values[f.name] = _parse(f.name, raw, f.default)
         return cls.from_mapping(values, base)
+
+    @classmethod
+    def from_toml(cls, path: str | os.PathLike[str], base: RecallConfig | None = None) -> RecallConfig:
+        """Read keys from the ``recall`` sub-table of the file's ``memos_feedback`` table.
+
+        ``[memos_feedback.recall]`` (or ``[tool.memos_feedback.recall]``, or a
+        top-level ``[recall]`` in a file of our own); no such table: ``base``.
+        """
+        table = toml_table(path).get(RECALL_TABLE, {})
+        if not isinstance(table, dict):
+            raise ConfigError(RECALL_TABLE, table, "must be a TOML table")
+        return cls.from_mapping(table, base)
+
+
+def load_config(
+    *,
+    toml: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    mapping: Mapping[str, Any] | None = None,
+) -> tuple[FeedbackConfig, RecallConfig]:
+    """Both configs from one set of sources, each over the one before.
+
+    Defaults, then the TOML file (when given), then the environment
+    (``MEMOS_FEEDBACK_<KEY>`` and ``MEMOS_FEEDBACK_RECALL_<KEY>``;
+    ``os.environ`` unless ``environ`` is given), then ``mapping``: the
+    pipeline's keys, and the recall keys under ``"recall"``. What a
+    subscriber given no config uses (``attach_feedback_subscriber``).
+    """
+    feedback, recall = FeedbackConfig(), RecallConfig()
+    if toml is not None:
+        feedback, recall = FeedbackConfig.from_toml(toml), RecallConfig.from_toml(toml)
+    feedback = FeedbackConfig.from_env(environ, feedback)
+    recall = RecallConfig.from_env(environ, recall)
+    if mapping is not None:
+        if not isinstance(mapping, Mapping):
+            raise ConfigError("mapping", mapping, "must be a mapping of setting name to value")
+        nested = mapping.get(RECALL_TABLE, {})
+        if not isinstance(nested, Mapping):
+            raise ConfigError(RECALL_TABLE, nested, "must be a mapping of recall setting to value")
+        feedback = FeedbackConfig.from_mapping(
+            {k: v for k, v in mapping.items() if k != RECALL_TABLE}, feedback
+        )
+        recall = RecallConfig.from_mapping(nested, recall)
+    return feedback, recall
 
 
 def _parse(key: str, raw: str, default: object) -> object:

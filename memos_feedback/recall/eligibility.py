@@ -1,7 +1,8 @@
 """Which repairs ``guidance_for`` may serve: the eligibility test every candidate read applies.
 
 Eligible: never rejected, still active (no outcome status set), global or
-of the caller's project, and validated or written since ``fresh_after``.
+of the caller's project, of every user or of the caller's user, and
+validated or written since ``fresh_after``.
 ``eligible`` says it for one call (its bound values); ``ELIGIBLE`` is the
 same test as SQL, one per dialect, that every statement reading candidates
 carries.
@@ -27,16 +28,20 @@ class Eligibility:
 
     project: str | None
     fresh_after: int
+    # The user (tenant) beside the project: repairs of every user, or of this one.
+    user: str | None = None
 
     def params(self) -> dict[str, Any]:
-        # Projects are never "" (callers' values are stripped, "" means none),
-        # so "" stands for "no project": only global repairs match twice.
-        return {"e_project": self.project or "", "e_fresh_after": self.fresh_after}
+        # Projects and users are never "" (callers' values are stripped, ""
+        # means none), so "" stands for "none": only unscoped repairs match twice.
+        return {"e_project": self.project or "", "e_user": self.user or "", "e_fresh_after": self.fresh_after}
 
 
-def eligible(project: str | None, now_ms: int, unvalidated_max_age_ms: int) -> Eligibility:
-    """Never rejected, still active; global or of ``project``; validated, or younger than the age limit."""
-    return Eligibility(project, now_ms - unvalidated_max_age_ms)
+def eligible(
+    project: str | None, now_ms: int, unvalidated_max_age_ms: int, user: str | None = None
+) -> Eligibility:
+    """Never rejected, still active; global or of ``project`` (and of every user or ``user``); fresh."""
+    return Eligibility(project, now_ms - unvalidated_max_age_ms, user)
 
 
 # Built once per dialect with bound parameters: every statement that carries
@@ -52,15 +57,20 @@ def eligible(project: str | None, now_ms: int, unvalidated_max_age_ms: int) -> E
 # the (tool_id, ts) index newest first until it had enough.
 def _eligible(postgresql_dialect: bool) -> ColumnElement[bool]:
     project = bindparam("e_project", type_=String)
+    user = bindparam("e_user", type_=String)
     if postgresql_dialect:
         scoped = or_(M.project.is_(None), M.project == project)
+        of_user = or_(M.user_id.is_(None), M.user_id == user)
     else:
         coalesced = func.coalesce(M.project, "")
         scoped = or_(coalesced == "", project == coalesced)
+        users = func.coalesce(M.user_id, "")
+        of_user = or_(users == "", user == users)
     return and_(
         M.rejected.is_(False),
         M.status.is_(None),  # outcomes: a stale or superseded repair (status set) is never offered
         scoped,
+        of_user,
         or_(M.validated.is_(True), M.ts >= bindparam("e_fresh_after", type_=BigInteger)),
     )
 

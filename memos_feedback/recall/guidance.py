@@ -6,8 +6,9 @@ at most a few hundred candidate rows. The ranking (ALGORITHMS.md, "Recall"):
 1. **Eligible** (in SQL): never rejected; global, or of the caller's
    project; validated, or younger than ``unvalidated_max_age_ms``.
 2. **Candidates**: repairs for the exact (tool, context), the newest of the
-   same tool, the database's text search over the query's terms, and — with
-   an embedder — the nearest embeddings.
+   same tool, the validated ones of the exact (tool, context) (always), the database's text
+   search over the query's terms, and — with an embedder — the nearest
+   embeddings.
 3. **Evidence of relatedness** between the query text (the context when
    there is no query) and each candidate's *problem* — its lesson, error and
    trace, not its tool and context:
@@ -36,6 +37,8 @@ at most a few hundred candidate rows. The ranking (ALGORITHMS.md, "Recall"):
    rest; within each, validated before unvalidated, then by score times
    the repair's outcome factor (``memos_feedback.outcomes.estimate``:
    Beta posterior of "it held", with age decay for unvalidated repairs).
+   Then the principle rules (``principles``): within one situation the
+   user's own word ranks above a lesson inferred from failures.
 6. Near-duplicates collapse to the better-ranked one; at most ``limit``.
 """
 
@@ -58,6 +61,7 @@ from .config import RecallConfig
 from .eligibility import eligible
 from .embeddings import Embedder, check_embedder
 from .frequencies import DocumentFrequencies
+from .principles import user_word_first
 from .scoring import Passed, Scorer, Weights
 from .search import CandidateRead, read_candidates
 from .terms import error_identifiers, glossed, is_tool_report, query_terms
@@ -180,11 +184,15 @@ def guidance_for(
     session_id: str | None = None,
     limit: int | None = None,
     embedder: Embedder | None = None,
+    user: str | None = None,
     config: RecallConfig | None = None,
     now: int | None = None,
     record: bool = True,
 ) -> Guidance:
     """Past repairs that apply to (tool, context, query), best first (module docstring).
+
+    ``project`` and ``user`` are the caller's scope: repairs of no project
+    (global) or of ``project``, of no user or of ``user`` (docs/RECALL.md, "Scope").
 
     With ``session_id`` and ``record`` (the default), the items served are
     written to ``repair_served`` in one short transaction after the read
@@ -200,6 +208,7 @@ def guidance_for(
     ctx = _opt_str("context", context)
     text = _opt_str("query", query)
     proj = _opt_str("project", project)
+    who = _opt_str("user", user)
     session = _opt_str("session_id", session_id)
     n = _limit(limit, cfg)
     emb = check_embedder(embedder)
@@ -212,7 +221,7 @@ def guidance_for(
 
     qvec = emb.embed([glossed(evidence_text)])[0] if emb is not None else None
     at = now_ms() if now is None else now
-    where = eligible(proj, at, cfg.unvalidated_max_age_ms)
+    where = eligible(proj, at, cfg.unvalidated_max_age_ms, who)
     terms = query_terms(evidence_text)
     situation = query_terms(" ".join(part for part in (tool, ctx) if part))
     identifiers = error_identifiers(evidence_text)
@@ -291,12 +300,16 @@ def guidance_for(
         factor = rank_factor(c.ts, outcome_counts.get(c.id, _NO_OUTCOMES), c.validated, at, cfg)
         scored.append(((p.tier, int(c.validated), p.score * factor), p, factor))
     scored.sort(key=lambda entry: entry[0], reverse=True)
-    ranked = [(p.candidate, (p, factor)) for _, p, factor in scored]
+    ranked = user_word_first([(p.candidate, (p, factor)) for _, p, factor in scored], _candidate)
     kept = _collapse(ranked, sims, cfg.duplicate_similarity, n)
     items = [_item(p, factor) for p, factor in kept]
     if record and session is not None and items and not store.read_only:
         record_served(store, items, session, tool, ctx, at)
     return Guidance(tuple(items), mode, cfg.render_char_budget, cfg.render_line_cap)
+
+
+def _candidate(entry: tuple[Candidate, object]) -> Candidate:
+    return entry[0]
 
 
 def _item(p: Passed, factor: float) -> GuidanceItem:

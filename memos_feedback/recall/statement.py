@@ -18,7 +18,7 @@ from sqlalchemy.dialects import postgresql
 from ..outcomes.states import CONTRADICTED, HELD, RECURRED
 from ..store.engine import Prepared
 from ..store.models import DecisionRepairModel, RepairOutcomeModel
-from .candidates import COLUMNS, SAME_CONTEXT, SAME_TOOL
+from .candidates import COLUMNS, SAME_CONTEXT, SAME_TOOL, VALIDATED_CONTEXT
 from .eligibility import ELIGIBLE
 from .lexical import fresh_counts, lexical_statement
 
@@ -79,8 +79,9 @@ def candidates_statement(shape: Shape) -> CompoundSelect[Any] | Select[Any]:
     """Every candidate source and the rows they select, as one statement.
 
     The sources: the text search (when there are terms), the exact (tool,
-    context) and the tool — each its own subquery with the order and limit
-    of its separate read — and the ids given (nearest embeddings). A NULL
+    context), its validated repairs, and the tool — each its own
+    subquery with the order and limit of its separate read — and the ids
+    given (nearest embeddings). A NULL
     ``context_hash`` or ``tool_id`` and an empty ``vector_ids`` select
     nothing. Rows come in no particular order, and on SQLite a repair that
     several sources find comes back once from each (``read_candidates``
@@ -100,7 +101,8 @@ def candidates_statement(shape: Shape) -> CompoundSelect[Any] | Select[Any]:
     """
     pg, n_terms, by_ids, newer, fresh, counted = shape
     searched = (lexical_statement(pg, n_terms, by_ids, fresh),) if n_terms or fresh else ()
-    sources = (*searched, SAME_CONTEXT[pg], SAME_TOOL[pg])
+    situation = (SAME_CONTEXT[pg], SAME_TOOL[pg], VALIDATED_CONTEXT[pg])
+    sources = (*searched, *situation)
     if pg:
         # Wrapped: as on SQLite, every member of the compound is a plain select.
         ids = [select(source.subquery().c.id) for source in sources]

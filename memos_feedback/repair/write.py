@@ -126,6 +126,7 @@ def write_repair(
     values.update(
         category=recall.category,
         project=recall.project,
+        user_id=inp.user,
         source_text=recall.source_text,
         embedding=recall.embedding,
         embedding_model=recall.embedding_model,

@@ -60,6 +60,8 @@ def burst_input(burst: FailureBurst) -> RepairInput:
         episode_id=episode_id,
         failures=burst.occurrences,
         context=burst.context,
+        project=burst.project,
+        user=burst.user,
     )
 
 
@@ -123,6 +125,8 @@ class Enqueuer:
         context: str | None,
         episode_id: str | None,
         *,
+        project: str | None = None,
+        user: str | None = None,
         agent_text: str | None = None,
     ) -> Future[RepairResult]:
         """Queue (durably) the repair a user's message calls for, keyed to the tool in play.
@@ -164,6 +168,8 @@ class Enqueuer:
             session_id=session_id,
             episode_id=episode_id,
             context=context,
+            project=project,
+            user=user,
             agent_text=agent_text,
         )
         return self.enqueue_now(inp)

@@ -13,6 +13,7 @@ counted, and a background thread logs a summary at most every
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections import deque
@@ -39,6 +40,13 @@ _BAD_CALL_LOG_EVERY = 10.0
 _STEP_BACKLOG = 10_000
 
 
+def _scope(name: str, value: Any) -> str | None:
+    """A per-call ``project`` or ``user``: a str, stripped; None or "" is none."""
+    if value is not None and not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
+    return (value or "").strip() or None
+
+
 class HotPath:
     """The recorded tool steps, the bursts they made, and the count of ignored calls."""
 
@@ -47,7 +55,7 @@ class HotPath:
         self._record_failure = signals.record_failure
         self._record_success = signals.record_success
         # Tool steps as the hot path recorded them, raw and unvalidated: an
-        # 8-tuple for a failure, a 4-tuple for a success (apply_steps_locked).
+        # 10-tuple for a failure, a 4-tuple for a success (apply_steps_locked).
         # Only a holder of ``lock`` pops, so steps are applied in order.
         self.steps: deque[tuple[Any, ...]] = deque()
         self.lock = threading.Lock()
@@ -77,6 +85,8 @@ class HotPath:
         session_id: str | None,
         episode_id: str | None,
         trace_id: str | None,
+        project: str | None = None,
+        user: str | None = None,
     ) -> FailureBurst | None:
         """Apply the steps recorded so far, then this failure; its burst, if any. Never raises."""
         with self.lock:
@@ -84,7 +94,16 @@ class HotPath:
             try:
                 # Timed after the earlier steps are applied: none of them is newer.
                 return self._apply_failure(
-                    tool_id, context, step, reason, time.time_ns(), session_id, episode_id, trace_id
+                    tool_id,
+                    context,
+                    step,
+                    reason,
+                    time.time_ns(),
+                    session_id,
+                    episode_id,
+                    trace_id,
+                    project,
+                    user,
                 )
             except Exception as exc:  # the agent loop must not crash on a bad step
                 self.bad_call(exc)
@@ -119,7 +138,7 @@ class HotPath:
             while steps:
                 item = popleft()
                 try:
-                    if len(item) == 8:
+                    if len(item) > 4:
                         self._apply_failure(*item)
                     else:
                         self._apply_success(*item)
@@ -138,12 +157,20 @@ class HotPath:
         session_id: Any,
         episode_id: Any,
         trace_id: Any,
+        project: Any = None,
+        user: Any = None,
     ) -> FailureBurst | None:
         # FailureRecord validates every field (InvalidInputError names the bad one).
         record = FailureRecord(
             tool_id, context, step, reason, ts_ns // 1_000_000, session_id, episode_id, trace_id
         )
+        scope = None
+        if project is not None or user is not None:  # most hosts scope by config, not per call
+            scope = _scope("project", project), _scope("user", user)
         burst = self._record_failure(record)
+        if burst is not None and scope is not None:
+            # The window is the (tool, context)'s; the repair is the scope of the call that fired it.
+            burst = dataclasses.replace(burst, project=scope[0], user=scope[1])
         if session_id is not None:
             self._in_play(session_id, tool_id, context)
             if burst is not None and session_id in self._open_sessions:  # outcomes: a burst recurred

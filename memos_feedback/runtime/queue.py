@@ -124,6 +124,10 @@ def _clean_record(f: FailureRecord) -> FailureRecord:
     )
 
 
+# decision_repairs.project and .user_id are String(255).
+_PROJECT_CHAR_CAP = 255
+
+
 def clean_input(inp: RepairInput) -> RepairInput:
     """``inp`` with every string storable: capped, NUL and lone surrogates replaced, secrets redacted.
 
@@ -144,6 +148,8 @@ def clean_input(inp: RepairInput) -> RepairInput:
         failures=tuple(_clean_record(f) for f in inp.failures),
         context=stored_optional(inp.context, CONTEXT_CHAR_CAP),
         agent_text=stored_optional(inp.agent_text, CONTEXT_CHAR_CAP),
+        project=clean_optional(inp.project, _PROJECT_CHAR_CAP),
+        user=clean_optional(inp.user, _PROJECT_CHAR_CAP),
     )
 
 
@@ -156,8 +162,18 @@ def _normalise(text: str | None) -> str:
 def job_id_for(inp: RepairInput) -> str:
     """Content address: trigger, context hash, normalised input and the burst window."""
     window = [(f.step, f.ts) for f in inp.failures]
+    parts: list[Any] = [
+        inp.trigger,
+        inp.context_hash,
+        _normalise(inp.user_text),
+        inp.session_id or "",
+        window,
+    ]
+    if inp.project is not None or inp.user is not None:
+        # Another scope's request is another job (ids of unscoped ones unchanged).
+        parts += [inp.project, inp.user]
     key = json.dumps(
-        [inp.trigger, inp.context_hash, _normalise(inp.user_text), inp.session_id or "", window],
+        parts,
         ensure_ascii=False,
         separators=(",", ":"),
     )

@@ -62,6 +62,7 @@ from ..classify.classifier import classify_feedback
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError, MemosFeedbackError, StoreError, SubscriberClosedError
 from ..events import FeedbackBus
+from ..recall.config import RecallConfig, load_config
 from ..recall.guidance import Guidance, guidance_for
 from ..signals import FailureBurst, FailureSignals
 from ..store import Store
@@ -105,6 +106,26 @@ class CloseReport:
     cancelled: int = 0
 
 
+# The counters ``metrics()`` reports, in its order.
+_COUNTERS = ("enqueued", "deduped", "coalesced", "rejected", "done", "retried", "dead", "discarded", "failed")
+
+
+def _configs(config: object, recall: object) -> tuple[FeedbackConfig, RecallConfig]:
+    """The handle's two configs: what is not given comes from the environment, as for the CLI.
+
+    So ``MEMOS_FEEDBACK_RECALL_DEFAULT_PROJECT`` alone scopes what a
+    subscriber writes and reads (``recall.config.load_config``).
+    """
+    if config is not None and not isinstance(config, FeedbackConfig):
+        raise InvalidInputError(f"config must be a FeedbackConfig, got {type(config).__name__}")
+    if recall is not None and not isinstance(recall, RecallConfig):
+        raise InvalidInputError(f"recall must be a RecallConfig, got {type(recall).__name__}")
+    if config is None or recall is None:
+        from_env, recall_from_env = load_config()
+        return config or from_env, recall or recall_from_env
+    return config, recall
+
+
 def _number_in(name: str, value: object, low: float, high: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InvalidInputError(f"{name} must be a finite number, got {value!r}")
@@ -136,15 +157,17 @@ class FeedbackSubscriber:
         poll_interval: float = 0.2,
         rng: random.Random | None = None,
         owner: str | None = None,
+        recall: RecallConfig | None = None,
     ) -> None:
         check_int("workers", workers, lo=1, hi=MAX_WORKERS)
         poll = _number_in("poll_interval", poll_interval, *POLL_INTERVAL_RANGE)
-        if config is not None and not isinstance(config, FeedbackConfig):
-            raise InvalidInputError(f"config must be a FeedbackConfig, got {type(config).__name__}")
+        config, recall = _configs(config, recall)
         if not isinstance(store, Store):
             raise InvalidInputError(f"store must be a Store, got {type(store).__name__}")
         self.store = store
-        self.config = config or FeedbackConfig()
+        self.config = config
+        # ``recall.default_project``: the scope of what is written and read here naming none.
+        self.recall = recall
         self.bus = bus or FeedbackBus()
         self.signals = FailureSignals(self.config)
         self.queue = RepairQueue(store, self.config)
@@ -189,17 +212,15 @@ class FeedbackSubscriber:
             poll=poll,
             rng=rng or random.Random(),
             closing=self._closing,
+            recall=recall,
         )
         self._heartbeat = Heartbeat(self.config, self.queue, self._jobs, self.owner, self._closing)
         if self.events is not None:
             self.events.start()  # after the rest of startup: a failed start leaves no thread behind
+        loops = [("enqueuer", self._enqueuer.run), ("heartbeat", self._heartbeat.run)]
+        loops += [(f"worker-{i}", run_jobs.run) for i in range(workers)]
         self._threads = [
-            threading.Thread(target=self._enqueuer.run, name="memos-feedback-enqueuer", daemon=True),
-            threading.Thread(target=self._heartbeat.run, name="memos-feedback-heartbeat", daemon=True),
-        ]
-        self._threads += [
-            threading.Thread(target=run_jobs.run, name=f"memos-feedback-worker-{i}", daemon=True)
-            for i in range(workers)
+            threading.Thread(target=f, name=f"memos-feedback-{n}", daemon=True) for n, f in loops
         ]
         for t in self._threads:
             t.start()
@@ -215,6 +236,9 @@ class FeedbackSubscriber:
         session_id: str | None = None,
         episode_id: str | None = None,
         trace_id: str | None = None,
+        *,
+        project: str | None = None,
+        user: str | None = None,
     ) -> None:
         """Record a failed tool step. Never raises, returns nothing.
 
@@ -224,16 +248,18 @@ class FeedbackSubscriber:
         there. Bad arguments are then counted and ignored (the agent loop
         must not crash on its own instrumentation; a summary is logged off
         this thread); so are calls after ``close()``. A caller that needs
-        the burst itself uses ``record_tool_failure_now``. It does not wait,
-        except when more than 10,000 recorded steps are waiting: then it
-        applies them itself (waiting for the enqueuer if that is applying
-        them), which keeps the backlog and its memory bounded.
+        the burst itself uses ``record_tool_failure_now``. ``project``/``user``:
+        the scope of the repair a burst makes (docs/RECALL.md, "Scope"). It
+        waits only past 10,000 waiting steps: then it applies them itself
+        (after the enqueuer, if that is applying them): a bounded backlog.
         """
         if self._closed:
             self._hot.bad_call("record_tool_failure after close()")
             return
         steps = self._steps
-        steps.append((tool_id, context, step, reason, _time_ns(), session_id, episode_id, trace_id))
+        steps.append(
+            (tool_id, context, step, reason, _time_ns(), session_id, episode_id, trace_id, project, user)
+        )
         if len(steps) > _STEP_BACKLOG:
             self._hot.catch_up()
 
@@ -263,6 +289,9 @@ class FeedbackSubscriber:
         session_id: str | None = None,
         episode_id: str | None = None,
         trace_id: str | None = None,
+        *,
+        project: str | None = None,
+        user: str | None = None,
     ) -> FailureBurst | None:
         """``record_tool_failure``, applied on this thread: returns the burst it makes, if any.
 
@@ -274,7 +303,9 @@ class FeedbackSubscriber:
         if self._closed:
             self._hot.bad_call("record_tool_failure after close()")
             return None
-        return self._hot.record_failure_now(tool_id, context, step, reason, session_id, episode_id, trace_id)
+        return self._hot.record_failure_now(
+            tool_id, context, step, reason, session_id, episode_id, trace_id, project, user
+        )
 
     def sync_signals(self) -> None:
         """Apply every tool step recorded so far to ``signals``, on this thread.
@@ -295,6 +326,8 @@ class FeedbackSubscriber:
         context: str | None = None,
         episode_id: str | None = None,
         *,
+        project: str | None = None,
+        user: str | None = None,
         agent_text: str | None = None,
     ) -> tuple[ClassifiedFeedback, Future[RepairResult]]:
         """Classify now; queue (durably) a repair when the shape calls for one.
@@ -304,12 +337,21 @@ class FeedbackSubscriber:
         session itself (``guidance_for`` finds it by its text either way).
         ``agent_text``, the agent's turn the message answers, is the
         classifier's context (``classify_feedback(text, agent_text=...)``).
+        ``project``/``user``: its scope (default: ``recall.default_project``, every user).
         """
         self._check_open()
-        check_optional_strs(session_id=session_id, tool_id=tool_id, context=context, agent_text=agent_text)
+        check_optional_strs(
+            session_id=session_id,
+            tool_id=tool_id,
+            context=context,
+            agent_text=agent_text,
+            project=project,
+            user=user,
+        )
         feedback = classify_feedback(text, agent_text=agent_text)
+        scope = {"project": (project or "").strip() or None, "user": (user or "").strip() or None}
         return feedback, self._enqueuer.user_feedback(
-            feedback, session_id, tool_id, context, episode_id, agent_text=agent_text
+            feedback, session_id, tool_id, context, episode_id, agent_text=agent_text, **scope
         )
 
     # Returns (feedback, concurrent Future): ``await asyncio.wrap_future(f)`` waits for the repair.
@@ -454,21 +496,26 @@ class FeedbackSubscriber:
         session_id: str | None = None,
         limit: int | None = None,
         record: bool = True,
+        user: str | None = None,
     ) -> Guidance:
-        """The repairs that apply now: ``guidance_for`` on this handle's store and embedder.
+        """The repairs that apply now: ``guidance_for`` on this handle's store, embedder and recall config.
 
-        With ``session_id`` (and ``record``), what is served is recorded off
-        this thread and settled by the session's next signals (outcomes).
+        ``project`` defaults to ``recall.default_project``: global repairs
+        and that project's (``user``: and that user's). With ``session_id`` (and ``record``), what is
+        served is recorded off this thread and settled by the session's
+        next signals (outcomes).
         """
         guidance = guidance_for(
             self.store,
             tool_id=tool_id,
             context=context,
             query=query,
-            project=project,
+            project=project if project is not None else self.recall.default_project,
             session_id=session_id,
             limit=limit,
             embedder=self._embedder,
+            config=self.recall,
+            user=user,
             record=False,  # recorded below, by the background writer
         )
         if record and session_id is not None and session_id.strip():
@@ -481,33 +528,7 @@ class FeedbackSubscriber:
 
     def metrics(self) -> dict[str, int | float | None]:
         """Counters since start and queue gauges (depth, oldest pending age)."""
-        with self._lock:
-            counts = dict(self._jobs.counts)
-        out: dict[str, int | float | None] = {
-            key: counts.get(key, 0)
-            for key in (
-                "enqueued",
-                "deduped",
-                "coalesced",
-                "rejected",
-                "done",
-                "retried",
-                "dead",
-                "discarded",
-                "failed",
-            )
-        }
-        try:
-            stats = self.queue.stats()
-            out["depth"] = stats["depth"]
-            out["oldest_pending_age_ms"] = stats["oldest_pending_age_ms"]
-        except StoreError as exc:
-            logger.warning("queue gauges unavailable: %s", exc)
-            out["depth"] = out["oldest_pending_age_ms"] = None
-        out["buffered"] = len(self._enqueuer.buffer) + len(self._enqueuer.held)
-        out["ignored_calls"] = self._hot.bad_calls
-        out["in_flight"] = len(self._jobs.in_flight)
-        return out
+        return _metrics(self._jobs, self.queue, self._enqueuer, self._hot)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -516,6 +537,25 @@ class FeedbackSubscriber:
     def _prune_done(self) -> bool:
         """Delete done jobs past ``done_retention_ms`` now (the heartbeat's pruning)."""
         return self._heartbeat.prune_done()
+
+
+def _metrics(
+    jobs: JobFutures, queue: RepairQueue, enqueuer: Enqueuer, hot: HotPath
+) -> dict[str, int | float | None]:
+    with jobs.lock:
+        counts = dict(jobs.counts)
+    out: dict[str, int | float | None] = {key: counts.get(key, 0) for key in _COUNTERS}
+    try:
+        stats = queue.stats()
+        out["depth"] = stats["depth"]
+        out["oldest_pending_age_ms"] = stats["oldest_pending_age_ms"]
+    except StoreError as exc:
+        logger.warning("queue gauges unavailable: %s", exc)
+        out["depth"] = out["oldest_pending_age_ms"] = None
+    out["buffered"] = len(enqueuer.buffer) + len(enqueuer.held)
+    out["ignored_calls"] = hot.bad_calls
+    out["in_flight"] = len(jobs.in_flight)
+    return out
 
 
 def attach_feedback_subscriber(
@@ -528,8 +568,22 @@ def attach_feedback_subscriber(
     workers: int = 1,
     poll_interval: float = 0.2,
     rng: random.Random | None = None,
+    recall: RecallConfig | None = None,
 ) -> FeedbackSubscriber:
-    """Start the pipeline's background threads; returns a closable handle."""
+    """Start the pipeline's background threads; returns a closable handle.
+
+    ``config`` and ``recall`` not given are read from the environment
+    (``recall.config.load_config``); ``recall.default_project`` is the
+    scope of everything this handle writes and reads that names none.
+    """
     return FeedbackSubscriber(
-        store, llm, embedder, bus, config, workers=workers, poll_interval=poll_interval, rng=rng
+        store,
+        llm,
+        embedder,
+        bus,
+        config,
+        workers=workers,
+        poll_interval=poll_interval,
+        rng=rng,
+        recall=recall,
     )

@@ -18,6 +18,7 @@ from .._failpoints import failpoint
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError, LLMTransientError, StoreBusyError, StoreError
 from ..events import FeedbackBus, FeedbackEvent, RepairJobDead, RepairJobFailed, RepairJobRetrying
+from ..recall.config import RecallConfig
 from ..repair.deps import RepairDeps
 from ..repair.run import StagedRepair, local_synthesis, run_repair, stage_repair
 from ..signals import FailureSignals
@@ -69,8 +70,11 @@ class Workers:
         poll: float,
         rng: random.Random,
         closing: threading.Event,
+        recall: RecallConfig | None = None,
     ) -> None:
         self.store = store
+        # Frozen: one instance for every job's deps (building one validates it).
+        self._recall = recall or RecallConfig()
         self.config = config
         self.bus = bus
         self.queue = queue
@@ -167,6 +171,7 @@ class Workers:
             bus=self.bus,
             llm=self._llm,
             embedder=self._embedder,
+            recall=self._recall,
             raise_transient=not last_attempt,
             finalize=None if job is None else self._finalizer(job),
             events=self.events,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, Index, Integer, LargeBinary, MetaData, String, Text
+from sqlalchemy import JSON, Boolean, Float, Index, Integer, LargeBinary, MetaData, String, Text, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import BigInteger
@@ -149,12 +149,22 @@ class DecisionRepairModel(Base):
     superseded_by: Mapped[str | None] = mapped_column(String(64))
     # Set when a validated repair kept recurring: never retired, shown for review.
     review_flagged_at: Mapped[int | None] = mapped_column(Millis)
+    # The user (tenant) beside the project (migration 0014): NULL = every user's.
+    user_id: Mapped[str | None] = mapped_column(String(255))
 
     __table_args__ = (
         Index("ix_decision_repairs_context_hash_ts", "context_hash", "ts"),
         Index("ix_decision_repairs_ts", "ts"),
         Index("ix_decision_repairs_project_ts", "project", "ts"),
         Index("ix_decision_repairs_tool_id_ts", "tool_id", "ts"),
+        # Validated repairs of a situation, always recall candidates (migration 0014).
+        Index(
+            "ix_decision_repairs_validated_context",
+            "context_hash",
+            "ts",
+            sqlite_where=text("validated = 1"),
+            postgresql_where=text("validated"),
+        ),
         # Supersede's tool range read from the index alone (migration 0009).
         _only_on(
             "sqlite",
@@ -166,6 +176,7 @@ class DecisionRepairModel(Base):
                 "status",
                 "rejected",
                 "project",
+                "user_id",
                 "preference",
                 "anti_pattern",
             ),

@@ -176,6 +176,7 @@ def repair_row(m: DecisionRepairModel | Row[Any]) -> DecisionRepairRow:
         status=m.status or "active",
         superseded_by=m.superseded_by,
         review_flagged_at=m.review_flagged_at,
+        user=m.user_id,
     )
 
 

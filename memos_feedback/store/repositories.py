@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy import (
     Table,
     bindparam,
+    func,
     insert,
+    or_,
     select,
     update,
 )
@@ -377,6 +379,7 @@ def repair_values(
         # Recall columns: the worker fills them in the same INSERT.
         "category": None,
         "project": None,
+        "user_id": None,
         "source_text": None,
         "embedding": None,
         "embedding_model": None,
@@ -423,6 +426,7 @@ def repair_row_from_values(v: Mapping[str, Any]) -> DecisionRepairRow:
         rejected=bool(v["rejected"]),
         category=v["category"],
         project=v["project"],
+        user=v["user_id"],
     )
 
 
@@ -524,25 +528,61 @@ class RepairRepository(_Repository):
         return self._detach(s, preference, anti_pattern)
 
     def _detach(self, s: Session, preference: str, anti_pattern: str) -> tuple[str, ...]:
-        """Remove a repair's two lines from every policy ``@repair`` block holding them."""
+        """Remove a repair's two lines from every policy ``@repair`` block holding them.
+
+        A line another active repair still carries stays: blocks keep no
+        record of which repair put a line there, and two repairs that share
+        one ("Avoid: npm") both put it. The caller has already marked this
+        repair inactive (rejected or retired) in ``s``.
+        """
         from ..text.blocks import remove_repair_lines  # boundary imports nothing of the store
 
-        # The block stores lines JSON-escaped; a policy whose boundary does
-        # not contain the escaped preference cannot hold the line.
-        needle = json.dumps(preference.strip(), ensure_ascii=False)[1:-1]
-        pattern = "%@repair%" + like_literal(needle) + "%"
+        lines = [line for line in (preference, anti_pattern) if line.strip()]
+        if not lines:
+            return ()
+        # The block stores lines JSON-escaped; a policy whose boundary
+        # contains neither escaped line cannot hold them.
+        holds = [
+            PolicyModel.boundary.like("%@repair%" + like_literal(_escaped(line)) + "%", escape="\\")
+            for line in lines
+        ]
         ids = s.scalars(
-            select(PolicyModel.id)
-            .where(PolicyModel.boundary.like(pattern, escape="\\"))
-            .order_by(PolicyModel.id)  # lock order, as attach does
+            select(PolicyModel.id).where(or_(*holds)).order_by(PolicyModel.id)  # lock order, as attach does
         ).all()
+        if not ids:
+            return ()
+        M = DecisionRepairModel
+        drop_preference = (
+            [preference] if preference.strip() and not _carried(s, M.preference, preference) else []
+        )
+        drop_anti = (
+            [anti_pattern] if anti_pattern.strip() and not _carried(s, M.anti_pattern, anti_pattern) else []
+        )
+        if not drop_preference and not drop_anti:
+            return ()
         changed: list[str] = []
         for policy_id in ids:
             row = self._store.policies.update_boundary(
                 policy_id,
-                lambda boundary: remove_repair_lines(boundary, [preference], [anti_pattern]),
+                lambda boundary: remove_repair_lines(boundary, drop_preference, drop_anti),
                 session=s,
             )
             if row is not None:
                 changed.append(policy_id)
         return tuple(changed)
+
+
+def _escaped(line: str) -> str:
+    """``line`` as a ``@repair`` block stores it (trimmed, JSON-escaped, without the quotes)."""
+    return json.dumps(line.strip(), ensure_ascii=False)[1:-1]
+
+
+def _carried(s: Session, column: Any, line: str) -> bool:
+    """Whether an active repair (not rejected, no outcome status) has ``line`` in ``column``, trimmed."""
+    M = DecisionRepairModel
+    stmt = (
+        select(M.id)
+        .where(M.rejected.is_(False), M.status.is_(None), func.trim(column) == line.strip())
+        .limit(1)
+    )
+    return s.scalar(stmt) is not None

@@ -235,3 +235,15 @@ def test_adapter_errors_do_not_break_the_run(broken_subscriber: FeedbackSubscrib
     assert cli.answers == [{}, {}, {}, {}, {}]
     callback = feedback_hooks(broken_subscriber)["UserPromptSubmit"][0].hooks[0]
     assert asyncio.run(callback("not a mapping", None, {"signal": None})) == {}  # type: ignore[arg-type]
+
+
+def test_project_scopes_what_the_run_writes_and_reads(subscriber: FeedbackSubscriber) -> None:
+    script = [_bash_failure("npm install", n) for n in (1, 2, 3)]
+    cli = _run(subscriber, script, project="shop-a")
+    assert subscriber.flush(timeout=10)
+    (repair,) = subscriber.store.repairs.list()
+    assert repair.project == "shop-a"
+    ask = {"tool_id": repair.tool_id, "context": repair.context, "query": "npm ERR! ERESOLVE"}
+    assert [i.repair_id for i in subscriber.guidance_for(**ask, project="shop-a").items] == [repair.id]
+    assert not subscriber.guidance_for(**ask, project="shop-b")
+    assert repair.preference in _context(cli.answers[2])

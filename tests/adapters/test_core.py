@@ -18,6 +18,8 @@ from memos_feedback.adapters.core import AdapterCore, default_context_of
 from memos_feedback.events import FeedbackBus, FeedbackClassified
 from memos_feedback.runtime.subscriber import FeedbackSubscriber, attach_feedback_subscriber
 from memos_feedback.store import Store
+from memos_feedback.synthesis.llm import OpenAIRepairLLM
+from tests.support.chat_server import Behaviour, ChatServer
 
 
 @contextmanager
@@ -115,6 +117,59 @@ def test_guidance_is_read_once_per_turn_and_refreshed_by_what_can_change_it(
         after = core.guidance("s")
     assert any(s.lstrip().upper().startswith("SELECT") for s in sql)  # a new message: read again
     assert repair.preference in after
+
+
+def test_a_correction_reaches_the_next_model_call_of_its_session(store: Store) -> None:
+    # The model writing the repair takes its time: the next model call must wait for it.
+    reply = '{"preference": "Use pnpm", "anti_pattern": "npm install", "severity": "warn", "confidence": 0.9}'
+    with ChatServer(reply=reply) as server:
+        server.script(Behaviour.delay(800, reply))
+        llm = OpenAIRepairLLM("m", base_url=server.base_url, api_key="k", timeout=10.0)
+        with attach_feedback_subscriber(store, llm=llm, poll_interval=0.01) as sub:
+            core = AdapterCore(sub, repair_wait=30.0)
+            core.tool_failed("s", "install", {"package": "react", "manager": "npm"}, "npm ERR! ERESOLVE")
+            assert core.guidance("s") == ""  # one failure: nothing learned yet
+            core.user_message("s", "no, use pnpm instead of npm for installs")
+            block = core.guidance("s")  # the next model call waits for the correction's repair
+            (repair,) = store.repairs.list()
+            assert repair.preference in block
+            assert [core.guidance("s") for _ in range(3)] == [block] * 3  # and the rest of the turn too
+
+
+def test_a_repair_written_for_the_session_invalidates_its_cached_block(
+    subscriber: FeedbackSubscriber,
+) -> None:
+    from memos_feedback.signals import context_hash_of
+    from memos_feedback.types import RepairInput
+
+    core = AdapterCore(subscriber)
+    core.tool_failed("s", "install", {"package": "react", "manager": "npm"}, "npm ERR! ERESOLVE")
+    context = default_context_of("install", {"package": "react", "manager": "npm"})
+    assert core.guidance("s") == ""
+    subscriber.store.traces.add("s", agent_text="npm ERR! ERESOLVE could not resolve", value=-0.7)
+    # Written outside the session's own calls (the review UI's manual run).
+    manual = RepairInput(
+        trigger="manual",
+        context_hash=context_hash_of("install", context),
+        tool_id="install",
+        context=context,
+        session_id="s",
+        user_text="use pnpm instead of npm",
+    )
+    result = subscriber.run_once(manual).result(timeout=30)
+    assert result.repair_id is not None
+    assert result.draft is not None and result.draft.preference in core.guidance("s")
+
+
+def test_a_forgotten_adapter_leaves_no_listener_behind(subscriber: FeedbackSubscriber) -> None:
+    import gc
+
+    before = subscriber.bus.listener_count("repair.persisted")
+    core = AdapterCore(subscriber)
+    assert subscriber.bus.listener_count("repair.persisted") == before + 1
+    del core
+    gc.collect()
+    assert subscriber.bus.listener_count("repair.persisted") == before
 
 
 def test_the_agents_turn_goes_to_the_classifier(store: Store) -> None:

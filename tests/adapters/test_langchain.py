@@ -208,6 +208,19 @@ def test_callback_handler_sees_errors_and_error_messages(subscriber: FeedbackSub
     assert codes == ["", "ValueError", "error-message", "error-message", "error-message"]
 
 
+def test_project_scopes_what_the_run_writes_and_reads(subscriber: FeedbackSubscriber) -> None:
+    model = ScriptedChat(_three_failures())
+    middleware = FeedbackMiddleware(subscriber, session_id="lc-p", project="shop-a")
+    agent = create_agent(model, tools=[install], system_prompt="Sys.", middleware=[middleware])
+    agent.invoke({"messages": [{"role": "user", "content": "install react"}]})
+    repair = _the_repair(subscriber)
+    assert repair.project == "shop-a"
+    ask = {"tool_id": repair.tool_id, "context": repair.context, "query": "npm ERR! ERESOLVE"}
+    assert [i.repair_id for i in subscriber.guidance_for(**ask, project="shop-a").items] == [repair.id]
+    assert not subscriber.guidance_for(**ask, project="shop-b")
+    assert repair.preference in model.system_prompts()[3]
+
+
 def test_the_agents_turn_before_the_newest_user_message() -> None:
     from langchain_core.messages import HumanMessage
 

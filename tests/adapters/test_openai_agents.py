@@ -13,8 +13,11 @@ from agents import Agent, RunConfig, Runner, function_tool  # noqa: E402
 from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
 
 from memos_feedback.adapters.openai_agents import OpenAIAgentsFeedback  # noqa: E402
-from memos_feedback.runtime.subscriber import FeedbackSubscriber  # noqa: E402
+from memos_feedback.runtime.subscriber import FeedbackSubscriber, attach_feedback_subscriber  # noqa: E402
+from memos_feedback.store import Store  # noqa: E402
+from memos_feedback.synthesis.llm import OpenAIRepairLLM  # noqa: E402
 from tests.adapters.conftest import Boom, requests_made  # noqa: E402
+from tests.support.chat_server import Behaviour, ChatServer  # noqa: E402
 
 
 @function_tool
@@ -156,6 +159,84 @@ def test_adapter_errors_do_not_break_the_run(broken_subscriber: FeedbackSubscrib
     assert [c.system_instructions for c in model.calls] == ["Sys."] * 5
     outputs = [str(i.output) for i in result.new_items if i.type == "tool_call_output_item"]
     assert len(outputs) == 4 and outputs[-1] == "x"
+
+
+def test_project_scopes_what_the_run_writes_and_reads(subscriber: FeedbackSubscriber) -> None:
+    feedback = OpenAIAgentsFeedback(subscriber, session_id="oa-p", project="shop-a")
+    model = ScriptedModel(_failing_calls())
+    agent = Agent(name="a", instructions=feedback.with_guidance("Sys."), tools=[install], model=model)
+    _run(agent, feedback, "install react")
+    repair = _the_repair(subscriber)
+    assert repair.project == "shop-a"
+    ask = {"tool_id": repair.tool_id, "context": repair.context, "query": "npm ERR! ERESOLVE"}
+    assert [i.repair_id for i in subscriber.guidance_for(**ask, project="shop-a").items] == [repair.id]
+    assert not subscriber.guidance_for(**ask, project="shop-b")
+    assert repair.preference in (model.calls[3].system_instructions or "")
+
+
+def test_hooks_without_the_formatter_record_failures_as_failures(subscriber: FeedbackSubscriber) -> None:
+    feedback = OpenAIAgentsFeedback(subscriber, session_id="oa-hooks")
+    model = ScriptedModel(_failing_calls())
+    agent = Agent(name="a", instructions=feedback.with_guidance("Sys."), tools=[install], model=model)
+    run_config = RunConfig(tracing_disabled=True)  # no tool_error_formatter: the hooks alone
+    result = asyncio.run(Runner.run(agent, "install react", run_config=run_config, hooks=feedback.hooks))
+    outputs = [str(i.output) for i in result.new_items if i.type == "tool_call_output_item"]
+    assert len(outputs) == 3 and all("An error occurred while running the tool" in o for o in outputs)
+    traces = subscriber.store.traces.list("oa-hooks")
+    assert len(traces) == 3 and all(t.tool_calls[0].error_code for t in traces)
+    assert all(t.value < 0 for t in traces)
+    repair = _the_repair(subscriber)  # the burst fired
+    assert repair.trigger == "failure-burst"
+    assert "succeeded" not in repair.anti_pattern
+    assert repair.preference in (model.calls[3].system_instructions or "")
+
+
+def test_a_result_that_only_looks_like_an_error_is_a_success(subscriber: FeedbackSubscriber) -> None:
+    feedback = OpenAIAgentsFeedback(subscriber, session_id="oa-echo")
+    model = ScriptedModel(
+        [[function_call("echo", {"text": "error: disk full"}, call_id="c1")], [assistant_message("ok")]]
+    )
+    agent = Agent(name="a", instructions="Sys.", tools=[echo], model=model)
+    asyncio.run(
+        Runner.run(agent, "say it", run_config=RunConfig(tracing_disabled=True), hooks=feedback.hooks)
+    )
+    (trace,) = subscriber.store.traces.list("oa-echo")
+    assert trace.tool_calls[0].error_code is None and trace.value > 0
+
+
+def test_the_sdk_timeout_message_is_a_failure() -> None:
+    from agents import RunContextWrapper
+    from agents.tool import default_tool_timeout_error_message
+
+    from memos_feedback.adapters.openai_agents import _sdk_failure
+
+    ctx = RunContextWrapper(context=None)
+    message = default_tool_timeout_error_message(tool_name="install", timeout_seconds=2.5)
+    assert _sdk_failure(message, ctx) == message
+    assert _sdk_failure("Tool 'install' finished in 2.5 seconds.", ctx) is None
+    assert _sdk_failure(["not", "text"], ctx) is None
+
+
+def test_a_correction_reaches_the_rest_of_its_session(store: Store) -> None:
+    reply = '{"preference": "Use pnpm", "anti_pattern": "npm install", "severity": "warn", "confidence": 0.9}'
+    with ChatServer(reply=reply) as server:
+        server.script(Behaviour.delay(800, reply))  # the repair takes a while to write
+        llm = OpenAIRepairLLM("m", base_url=server.base_url, api_key="k", timeout=10.0)
+        with attach_feedback_subscriber(store, llm=llm, poll_interval=0.01) as sub:
+            feedback = OpenAIAgentsFeedback(sub, session_id="oa-fix", repair_wait=30.0)
+            first = ScriptedModel([_failing_calls()[0], [assistant_message("it failed")]])
+            guided = feedback.with_guidance("Sys.")
+            _run(
+                Agent(name="a", instructions=guided, tools=[install, echo], model=first), feedback, "install"
+            )
+            second = ScriptedModel(
+                [[function_call("echo", {"text": "retrying"}, call_id="c9")], [assistant_message("done")]]
+            )
+            agent = Agent(name="a", instructions=guided, tools=[install, echo], model=second)
+            _run(agent, feedback, "no, use pnpm instead of npm for installs")
+            prompts = [c.system_instructions or "" for c in second.calls]
+            (repair,) = store.repairs.list()
+            assert len(prompts) == 2 and all(repair.preference in p for p in prompts)
 
 
 def test_the_agents_turn_before_the_newest_user_input() -> None:

@@ -459,3 +459,34 @@ def test_train_writes_the_artefact_the_module_writes(tmp_path: Path) -> None:
     assert fresh["data_sha256"] == shipped["data_sha256"]
     assert fresh["evaluation"] == shipped["evaluation"]
     assert fresh["calibration"] == shipped["calibration"]
+
+
+def test_project_and_user_scope_the_commands(seeded: Store, db_url: str) -> None:
+    for project, user, ctx in (("shop-a", None, "ctx-a"), ("shop-b", "bob", "ctx-b")):
+        scope = ["--project", project] + (["--user", user] if user else [])
+        out = cli(
+            "run-once", "--db", db_url, "--session", "s1", "--context-hash", ctx, "--tool", "pip", *scope
+        )
+        assert out.returncode == 0 and "persisted" in out.stdout, out.stderr
+    listed = json.loads(cli("repairs", "list", "--db", db_url, "--project", "shop-a", "--json").stdout)
+    assert [(r["project"], r["user"]) for r in listed] == [("shop-a", None)]
+    listed = json.loads(cli("repairs", "list", "--db", db_url, "--user", "bob", "--json").stdout)
+    assert [(r["project"], r["user"]) for r in listed] == [("shop-b", "bob")]
+    ask = (
+        "guidance",
+        "--db",
+        db_url,
+        "--tool",
+        "pip",
+        "--query",
+        "pip failed: resolution impossible",
+        "--json",
+    )
+    seen = {
+        i["project"] for i in json.loads(cli(*ask, "--project", "shop-b", "--user", "bob").stdout)["items"]
+    }
+    assert seen == {"shop-b"}
+    assert json.loads(cli(*ask, "--project", "shop-b").stdout)["items"] == []  # bob's, not every user's
+    env = {"MEMOS_FEEDBACK_RECALL_DEFAULT_PROJECT": "shop-a"}
+    seen = {i["project"] for i in json.loads(cli(*ask, env=env).stdout)["items"]}
+    assert seen == {"shop-a"}
