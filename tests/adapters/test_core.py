@@ -98,7 +98,7 @@ def test_guidance_is_read_once_per_turn_and_refreshed_by_what_can_change_it(
         core.tool_failed("s", "install", {"package": "react", "manager": "npm", "flags": f"-{n}"}, "ERESOLVE")
     first = core.guidance("s")  # waits for the burst's repair, then reads it
     repair = subscriber.store.repairs.list()[0]
-    assert repair.preference in first
+    assert (repair.preference or repair.anti_pattern) in first
 
     with statements(subscriber) as sql:
         again = [core.guidance("s") for _ in range(10)]  # ten more model calls in the turn
@@ -116,7 +116,7 @@ def test_guidance_is_read_once_per_turn_and_refreshed_by_what_can_change_it(
     with statements(subscriber) as sql:
         after = core.guidance("s")
     assert any(s.lstrip().upper().startswith("SELECT") for s in sql)  # a new message: read again
-    assert repair.preference in after
+    assert (repair.preference or repair.anti_pattern) in after
 
 
 def test_a_correction_reaches_the_next_model_call_of_its_session(store: Store) -> None:
@@ -132,7 +132,7 @@ def test_a_correction_reaches_the_next_model_call_of_its_session(store: Store) -
             core.user_message("s", "no, use pnpm instead of npm for installs")
             block = core.guidance("s")  # the next model call waits for the correction's repair
             (repair,) = store.repairs.list()
-            assert repair.preference in block
+            assert (repair.preference or repair.anti_pattern) in block
             assert [core.guidance("s") for _ in range(3)] == [block] * 3  # and the rest of the turn too
 
 

@@ -70,7 +70,7 @@ def test_three_failures_repair_and_guidance_in_next_model_call(subscriber: Feedb
     prompts = [c.system_instructions or "" for c in model.calls]
     assert len(prompts) == 4
     assert prompts[0] == "You install packages."
-    assert "<memory-context>" in prompts[3] and repair.preference in prompts[3]
+    assert "<memory-context>" in prompts[3] and (repair.preference or repair.anti_pattern) in prompts[3]
     # The SDK's message to the model is unchanged (the formatter returned None).
     outputs = [i for i in result.new_items if i.type == "tool_call_output_item"]
     assert all("An error occurred while running the tool" in str(i.output) for i in outputs)
@@ -105,7 +105,7 @@ def test_custom_failure_function_and_callable_instructions(subscriber: FeedbackS
     repair = _the_repair(subscriber)
     prompts = [c.system_instructions or "" for c in model.calls]
     assert prompts[0] == "Dynamic for dyn."
-    assert repair.preference in prompts[3]
+    assert (repair.preference or repair.anti_pattern) in prompts[3]
     assert len(subscriber.store.traces.list("from-context")) == 3
 
 
@@ -171,7 +171,7 @@ def test_project_scopes_what_the_run_writes_and_reads(subscriber: FeedbackSubscr
     ask = {"tool_id": repair.tool_id, "context": repair.context, "query": "npm ERR! ERESOLVE"}
     assert [i.repair_id for i in subscriber.guidance_for(**ask, project="shop-a").items] == [repair.id]
     assert not subscriber.guidance_for(**ask, project="shop-b")
-    assert repair.preference in (model.calls[3].system_instructions or "")
+    assert (repair.preference or repair.anti_pattern) in (model.calls[3].system_instructions or "")
 
 
 def test_hooks_without_the_formatter_record_failures_as_failures(subscriber: FeedbackSubscriber) -> None:
@@ -188,7 +188,7 @@ def test_hooks_without_the_formatter_record_failures_as_failures(subscriber: Fee
     repair = _the_repair(subscriber)  # the burst fired
     assert repair.trigger == "failure-burst"
     assert "succeeded" not in repair.anti_pattern
-    assert repair.preference in (model.calls[3].system_instructions or "")
+    assert (repair.preference or repair.anti_pattern) in (model.calls[3].system_instructions or "")
 
 
 def test_a_result_that_only_looks_like_an_error_is_a_success(subscriber: FeedbackSubscriber) -> None:
@@ -236,7 +236,7 @@ def test_a_correction_reaches_the_rest_of_its_session(store: Store) -> None:
             _run(agent, feedback, "no, use pnpm instead of npm for installs")
             prompts = [c.system_instructions or "" for c in second.calls]
             (repair,) = store.repairs.list()
-            assert len(prompts) == 2 and all(repair.preference in p for p in prompts)
+            assert len(prompts) == 2 and all((repair.preference or repair.anti_pattern) in p for p in prompts)
 
 
 def test_the_agents_turn_before_the_newest_user_input() -> None:

@@ -16,6 +16,7 @@ from memos_feedback.events import (
     FeedbackClassified,
     FeedbackEvent,
     RepairAttached,
+    RepairDeleted,
     RepairJobDead,
     RepairJobDiscarded,
     RepairJobFailed,
@@ -185,6 +186,7 @@ ALL_EVENTS: list[FeedbackEvent] = [
     RepairStale(repair_id="dr1", recurrences=3),
     RepairReviewFlagged(repair_id="dr1", recurrences=3),
     RepairSuperseded(repair_id="dr1", superseded_by="dr2", reason="prefers what it avoided"),
+    RepairDeleted(repair_id="dr1", policy_ids=("p1",)),
 ]
 
 
