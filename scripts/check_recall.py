@@ -1,4 +1,4 @@
-"""Validate the labelled recall sets (tests/data/recall_dev.jsonl, tests/data/recall/*.jsonl).
+"""Validate the labelled recall sets: one file per domain in tests/data/recall/ (web_shop: the dev set).
 
     python scripts/check_recall.py [FILE ...]
 
@@ -127,7 +127,7 @@ def check(path: Path, seen: set[str]) -> list[str]:
 
 def main(argv: list[str]) -> int:
     data = Path(__file__).resolve().parents[1] / "tests" / "data"
-    paths = [Path(a) for a in argv] or [data / "recall_dev.jsonl", *sorted((data / "recall").glob("*.jsonl"))]
+    paths = [Path(a) for a in argv] or sorted((data / "recall").glob("*.jsonl"))
     seen: set[str] = set()
     problems = [p for path in paths for p in check(path, seen)]
     for line in problems:

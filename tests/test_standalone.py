@@ -54,7 +54,7 @@ def test_contract_and_data_are_in_the_repository() -> None:
         "docs/PIPELINE.md",
         "docs/FEEDBACK_SHAPES.md",
         "tests/data/feedback_dev.jsonl",
-        "tests/data/recall_dev.jsonl",
+        "tests/data/recall/web_shop.jsonl",
         "tests/data/RECALL.md",
     ):
         assert (ROOT / rel).is_file(), rel

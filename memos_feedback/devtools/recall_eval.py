@@ -49,7 +49,16 @@ from ..store import Store, open_store
 from ..store.models import DecisionRepairModel
 from ..types import REPAIR_SHAPE_VALUES, FailureRecord, RepairInput, ToolCall
 
-__all__ = ["Rate", "RecallCase", "RecallReport", "evaluate_recall", "load_cases", "main"]
+__all__ = [
+    "Rate",
+    "RecallCase",
+    "RecallReport",
+    "evaluate_recall",
+    "load_cases",
+    "main",
+    "score_queries",
+    "write_cases",
+]
 
 
 
@@ -93,6 +102,14 @@ class RecallReport:
     not_written: list[str] = field(default_factory=list)
     misses: list[dict[str, Any]] = field(default_factory=list)
     median_ms: float = 0.0
+    # Block precision: items returned (any repair's) per unrelated query, and
+    # the unrelated-far queries whose block renders empty.
+    unrelated_items: list[int] = field(default_factory=list)
+    far_empty: Rate = field(default_factory=Rate)
+
+    @property
+    def mean_unrelated_items(self) -> float | None:
+        return sum(self.unrelated_items) / len(self.unrelated_items) if self.unrelated_items else None
 
     def as_dict(self) -> dict[str, Any]:
         def rate(r: Rate) -> dict[str, Any]:
@@ -109,6 +126,8 @@ class RecallReport:
             "by_half": {k: {m: rate(r) for m, r in v.items()} for k, v in sorted(self.by_half.items())},
             "not_written": self.not_written,
             "median_ms": self.median_ms,
+            "mean_unrelated_items": self.mean_unrelated_items,
+            "far_empty": rate(self.far_empty),
             "misses": self.misses,
         }
 
@@ -189,28 +208,44 @@ def _write_repair(store: Store, case: RecallCase, deps: RepairDeps) -> str | Non
     return run_repair(inp, deps).repair_id
 
 
-def evaluate_recall(
-    cases: Sequence[RecallCase],
-    store: Store,
-    *,
-    embedder: Embedder | None = None,
-    config: RecallConfig | None = None,
-    misses: bool = False,
-) -> RecallReport:
-    """Write every case's repair into ``store`` (empty), then score every query.
-
-    Raises ``InvalidInputError`` when ``store`` holds repairs already.
-    """
+def check_empty(store: Store) -> None:
+    """Raise ``InvalidInputError`` when ``store`` holds repairs already (they would compete)."""
     with store.connection() as conn:
         held = conn.execute(select(func.count()).select_from(DecisionRepairModel)).scalar_one()
     if held:
         shown = store.engine.url.render_as_string(hide_password=True)
         raise InvalidInputError(f"recall evaluation needs an empty database; {shown} holds {held} repairs")
-    cfg = config or RecallConfig()
+
+
+def write_cases(
+    cases: Sequence[RecallCase],
+    store: Store,
+    *,
+    embedder: Embedder | None = None,
+    config: RecallConfig | None = None,
+) -> dict[str, str | None]:
+    """Write every case's repair into ``store`` (empty): case id -> repair id (None: skipped)."""
+    check_empty(store)
     deps = RepairDeps(
-        store=store, config=FeedbackConfig(use_llm=False, cooldown_ms=0), embedder=embedder, recall=cfg
+        store=store,
+        config=FeedbackConfig(use_llm=False, cooldown_ms=0),
+        embedder=embedder,
+        recall=config or RecallConfig(),
     )
-    own: dict[str, str | None] = {case.id: _write_repair(store, case, deps) for case in cases}
+    return {case.id: _write_repair(store, case, deps) for case in cases}
+
+
+def score_queries(
+    cases: Sequence[RecallCase],
+    store: Store,
+    own: dict[str, str | None],
+    *,
+    embedder: Embedder | None = None,
+    config: RecallConfig | None = None,
+    misses: bool = False,
+) -> RecallReport:
+    """Ask for guidance on every query of ``cases`` (their repairs in ``store``: ``own``) and score it."""
+    cfg = config or RecallConfig()
     report = RecallReport(
         mode="semantic" if embedder is not None else "lexical",
         cases=len(cases),
@@ -233,13 +268,17 @@ def evaluate_recall(
             )
             timings.append((time.perf_counter() - started) * 1000)
             ids = [item.repair_id for item in found.items]
-            target = own[case.id]
+            target = own.get(case.id)
             metric = "recall_at_5" if q["relevant"] else "false_injection"
             hit = target is not None and (target in ids[:5] if q["relevant"] else target in ids)
             getattr(report, metric).add(hit)
             report.by_kind.setdefault(q["kind"], Rate()).add(hit)
             report.by_lang.setdefault(case.lang, {}).setdefault(metric, Rate()).add(hit)
             report.by_half.setdefault(half, {}).setdefault(metric, Rate()).add(hit)
+            if not q["relevant"]:
+                report.unrelated_items.append(len(ids))
+                if q["kind"] == "unrelated-far":
+                    report.far_empty.add(not found.render())
             if misses and hit != q["relevant"]:
                 report.misses.append(
                     {"case": case.id, "kind": q["kind"], "query": q["query"][:120], "returned": len(ids)}
@@ -249,8 +288,28 @@ def evaluate_recall(
     return report
 
 
+def evaluate_recall(
+    cases: Sequence[RecallCase],
+    store: Store,
+    *,
+    embedder: Embedder | None = None,
+    config: RecallConfig | None = None,
+    misses: bool = False,
+) -> RecallReport:
+    """Write every case's repair into ``store`` (empty), then score every query.
+
+    Raises ``InvalidInputError`` when ``store`` holds repairs already.
+    """
+    own = write_cases(cases, store, embedder=embedder, config=config)
+    return score_queries(cases, store, own, embedder=embedder, config=config, misses=misses)
+
+
 def _fmt(rate: Rate) -> str:
     return "n/a" if rate.value is None else f"{rate.value:.3f} ({rate.hits}/{rate.total})"
+
+
+def _mean(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
 
 
 def format_report(report: RecallReport) -> str:
@@ -259,6 +318,8 @@ def format_report(report: RecallReport) -> str:
         + (f" (skipped: {', '.join(report.not_written)})" if report.not_written else ""),
         f"recall@5:         {_fmt(report.recall_at_5)}",
         f"false injection:  {_fmt(report.false_injection)}",
+        f"block precision:  {_mean(report.mean_unrelated_items)} items per unrelated query, "
+        f"empty block for unrelated-far {_fmt(report.far_empty)}",
         f"median guidance_for: {report.median_ms} ms (query embedding included)",
         "by kind (recall for relevant kinds, injection rate for unrelated ones):",
     ]
@@ -279,27 +340,51 @@ def _embedder(model: str | None) -> Embedder:
     return SentenceTransformerEmbedder(model)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="memos-feedback eval recall", description="Score guidance recall on labelled JSONL."
     )
-    parser.add_argument("cases", help="JSON Lines file, one case a line (tests/data/RECALL.md)")
+    parser.add_argument(
+        "cases", help="JSON Lines file, one case a line (tests/data/RECALL.md); with --cv, a directory"
+    )
     parser.add_argument("--mode", choices=("lexical", "semantic", "both"), default="both")
+    parser.add_argument(
+        "--cv",
+        choices=("domain",),
+        help="leave one domain (one *.jsonl file of the directory) out: fit on the others, score it",
+    )
+    parser.add_argument(
+        "--gate",
+        choices=("learned", "shipped"),
+        default="learned",
+        help="with --cv: fit the relevance gate per fold (learned, default) or use the shipped one",
+    )
     parser.add_argument("--model", help="local sentence-transformers model directory (default: packaged)")
     parser.add_argument(
-        "--db", help="URL of an EMPTY database, for one --mode (default: a temporary SQLite file per mode)"
+        "--db",
+        help="URL of an EMPTY database, for one --mode (default: a temporary SQLite file per mode); "
+        "with --cv, a URL with {domain} in it, one empty database per domain",
     )
     parser.add_argument("--misses", action="store_true", help="list the queries scored wrong")
     parser.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     if args.db and args.mode == "both":
         parser.error("--db takes one mode (--mode lexical or --mode semantic), each its own empty database")
+    if args.cv and args.db and "{domain}" not in args.db:
+        parser.error("with --cv, --db needs {domain} in it: one empty database per domain")
+    modes = ["lexical", "semantic"] if args.mode == "both" else [args.mode]
+    if args.cv:
+        return _main_cv(args, modes)
     try:
         cases = load_cases(args.cases)
     except (RecallDataError, OSError, UnicodeDecodeError) as exc:
         print(f"error: {args.cases}: {exc}", file=sys.stderr)
         return 2
-    modes = ["lexical", "semantic"] if args.mode == "both" else [args.mode]
     reports: list[RecallReport] = []
     try:
         for mode in modes:
@@ -316,3 +401,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print("\n\n".join(format_report(r) for r in reports))
     return 0
+
+
+def _main_cv(args: argparse.Namespace, modes: Sequence[str]) -> int:
+    from .recall_cv import CVReport, cross_validate, format_cv, load_domains
+
+    try:
+        domains = load_domains(args.cases)
+    except (RecallDataError, OSError, UnicodeDecodeError, ValueError) as exc:
+        print(f"error: {args.cases}: {exc}", file=sys.stderr)
+        return 2
+    reports: list[CVReport] = []
+    log = None if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
+    try:
+        for mode in modes:
+            embedder = _embedder(args.model) if mode == "semantic" else None
+            fit = _fitter(args.gate, embedder)
+            reports.append(
+                cross_validate(domains, embedder=embedder, fit=fit, db=args.db, misses=args.misses, log=log)
+            )
+    except MemosFeedbackError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps([r.as_dict() for r in reports], ensure_ascii=False, indent=2))
+    else:
+        print("\n\n".join(format_cv(r) for r in reports))
+    return 0
+
+
+def _fitter(gate: str, embedder: Embedder | None) -> Any:
+    """The per-fold fit of ``--gate learned``; None (nothing fitted) for ``shipped``."""
+    if gate == "shipped":
+        return None
+    from .recall_train import FoldFitter
+
+    return FoldFitter(embedder)

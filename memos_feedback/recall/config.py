@@ -1,7 +1,7 @@
 """``RecallConfig``: the tunables of guidance recall, validated like ``FeedbackConfig``.
 
 Every weight and threshold here is documented in ALGORITHMS.md ("Recall");
-the defaults are round numbers calibrated on ``tests/data/recall_dev.jsonl``
+the defaults are round numbers calibrated on ``tests/data/recall/web_shop.jsonl``
 (odd and even cases separately, to check they generalise).
 """
 

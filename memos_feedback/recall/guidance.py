@@ -58,7 +58,7 @@ from .config import RecallConfig
 from .eligibility import eligible
 from .embeddings import Embedder, check_embedder
 from .frequencies import DocumentFrequencies
-from .scoring import Passed, Scorer, Weights
+from .scoring import Passed, Scorer, Weights, has_cjk
 from .search import CandidateRead, read_candidates
 from .terms import error_identifiers, glossed, is_tool_report, query_terms
 from .vectors import Similarities, similarities
@@ -275,7 +275,9 @@ def guidance_for(
             situation_weights=Weights(situation.words, situation.short, dfs, total),
             identifiers=identifiers,
             report=report,
-            cfg=cfg,
+            query_cjk=has_cjk(evidence_text),
+            embedding_model=emb.model_name if emb is not None else None,
+            query_text=evidence_text[:_REPORT_SCAN],
         )
         passed = scorer.passed(found, sims.cosines([c.id for c in found]))
         # Outcomes: they reorder related repairs, never make an unrelated one

@@ -14,17 +14,19 @@ minimum (below it, nothing else can make it related).
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Sequence
 from typing import NamedTuple
 
 from .candidates import Candidate
-from .config import RecallConfig
+from .categories import CATEGORIES
 from .frequencies import idf
+from .gate import current_gate, recorder
 from .indexing import embedding_text
-from .terms import comparable, contains_term
+from .terms import comparable, contains_term, query_terms
 
-__all__ = ["PAIR_WEIGHT", "Passed", "Scorer", "Weights"]
+__all__ = ["PAIR_WEIGHT", "Passed", "Scorer", "Weights", "has_cjk"]
 
 # A CJK character pair cannot be counted by a trigram index (no IDF); it weighs this much.
 PAIR_WEIGHT = 0.5
@@ -110,26 +112,43 @@ class Passed(NamedTuple):
     why: tuple[str, ...]
 
 
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a CJK ideograph (the language pair's side)."""
+    return any("\u3400" <= ch <= "\u9fff" for ch in text)
+
+
+@functools.lru_cache(maxsize=_TEXTS_MAX)
+def _problem_cjk(problem: str) -> bool:
+    return has_cjk(problem)
+
+
+_CATEGORY_INDEX = {c: i for i, c in enumerate(CATEGORIES)}
+# The query's size saturates at this IDF mass (a long report is not more relevant).
+_SIZE_MASS = 40.0
+
+
 class Scorer:
-    """One call's gate and score (``passed``), its constants read once."""
+    """One call's gate and score (``passed``): the learned relevance gate (``gate``)."""
 
     __slots__ = (
-        "_exact_bonus",
+        "_call",
         "_exact_hash",
         "_identifiers",
-        "_lexical_gate",
-        "_lexical_min",
         "_mass",
+        "_model",
         "_no_query",
-        "_semantic_gate",
-        "_semantic_min",
-        "_semantic_weight",
+        "_novel_items",
+        "_novel_mass",
+        "_novel_top",
+        "_query_cjk",
+        "_query_text",
+        "_reads_cosine",
+        "_record",
         "_session",
         "_situation_items",
         "_situation_mass",
         "_terms",
         "_tool",
-        "_tool_bonus",
     )
 
     def __init__(
@@ -143,7 +162,9 @@ class Scorer:
         situation_weights: Weights,
         identifiers: tuple[str, ...],
         report: bool,
-        cfg: RecallConfig,
+        query_cjk: bool = False,
+        embedding_model: str | None = None,
+        query_text: str = "",
     ) -> None:
         self._tool = tool
         self._exact_hash = exact_hash
@@ -151,43 +172,83 @@ class Scorer:
         self._session = session
         self._terms, self._mass = weights.items, weights.mass
         self._situation_items, self._situation_mass = situation_weights.items, situation_weights.mass
+        # The query's terms that do not name the caller's situation: what the
+        # problem is, not where it happens (a near miss shares the where).
+        where = {t for t, _ in situation_weights.items}
+        self._novel_items = tuple((t, w) for t, w in weights.items if t not in where)
+        self._novel_mass = sum(w for _, w in self._novel_items)
+        self._novel_top = max((w for _, w in self._novel_items), default=0.0)
+        self._query_text = comparable(query_text)
         self._identifiers = identifiers
-        self._semantic_weight = cfg.semantic_weight
-        self._semantic_min, self._lexical_min = cfg.min_score_semantic, cfg.min_score_lexical
-        # A query carrying a tool's report holds the situation test at full weight.
-        self._semantic_gate = cfg.situation_weight if report else cfg.described_situation_weight_semantic
-        self._lexical_gate = cfg.situation_weight if report else cfg.described_situation_weight_lexical
-        self._exact_bonus, self._tool_bonus = cfg.exact_context_bonus, cfg.same_tool_bonus
+        self._query_cjk = query_cjk
+        self._model, self._reads_cosine = current_gate().model(embedding_model)
+        self._record = recorder()
+        # The features that are the same for every candidate of the call.
+        self._call = (float(report), float(query_cjk), min(1.0, self._mass / _SIZE_MASS))
 
     def passed(self, candidates: Sequence[Candidate], cosines: Sequence[float | None]) -> list[Passed]:
-        """The candidates that pass the gate, scored (``cosines[i]``: the query's with ``candidates[i]``)."""
+        """The candidates that pass the gate, scored (``cosines[i]``: the query's with ``candidates[i]``).
+
+        Two passes: each candidate's own features, then how it compares with
+        the call's best (coverage and cosine against their maximum).
+        """
+        own = [self._features(c, cosine) for c, cosine in zip(candidates, cosines, strict=True)]
+        best_cov = max((f[0][0] for f in own), default=0.0)
+        best_cos = max((f[0][4] for f in own), default=0.0)
         out: list[Passed] = []
-        for c, cosine in zip(candidates, cosines, strict=True):
-            hit = self.score(c, cosine)
+        for c, (values, same_error) in zip(candidates, own, strict=True):
+            full = _relative(values, best_cov, best_cos)
+            hit = self._decide(c, full, same_error)
             if hit is not None:
                 out.append(hit)
         return out
 
-    def score(self, c: Candidate, cosine: float | None) -> Passed | None:
-        """Gate and score one candidate (``cosine``: with the query, when both are embedded by one model)."""
+    def _features(self, c: Candidate, cosine: float | None) -> tuple[list[float], bool]:
+        """A candidate's own features (``gate.FEATURES`` less the relative ones), same error or not."""
         texts = _problem(c.source_text)
-        lexical = _share(self._terms, self._mass, texts.problem_normalised)
-        if cosine is not None:
-            weight = self._semantic_weight
-            evidence = weight * cosine + (1.0 - weight) * lexical
-            threshold, gate = self._semantic_min, self._semantic_gate
-        else:
-            evidence, threshold, gate = lexical, self._lexical_min, self._lexical_gate
+        problem = texts.problem_normalised
+        coverage = _share(self._terms, self._mass, problem)
+        novel = _share(self._novel_items, self._novel_mass, problem)
+        rarest = _rarest(self._novel_items, self._novel_top, problem)
+        lesson = _lesson_share(_lesson_terms(c.preference, c.anti_pattern), self._query_text)
+        cos = max(0.0, cosine) if cosine is not None and self._reads_cosine else 0.0
+        situation = _share(self._situation_items, self._situation_mass, _situation(c.tool_id, c.context))
+        same_error = any(ident in texts.problem for ident in self._identifiers)
+        report, query_cjk, size = self._call
+        problem_cjk = _problem_cjk(texts.problem)
+        category = [0.0] * len(CATEGORIES)
+        index = _CATEGORY_INDEX.get(c.category or "")
+        if index is not None:
+            category[index] = 1.0
+        values = [
+            coverage,
+            novel,
+            rarest,
+            lesson,
+            cos,
+            coverage * cos,
+            situation,
+            report,
+            report * situation,
+            float(same_error),
+            float(bool(self._identifiers) and not same_error),
+            float(self._tool is not None and c.tool_id == self._tool),
+            float(self._exact_hash is not None and c.context_hash == self._exact_hash),
+            query_cjk,
+            float(problem_cjk),
+            float(problem_cjk != self._query_cjk),
+            size,
+            *category,
+        ]
+        return values, same_error
+
+    def _decide(self, c: Candidate, values: tuple[float, ...], same_error: bool) -> Passed | None:
+        if self._record is not None:
+            into, key = self._record
+            into.append((key, c.id, values))
+        probability = self._model.probability(values)
+        related = probability >= self._model.threshold
         exact = self._exact_hash is not None and c.context_hash == self._exact_hash
-        same_error = related = False
-        # Below the minimum nothing makes a candidate related: the error
-        # identifiers and the situation's overlap are looked at only above it.
-        if evidence >= threshold:
-            problem = texts.problem
-            same_error = any(ident in problem for ident in self._identifiers)
-            related = same_error or evidence >= gate * _share(
-                self._situation_items, self._situation_mass, _situation(c.tool_id, c.context)
-            )
         if not related and not (exact and self._no_query):
             return None
         same_tool = self._tool is not None and c.tool_id == self._tool
@@ -200,6 +261,39 @@ class Scorer:
             why.append("same session")
         if related:
             why.append("same error" if same_error else "similar text")
-        score = evidence + self._exact_bonus * exact + self._tool_bonus * same_tool
         tier = 2 if exact else 1 if same_tool else 0
-        return Passed(c, tier, score, tuple(why))
+        return Passed(c, tier, probability, tuple(why))
+
+
+def _rarest(items: tuple[tuple[str, float], ...], top: float, text: str) -> float:
+    """The weight of the rarest query term found in ``text`` against the rarest of the query's."""
+    if top <= 0:
+        return 0.0
+    found = max((w for t, w in items if t in text and contains_term(text, t)), default=0.0)
+    return found / top
+
+
+@functools.lru_cache(maxsize=_TEXTS_MAX)
+def _lesson_terms(preference: str, anti_pattern: str) -> tuple[str, ...]:
+    """The terms of a repair's lesson (what it is about), cached."""
+    return query_terms(f"{preference} {anti_pattern}").all()
+
+
+def _lesson_share(terms: tuple[str, ...], query_text: str) -> float:
+    """The share of the lesson's terms found in the query (each term weighs the same)."""
+    if not terms or not query_text:
+        return 0.0
+    return sum(1 for t in terms if t in query_text and contains_term(query_text, t)) / len(terms)
+
+
+def _relative(values: list[float], best_cov: float, best_cos: float) -> tuple[float, ...]:
+    """The raw ``values`` with their comparison to the call's best filled in (``gate.FEATURES`` order)."""
+    coverage, cos = values[0], values[4]
+    return (
+        *values[:4],
+        coverage / best_cov if best_cov > 0 else 0.0,
+        float(best_cov > 0 and coverage >= best_cov),
+        cos / best_cos if best_cos > 0 else 0.0,
+        float(best_cos > 0 and cos >= best_cos),
+        *values[4:],
+    )

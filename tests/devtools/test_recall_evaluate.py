@@ -15,7 +15,7 @@ DATA = Path(__file__).parents[1] / "data"
 
 
 def _two_cases(tmp_path: Path) -> Path:
-    lines = (DATA / "recall_dev.jsonl").read_text(encoding="utf-8").splitlines()[:2]
+    lines = (DATA / "recall" / "web_shop.jsonl").read_text(encoding="utf-8").splitlines()[:2]
     path = tmp_path / "two.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

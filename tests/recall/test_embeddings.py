@@ -217,7 +217,8 @@ def test_the_projection_finds_the_exact_nearest_of_real_embeddings(
 ) -> None:
     # Real texts (the recall cases' repairs, traces and queries), embedded,
     # and mixed two by two into more rows than the projection starts at.
-    lines = (Path(__file__).parents[1] / "data" / "recall_dev.jsonl").read_text(encoding="utf-8").splitlines()
+    dev = Path(__file__).parents[1] / "data" / "recall" / "web_shop.jsonl"
+    lines = dev.read_text(encoding="utf-8").splitlines()
     texts = list(dict.fromkeys(t for line in lines for t in _texts(json.loads(line))))
     real = embedder.embed(texts)
     rng = np.random.default_rng(0)
