@@ -36,9 +36,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     # Without scikit-learn it raises TrainingUnavailableError, printed as one line by ``main``.
     if args.what == "recall":
         from ..devtools import recall_train
+        from ..recall.gate import GATE_PATH
 
         if args.out == MODEL_PATH:
-            args.out = recall_train.GATE_PATH
+            args.out = GATE_PATH
         return recall_train.run(args)
     from ..devtools.train import run
 

@@ -137,7 +137,15 @@ def threshold_for(probabilities: Sequence[float | None], target: float = TARGET_
 
 
 def fit_gate_model(parts: Sequence[Rows]) -> GateModel:
-    """Weights fitted on all ``parts``; the threshold from each part scored by a fit on the others."""
+    """Weights fitted on all ``parts``; the threshold from each part scored by a fit on the others.
+
+    (A single part has no others: its threshold is then in sample.)
+    """
+    if len(parts) < 2:
+        weights, bias = _fit(parts)
+        model = GateModel(weights, bias, 0.0)
+        scored = [None if r is None else model.probability(p.x[r]) for p in parts for r in p.unrelated_own]
+        return GateModel(weights, bias, threshold_for(scored))
     out_of_fold: list[float | None] = []
     for i, held in enumerate(parts):
         weights, bias = _fit([p for j, p in enumerate(parts) if j != i])
@@ -241,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.out} is up to date")
         return 0
     try:
-        import sklearn  # noqa: F401
+        import sklearn  # type: ignore[import-untyped]  # noqa: F401
     except ImportError:
         raise TrainingUnavailableError(MISSING_SKLEARN) from None
     embedders: list[Embedder | None] = [None]

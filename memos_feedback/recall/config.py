@@ -1,8 +1,8 @@
 """``RecallConfig``: the tunables of guidance recall, validated like ``FeedbackConfig``.
 
-Every weight and threshold here is documented in ALGORITHMS.md ("Recall");
-the defaults are round numbers calibrated on ``tests/data/recall/web_shop.jsonl``
-(odd and even cases separately, to check they generalise).
+Every setting here is documented in docs/CONFIG.md; the relevance gate's
+weights and threshold are not settings but a trained artefact
+(``recall/gate.py``, ALGORITHMS.md "Recall").
 """
 
 from __future__ import annotations
@@ -30,26 +30,15 @@ class RecallConfig:
     unvalidated_max_age_ms: int = 7 * _DAY_MS
     default_limit: int = 5
     max_limit: int = 20
-    # Relatedness gate (see ALGORITHMS.md): below it, nothing is returned.
+    # The hand-set gate's constants, no longer read: the learned relevance
+    # gate (``recall/gate.py``, ALGORITHMS.md "Recall") replaced them. They
+    # stay so that existing configurations and environments still load.
     min_score_semantic: float = 0.20
     min_score_lexical: float = 0.15
-    # Weight of the embedding cosine against the lexical coverage (the share
-    # of the query's IDF mass found in the repair's lesson, error and trace)
-    # when both exist.
     semantic_weight: float = 0.5
-    # A repair must be related by more than the situation it shares with the
-    # caller: evidence >= situation_weight * (share of the caller's tool and
-    # context terms found in the repair's tool and context). Near misses —
-    # same tool and context, different problem — fail here.
     situation_weight: float = 0.7
-    # The same test for a query in the caller's own words (no tool report in
-    # it: no error word, code, class, log level or HTTP status): sharing the
-    # situation is then a reason to believe the repair applies, not a sign
-    # of a near miss, so the bar is lower. One per evidence scale, like the
-    # minimum scores.
     described_situation_weight_semantic: float = 0.3
     described_situation_weight_lexical: float = 0.2
-    # Small boosts inside the ranking (never enough to pass the gate alone).
     same_tool_bonus: float = 0.05
     exact_context_bonus: float = 0.1
     # With an embedder, a session trace without the repair's keyword is still

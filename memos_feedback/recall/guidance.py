@@ -8,32 +8,25 @@ at most a few hundred candidate rows. The ranking (ALGORITHMS.md, "Recall"):
 2. **Candidates**: repairs for the exact (tool, context), the newest of the
    same tool, the database's text search over the query's terms, and — with
    an embedder — the nearest embeddings.
-3. **Evidence of relatedness** between the query text (the context when
-   there is no query) and each candidate's *problem* — its lesson, error and
-   trace, not its tool and context:
-   ``coverage = Σ w(query terms found in the problem) / Σ w(query terms)``, w the
-   IDF of a word or a fixed weight for a Chinese character pair
-   (how much of the query the repair explains; English words by a light
-   stem at the start of words, Chinese words also by their English
-   glosses — ``terms``, ``glossary``), and with embeddings
-   ``semantic_weight·cosine + (1 - semantic_weight)·coverage``.
-4. **Gate**: evidence below the minimum score is dropped, and so is evidence
-   that does not exceed ``situation_weight`` times the *situation overlap*
-   (the share of the caller's tool and context terms found in the
-   candidate's tool and context). A repair must be related by what went
-   wrong, not by where: the same tool and context with a different problem
-   is the near miss that must not be injected. That holds at full weight
-   for a query carrying a tool's report (``terms.is_tool_report``); a
-   query in the caller's own words gets the lower
-   ``described_situation_weight_*``, because nothing in it names another
-   failure. A query that names an error
-   code or exception class found in the candidate's problem (``same
-   error``) is about the same problem and skips the overlap test, not the
-   minimum. Exception: a caller that
-   gives no query text and names an exact (tool, context) a repair was
-   written for gets that repair.
+3. **Signals** between the query text (the context when there is no
+   query) and each candidate's *problem* — its lesson, error and trace, not
+   its tool and context — and its situation: the IDF-weighted share of the
+   query's terms found in the problem (English words by a light stem at the
+   start of words, Chinese words also by their English glosses — ``terms``,
+   ``glossary``), the cosine with embeddings, the overlap of the caller's
+   tool and context with the candidate's, error identifiers shared or
+   missing, the language pair, the category (``gate.FEATURES``).
+4. **Gate** (``gate``): a logistic regression over them, trained at build
+   time on the recall corpus; a candidate whose probability is below the
+   threshold (chosen out of sample for at most 3 % false injection) is not
+   returned. A repair must be related by what went wrong, not by where:
+   the same tool and context with a different problem is the near miss
+   that must not be injected. Exception: a caller that gives no query
+   text and names an exact (tool, context) a repair was written for gets
+   that repair.
 5. **Order**: exact (tool, context) first, then the same tool, then the
-   rest; within each, validated before unvalidated, then by score times
+   rest; within each, validated before unvalidated, then by the gate's
+   probability times
    the repair's outcome factor (``memos_feedback.outcomes.estimate``:
    Beta posterior of "it held", with age decay for unvalidated repairs).
 6. Near-duplicates collapse to the better-ranked one; at most ``limit``.

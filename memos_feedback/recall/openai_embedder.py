@@ -154,7 +154,8 @@ def _rows(response: Any, expected: int) -> list[list[float]]:
         data = sorted(response.data, key=lambda d: d.index)
         rows = [list(d.embedding) for d in data]
     except (AttributeError, TypeError) as exc:
-        raise LLMReplyError(f"embeddings: the reply is not an embeddings list ({type(exc).__name__})") from exc
+        reason = type(exc).__name__
+        raise LLMReplyError(f"embeddings: the reply is not a list of embeddings ({reason})") from exc
     if len(rows) != expected:
         raise LLMReplyError(f"embeddings: {len(rows)} vectors for {expected} texts")
     return rows

@@ -1,15 +1,14 @@
 """Gate and score one call's candidates: steps 3 and 4 of ``guidance_for``'s ranking.
 
-For each candidate: the evidence that it is about the query's problem (the
-weighted share of the query's terms found in its problem, mixed with the
-cosine when both are embedded), the gate (``guidance`` module docstring,
-ALGORITHMS.md "Recall"), and the score and tier it is ranked by.
+For each candidate: the signals of the relevance gate (``gate.FEATURES``:
+the weighted share of the query's terms found in its problem, the cosine
+when both are embedded, the overlap with the caller's situation, error
+identifiers, the language pair, the category), its probability under the
+learned gate (``gate``, ALGORITHMS.md "Recall"), and the tier it is ranked
+in (the probability is its score there).
 
 This runs for every candidate of every call — about a hundred — so the
-call's constants (weights, thresholds, bonuses) are read once into a
-``Scorer``, and the overlap with the caller's situation and the error
-identifiers are looked at only for a candidate whose evidence reaches the
-minimum (below it, nothing else can make it related).
+call's own terms and the gate's model are read once into a ``Scorer``.
 """
 
 from __future__ import annotations

@@ -51,3 +51,40 @@ def test_db_with_both_modes_is_an_error_not_one_mode_silently(
     assert exited.value.code == 2
     assert "--db takes one mode" in capsys.readouterr().err
     assert _repairs(store) == 0
+
+
+def _domains(tmp_path: Path) -> Path:
+    """Three small domains cut from three of the corpus's files."""
+    folder = tmp_path / "domains"
+    folder.mkdir()
+    for name in ("web_shop", "ml_training", "embedded_c"):
+        lines = (DATA / "recall" / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()[:4]
+        (folder / f"{name}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder
+
+
+def test_cv_by_domain_scores_each_domain_left_out_and_reports_macro_and_worst(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("sklearn")
+    folder = _domains(tmp_path)
+    assert main([str(folder), "--cv", "domain", "--mode", "lexical", "--json"]) == 0
+    (report,) = json.loads(capsys.readouterr().out)
+    assert report["mode"] == "lexical"
+    assert sorted(report["domains"]) == ["embedded_c", "ml_training", "web_shop"]
+    recall = report["summary"]["recall@5"]
+    values = [d["recall_at_5"]["value"] for d in report["domains"].values()]
+    assert recall["macro"] == pytest.approx(sum(values) / 3, abs=1e-4)
+    assert recall["worst"] == pytest.approx(min(values), abs=1e-4)
+    assert recall["worst_domain"] in report["domains"]
+    block = report["summary"]["items per unrelated query"]
+    assert block["macro"] is not None and block["macro"] >= 0
+    assert "kind unrelated-near-miss" in report["summary"]
+    for d in report["domains"].values():
+        assert d["far_empty"]["total"] >= 0 and d["mean_unrelated_items"] is not None
+
+
+def test_cv_needs_a_directory_of_domains_and_a_db_template(tmp_path: Path) -> None:
+    assert main([str(tmp_path), "--cv", "domain", "--mode", "lexical"]) == 2
+    with pytest.raises(SystemExit):
+        main([str(tmp_path), "--cv", "domain", "--mode", "lexical", "--db", "sqlite:///x.db"])

@@ -13,6 +13,7 @@ from memos_feedback.devtools.recall_eval import evaluate_recall, load_cases
 from memos_feedback.errors import ConfigError, InvalidInputError
 from memos_feedback.recall import Guidance, GuidanceItem, RecallConfig, guidance_for
 from memos_feedback.recall.categories import category_for
+from memos_feedback.recall.gate import FEATURES, GateModel, RelevanceGate, using_gate
 from memos_feedback.recall.terms import is_tool_report
 from memos_feedback.repair.deps import RepairDeps
 from memos_feedback.repair.run import run_repair
@@ -188,7 +189,7 @@ def test_limit_is_capped_and_bad_input_is_refused(store: Store, pip_repair: str)
     with pytest.raises(InvalidInputError):
         guidance_for(store, query=q, embedder=object())  # type: ignore[arg-type]
     with pytest.raises(ConfigError):
-        RecallConfig(min_score_lexical=2.0)
+        RecallConfig(candidate_limit=0)
     assert guidance_for(store).items == ()
 
 
@@ -303,9 +304,10 @@ def test_relatedness_must_come_from_the_problem_not_the_shared_situation(store: 
     near = "pnpm install in web/ fails: lockfile is not up to date after pulling main"
     kwargs = {"tool_id": "shell.run", "context": "pnpm install in web/ after pulling main", "project": "shop"}
     assert guidance_for(store, query=near, **kwargs).items == ()  # type: ignore[arg-type]
-    # Without the situation rule, the shared words alone would have injected it.
-    loose = RecallConfig(situation_weight=0.0)
-    assert [i.repair_id for i in guidance_for(store, query=near, config=loose, **kwargs).items] == [rid]  # type: ignore[arg-type]
+    # It was a candidate: the gate refused it. An open gate lets the shared words inject it.
+    open_gate = RelevanceGate({"lexical": GateModel((0.0,) * len(FEATURES), 0.0, 0.0)})
+    with using_gate(open_gate):
+        assert [i.repair_id for i in guidance_for(store, query=near, **kwargs).items] == [rid]  # type: ignore[arg-type]
     # The same problem in another situation passes on its own words.
     found = guidance_for(
         store,
@@ -332,14 +334,6 @@ def test_in_the_same_situation_own_words_get_the_repair_and_an_unseen_tool_repor
     asked = guidance_for(store, query="which node version does web/ want before I install?", **kwargs)  # type: ignore[arg-type]
     assert [i.repair_id for i in asked.items] == [rid]
     assert asked.items[0].why[0] == "exact context"
-    # The same words under the strict gate a tool report gets would have been refused.
-    strict = RecallConfig(described_situation_weight_lexical=0.7)
-    assert (
-        guidance_for(
-            store, query="which node version does web/ want before I install?", config=strict, **kwargs
-        ).items
-        == ()
-    )  # type: ignore[arg-type]
     # A tool's report of something this repair never saw, in the very same situation: a near miss.
     report = "ERR_PNPM_OUTDATED_LOCKFILE Cannot install with frozen-lockfile: pnpm-lock.yaml not up to date"
     assert guidance_for(store, query=report, **kwargs).items == ()  # type: ignore[arg-type]
