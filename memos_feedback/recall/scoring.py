@@ -14,6 +14,8 @@ call's own terms and the gate's model are read once into a ``Scorer``.
 from __future__ import annotations
 
 import functools
+import math
+import re
 import threading
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -21,7 +23,7 @@ from typing import NamedTuple
 from .candidates import Candidate
 from .categories import CATEGORIES
 from .frequencies import idf
-from .gate import current_gate, recorder
+from .gate import FEATURES, current_gate, recorder
 from .indexing import embedding_text
 from .terms import comparable, contains_term, query_terms
 
@@ -69,6 +71,7 @@ def _share(items: tuple[tuple[str, float], ...], mass: float, text: str) -> floa
 class _Texts(NamedTuple):
     problem: str
     problem_normalised: str
+    cjk: bool
 
 
 _texts: dict[str, _Texts] = {}
@@ -81,7 +84,7 @@ def _problem(source_text: str) -> _Texts:
     hit = _texts.get(source_text)
     if hit is None:
         problem = embedding_text(source_text)
-        hit = _Texts(problem, comparable(problem))
+        hit = _Texts(problem, comparable(problem), has_cjk(problem))
         with _texts_lock:
             if len(_texts) >= _TEXTS_MAX:
                 _texts.clear()
@@ -111,16 +114,15 @@ class Passed(NamedTuple):
     why: tuple[str, ...]
 
 
+_CJK_CHAR = re.compile("[\u3400-\u9fff]")
+
+
 def has_cjk(text: str) -> bool:
     """Whether ``text`` holds a CJK ideograph (the language pair's side)."""
-    return any("\u3400" <= ch <= "\u9fff" for ch in text)
+    return _CJK_CHAR.search(text) is not None
 
 
-@functools.lru_cache(maxsize=_TEXTS_MAX)
-def _problem_cjk(problem: str) -> bool:
-    return has_cjk(problem)
-
-
+_LESSON = 3  # the lesson's share in ``gate.FEATURES``
 _CATEGORY_INDEX = {c: i for i, c in enumerate(CATEGORIES)}
 # The query's size saturates at this IDF mass (a long report is not more relevant).
 _SIZE_MASS = 40.0
@@ -132,6 +134,9 @@ class Scorer:
     __slots__ = (
         "_call",
         "_exact_hash",
+        "_extra",
+        "_extra_found",
+        "_extra_lesson",
         "_identifiers",
         "_mass",
         "_model",
@@ -147,6 +152,7 @@ class Scorer:
         "_situation_items",
         "_situation_mass",
         "_terms",
+        "_threshold_logit",
         "_tool",
     )
 
@@ -184,61 +190,113 @@ class Scorer:
         self._record = recorder()
         # The features that are the same for every candidate of the call.
         self._call = (float(report), float(query_cjk), min(1.0, self._mass / _SIZE_MASS))
+        t = min(max(self._model.threshold, 1e-12), 1 - 1e-12)
+        self._threshold_logit = math.log(t / (1 - t))
+        # The most the dear features can add to the logit (each is in [0, 1]);
+        # the novel coverage and the rarest term are 0 when no term was found.
+        w = dict(zip(FEATURES, self._model.weights, strict=True))
+        ids = float(bool(identifiers))
+        upper = {
+            "lesson_in_query": 1.0,
+            "situation": 1.0,
+            "report_x_situation": float(report),
+            "same_error": ids,
+            "conflicting_error": ids,
+        }
+        self._extra = sum(max(0.0, w[k]) * u for k, u in upper.items())
+        self._extra_lesson = max(0.0, w["lesson_in_query"])
+        self._extra_found = self._extra + max(0.0, w["novel_coverage"]) + max(0.0, w["rarest_match"])
 
     def passed(self, candidates: Sequence[Candidate], cosines: Sequence[float | None]) -> list[Passed]:
         """The candidates that pass the gate, scored (``cosines[i]``: the query's with ``candidates[i]``).
 
-        Two passes: each candidate's own features, then how it compares with
-        the call's best (coverage and cosine against their maximum).
+        Two passes: each candidate's coverage and cosine, then its features
+        with how those compare with the call's best. The dearer features
+        (situation, lesson, rarest term, identifiers) are computed only for a
+        candidate that could still reach the threshold with their largest
+        possible contribution: an exact bound, so the same ones pass.
         """
-        own = [self._features(c, cosine) for c, cosine in zip(candidates, cosines, strict=True)]
-        best_cov = max((f[0][0] for f in own), default=0.0)
-        best_cos = max((f[0][4] for f in own), default=0.0)
+        first = [self._first(c, cosine) for c, cosine in zip(candidates, cosines, strict=True)]
+        best_cov = max((f[1] for f in first), default=0.0)
+        best_cos = max((f[2] for f in first), default=0.0)
         out: list[Passed] = []
-        for c, (values, same_error) in zip(candidates, own, strict=True):
-            full = _relative(values, best_cov, best_cos)
-            hit = self._decide(c, full, same_error)
+        for c, (texts, coverage, cos) in zip(candidates, first, strict=True):
+            exact = self._exact_hash is not None and c.context_hash == self._exact_hash
+            cheap = self._vector(c, texts, coverage, cos, best_cov, best_cos, full=False)
+            if self._record is None and not (exact and self._no_query):
+                bound = self._model.logit(cheap[0]) + (self._extra_found if coverage > 0 else self._extra)
+                if bound < self._threshold_logit:
+                    continue
+            values, same_error = self._vector(c, texts, coverage, cos, best_cov, best_cos, full=True)
+            # The lesson's terms cost most: only for what its share could still lift.
+            lift = self._model.logit(values) + self._extra_lesson
+            if self._record is None and not (exact and self._no_query) and lift < self._threshold_logit:
+                continue
+            lesson = _lesson_share(_lesson_terms(c.preference, c.anti_pattern), self._query_text)
+            values = (*values[:_LESSON], lesson, *values[_LESSON + 1 :])
+            hit = self._decide(c, values, same_error)
             if hit is not None:
                 out.append(hit)
         return out
 
-    def _features(self, c: Candidate, cosine: float | None) -> tuple[list[float], bool]:
-        """A candidate's own features (``gate.FEATURES`` less the relative ones), same error or not."""
+    def _first(self, c: Candidate, cosine: float | None) -> tuple[_Texts, float, float]:
         texts = _problem(c.source_text)
-        problem = texts.problem_normalised
-        coverage = _share(self._terms, self._mass, problem)
-        novel = _share(self._novel_items, self._novel_mass, problem)
-        rarest = _rarest(self._novel_items, self._novel_top, problem)
-        lesson = _lesson_share(_lesson_terms(c.preference, c.anti_pattern), self._query_text)
+        coverage = _share(self._terms, self._mass, texts.problem_normalised)
         cos = max(0.0, cosine) if cosine is not None and self._reads_cosine else 0.0
-        situation = _share(self._situation_items, self._situation_mass, _situation(c.tool_id, c.context))
-        same_error = any(ident in texts.problem for ident in self._identifiers)
+        return texts, coverage, cos
+
+    def _vector(
+        self,
+        c: Candidate,
+        texts: _Texts,
+        coverage: float,
+        cos: float,
+        best_cov: float,
+        best_cos: float,
+        *,
+        full: bool,
+    ) -> tuple[tuple[float, ...], bool]:
+        """The features (``gate.FEATURES`` order) and same error or not; without ``full``, the dear ones 0.
+
+        The lesson's share is left 0 here (``passed`` fills it in last).
+        """
+        problem = texts.problem_normalised
+        novel = rarest = lesson = situation = 0.0  # lesson: filled in by ``passed``
+        same_error = False
+        if full:
+            novel = _share(self._novel_items, self._novel_mass, problem)
+            rarest = _rarest(self._novel_items, self._novel_top, problem)
+            situation = _share(self._situation_items, self._situation_mass, _situation(c.tool_id, c.context))
+            same_error = any(ident in texts.problem for ident in self._identifiers)
         report, query_cjk, size = self._call
-        problem_cjk = _problem_cjk(texts.problem)
         category = [0.0] * len(CATEGORIES)
         index = _CATEGORY_INDEX.get(c.category or "")
         if index is not None:
             category[index] = 1.0
-        values = [
+        values = (
             coverage,
             novel,
             rarest,
             lesson,
+            coverage / best_cov if best_cov > 0 else 0.0,
+            float(best_cov > 0 and coverage >= best_cov),
+            cos / best_cos if best_cos > 0 else 0.0,
+            float(best_cos > 0 and cos >= best_cos),
             cos,
             coverage * cos,
             situation,
             report,
             report * situation,
             float(same_error),
-            float(bool(self._identifiers) and not same_error),
+            float(full and bool(self._identifiers) and not same_error),
             float(self._tool is not None and c.tool_id == self._tool),
             float(self._exact_hash is not None and c.context_hash == self._exact_hash),
             query_cjk,
-            float(problem_cjk),
-            float(problem_cjk != self._query_cjk),
+            float(texts.cjk),
+            float(texts.cjk != self._query_cjk),
             size,
             *category,
-        ]
+        )
         return values, same_error
 
     def _decide(self, c: Candidate, values: tuple[float, ...], same_error: bool) -> Passed | None:
@@ -283,16 +341,3 @@ def _lesson_share(terms: tuple[str, ...], query_text: str) -> float:
     if not terms or not query_text:
         return 0.0
     return sum(1 for t in terms if t in query_text and contains_term(query_text, t)) / len(terms)
-
-
-def _relative(values: list[float], best_cov: float, best_cos: float) -> tuple[float, ...]:
-    """The raw ``values`` with their comparison to the call's best filled in (``gate.FEATURES`` order)."""
-    coverage, cos = values[0], values[4]
-    return (
-        *values[:4],
-        coverage / best_cov if best_cov > 0 else 0.0,
-        float(best_cov > 0 and coverage >= best_cov),
-        cos / best_cos if best_cos > 0 else 0.0,
-        float(best_cos > 0 and cos >= best_cos),
-        *values[4:],
-    )
