@@ -406,6 +406,17 @@ def test_train_check_reports_the_shipped_artefact_fresh() -> None:
     assert "is up to date" in out.stdout
 
 
+def test_train_recall_check_reports_the_relevance_gate_fresh_and_stale(tmp_path: Path) -> None:
+    out = cli("train", "recall", "--check")
+    assert out.returncode == 0, out.stderr
+    assert "relevance_gate.json is up to date" in out.stdout
+    stale = tmp_path / "gate.json"
+    stale.write_text(json.dumps({"data_sha256": "0" * 64}), encoding="utf-8")
+    out = cli("train", "recall", "--check", "--out", str(stale))
+    assert out.returncode == 1
+    assert "retrain with: memos-feedback train recall" in out.stdout
+
+
 def test_train_check_reports_a_stale_artefact(tmp_path: Path) -> None:
     stale = tmp_path / "model.json"
     stale.write_text(json.dumps({"data_sha256": "0" * 64}), encoding="utf-8")
