@@ -117,7 +117,8 @@ class RelevanceGate:
             raise ConfigError("relevance_gate", sorted(models), "needs a lexical model")
         for name, m in models.items():
             if len(m.weights) != len(FEATURES):
-                raise ConfigError("relevance_gate", name, f"needs {len(FEATURES)} weights, has {len(m.weights)}")
+                got = len(m.weights)
+                raise ConfigError("relevance_gate", name, f"needs {len(FEATURES)} weights, has {got}")
         self.models = dict(models)
 
     def model(self, embedding_model: str | None) -> tuple[GateModel, bool]:
