@@ -17,10 +17,12 @@ from memos_feedback.config import FeedbackConfig
 from memos_feedback.errors import ConfigError
 from memos_feedback.recall import guidance_for
 from memos_feedback.recall.embeddings import SentenceTransformerEmbedder, pack
+from memos_feedback.recall.gate import using_gate
 from memos_feedback.recall.indexing import backfill
 from memos_feedback.recall.vectors import APPROXIMATE_FROM, reset_cache, settle, similarities
 from memos_feedback.store import Store
 from memos_feedback.store.models import DecisionRepairModel
+from tests.recall.test_recall_guidance import lenient
 from tests.support.rows import global_embedded_repairs
 
 pytest.importorskip("sentence_transformers", reason="needs the [embeddings] extra (make test installs it)")
@@ -148,9 +150,12 @@ def test_a_process_that_read_the_matrix_earlier_ranks_a_newly_embedded_repair_as
     # Embedded as a worker of another process would (a backfill here would
     # also make this process read its matrix again).
     _embed_as_a_worker(store, embedder, newer.id, "use pnpm, not npm install")
-    seen_late = guidance_for(store, query=query, embedder=embedder)
-    reset_cache(store.url)
-    fresh = guidance_for(store, query=query, embedder=embedder)
+    # What is compared is the cosine read late against a fresh read, not the
+    # shipped threshold: the probabilities are read against even odds.
+    with using_gate(lenient()):
+        seen_late = guidance_for(store, query=query, embedder=embedder)
+        reset_cache(store.url)
+        fresh = guidance_for(store, query=query, embedder=embedder)
     assert [i.repair_id for i in fresh.items] == [newer.id]
     assert seen_late.items == fresh.items
 
