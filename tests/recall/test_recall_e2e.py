@@ -12,8 +12,10 @@ import subprocess
 import sys
 
 from memos_feedback import FeedbackBus, FeedbackConfig, attach_feedback_subscriber
+from memos_feedback.recall.gate import using_gate
 from memos_feedback.store import Store
 from memos_feedback.types import ToolCall
+from tests.recall.test_recall_guidance import lenient
 
 EPISODE = "ep-e2e"
 TRACE = (
@@ -24,6 +26,13 @@ HOST = "Install with the lockfile.\n  keep this line exactly  \n"
 
 
 def test_burst_repair_recalled_in_a_new_session_then_rejected_everywhere(store: Store, db_url: str) -> None:
+    # The flow, not the shipped threshold (which turns back about half of the
+    # related queries, docs/RECALL.md): the gate's probabilities at even odds.
+    with using_gate(lenient()):
+        _recalled_then_rejected(store, db_url)
+
+
+def _recalled_then_rejected(store: Store, db_url: str) -> None:
     installs = store.policies.add("installs", boundary=HOST, source_episode_ids=[EPISODE])
     other = store.policies.add("deps", boundary="Pin versions.", source_episode_ids=[EPISODE])
     config = FeedbackConfig(use_llm=False)
