@@ -444,7 +444,7 @@ def _drop_glossary() -> None:
     def no_gloss(text: str) -> tuple[str, ...]:
         return ()
 
-    terms.gloss = no_gloss
+    terms.gloss = no_gloss  # type: ignore[attr-defined]
 
 
 def _fitter(gate: str, embedder: Embedder | None) -> Any:

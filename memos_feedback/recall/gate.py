@@ -97,7 +97,8 @@ class GateModel:
 
     def logit(self, features: Sequence[float]) -> float:
         # map(mul) runs in C: this is called for every candidate of every call.
-        return self.bias + sum(map(operator.mul, self.weights, features))
+        total: float = sum(map(operator.mul, self.weights, features))
+        return self.bias + total
 
     def probability(self, features: Sequence[float]) -> float:
         z = self.logit(features)

@@ -603,9 +603,10 @@ def test_guidance_is_the_same_for_the_same_store_whatever_is_cached(store: Store
 
     _insert_repairs(store, 60)
     query = "EResolve in file_3.py while running lesson 12"
-    first = guidance_for(store, tool_id="npm.install", query=query, project="p1", record=False)
-    second = guidance_for(store, tool_id="npm.install", query=query, project="p1", record=False)
-    scoring._texts.clear()
-    scoring._situations.clear()
-    third = guidance_for(store, tool_id="npm.install", query=query, project="p1", record=False)
+    with using_gate(lenient()):  # items to compare (the shipped threshold may return none)
+        first = guidance_for(store, tool_id="npm.install", query=query, project="p1", record=False)
+        second = guidance_for(store, tool_id="npm.install", query=query, project="p1", record=False)
+        scoring._texts.clear()
+        scoring._situations.clear()
+        third = guidance_for(store, tool_id="npm.install", query=query, project="p1", record=False)
     assert first.items and first == second == third
