@@ -207,7 +207,9 @@ def _run(memos: bool, sessions: int, per_session: int, seed: int, workdir: Path)
                         )
                 if sub is not None and served_id is not None and sit.kind == "trap-corrected":
                     sub.submit_user_feedback(
-                        f"wrong: run {sit.approach('right')}, not {approach}",
+                        # Phrased as a replacement: the classifier reads "wrong: run X, not Y"
+                        # as a complaint (negative) since it learned from independent writers.
+                        f"no, run {sit.approach('right')} instead of {approach}",
                         session,
                         tool_id=sit.tool,
                         context=sit.context,

@@ -212,7 +212,7 @@ def test_transient_errors_retry_on_schedule_and_survive_a_restart(
     assert [e.attempt for e in retrying] == [1, 2, 3, 4]  # type: ignore[attr-defined]
     assert queue.get(job_id).outcome == "persisted"
     repairs = seeded.repairs.list()
-    assert len(repairs) == 1 and repairs[0].preference.startswith("Prefer: uv")
+    assert len(repairs) == 1 and repairs[0].preference.startswith("Prefer: use uv")
     assert future.cancelled()  # it belonged to the first handle, closed while the job waited
     assert sub2.metrics()["retried"] == 3 and sub2.metrics()["done"] == 1
 

@@ -386,7 +386,7 @@ def test_llm_path_through_the_subscriber(store: Store, feed: Feed, make_sub: Any
         server.script(Behaviour.hang())  # never answers: the client times out
         _, slow = sub.submit_user_feedback("use uv instead of pip", SESSION)
         fallback = slow.result(timeout=10).draft
-        assert fallback is not None and fallback.preference.startswith("Prefer: uv")
+        assert fallback is not None and fallback.preference.startswith("Prefer: use uv")
         assert "repair.job.failed" not in feed.kinds()
 
 
