@@ -34,14 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..classify.classifier import classify_feedback
 from ..config import FeedbackConfig
 from ..repair.deps import RepairDeps
-from ..repair.run import run_repair
-from ..signals import FailureSignals, context_hash_of
 from ..store import Store, open_store
 from ..text.lessons import RULES, lesson_problems
-from ..types import REPAIR_SHAPE_VALUES, FailureRecord, RepairInput, ToolCall
+from .recall_eval import write_case_repair
 
 __all__ = ["LessonCase", "LessonReport", "evaluate_lessons", "load_lesson_cases", "main", "object_match"]
 
@@ -153,49 +150,7 @@ def object_match(case: LessonCase, preference: str, anti_pattern: str) -> bool |
 
 def _write(store: Store, case: LessonCase, deps: RepairDeps) -> tuple[str, str] | None:
     """The case's repair through the pipeline, as ``eval recall`` writes it; its two lines."""
-    r, session = case.repair, f"lessons-{case.id}"
-    tool, ctx = r["tool_id"], r["context"]
-    store.traces.add(
-        session,
-        agent_text=r["trace"] or f"{tool}: {ctx}",
-        value=-0.6,
-        tool_calls=[ToolCall(tool, error_code="failed" if r["trace"] else None)],
-        episode_id=f"ep-{case.id}",
-    )
-    repair_id: str | None = None
-    feedback = r["feedback"].strip()
-    if feedback:
-        shape = classify_feedback(feedback).shape.value
-        trigger = "user." + shape if shape in REPAIR_SHAPE_VALUES else "manual"
-        inp = RepairInput(
-            trigger=trigger,
-            context_hash=context_hash_of(tool, ctx),
-            tool_id=tool,
-            user_text=feedback,
-            session_id=session,
-            context=ctx,
-            project=case.project,
-        )
-        repair_id = run_repair(inp, deps).repair_id
-    if repair_id is None and r["trace"]:
-        signals = FailureSignals(deps.config)
-        reason = next((ln.strip() for ln in r["trace"].splitlines() if ln.strip()), "")[:200]
-        burst = None
-        for step in range(deps.config.failure_threshold):
-            burst = signals.record_failure(
-                FailureRecord(tool, ctx, step, reason, None, session, f"ep-{case.id}")
-            )
-        if burst is not None:
-            inp = RepairInput(
-                trigger="failure-burst",
-                context_hash=burst.context_hash,
-                tool_id=tool,
-                session_id=session,
-                failures=burst.occurrences,
-                context=ctx,
-                project=case.project,
-            )
-            repair_id = run_repair(inp, deps).repair_id
+    repair_id = write_case_repair(store, case, deps, session_prefix="lessons")
     if repair_id is None:
         return None
     row = store.repairs.get(repair_id)

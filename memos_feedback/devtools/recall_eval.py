@@ -32,7 +32,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import func, select
 
@@ -54,6 +54,17 @@ __all__ = ["Rate", "RecallCase", "RecallReport", "evaluate_recall", "load_cases"
 
 class RecallDataError(ValueError):
     """A line of the cases file is not a valid case."""
+
+
+class LessonCaseLike(Protocol):
+    """What ``write_case_repair`` reads of a case (a recall or a lesson case)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def project(self) -> str | None: ...
+    @property
+    def repair(self) -> dict[str, str]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,10 +152,17 @@ def load_cases(path: str | Path) -> list[RecallCase]:
     return cases
 
 
-def _write_repair(store: Store, case: RecallCase, deps: RepairDeps) -> str | None:
-    """One case's repair through the pipeline; its id, or None when the pipeline skipped it."""
+def write_case_repair(
+    store: Store, case: RecallCase | LessonCaseLike, deps: RepairDeps, *, session_prefix: str = "recall"
+) -> str | None:
+    """One case's repair through the pipeline; its id, or None when the pipeline skipped it.
+
+    The user's feedback first (its shape is the trigger); when that writes
+    nothing and the case has a trace, a burst of the trace's failure.
+    ``eval recall`` and ``eval lessons`` write their cases with this.
+    """
     r = case.repair
-    session = f"recall-{case.id}"
+    session = f"{session_prefix}-{case.id}"
     tool, ctx = r["tool_id"], r["context"]
     store.traces.add(
         session,
@@ -209,7 +227,7 @@ def evaluate_recall(
     deps = RepairDeps(
         store=store, config=FeedbackConfig(use_llm=False, cooldown_ms=0), embedder=embedder, recall=cfg
     )
-    own: dict[str, str | None] = {case.id: _write_repair(store, case, deps) for case in cases}
+    own: dict[str, str | None] = {case.id: write_case_repair(store, case, deps) for case in cases}
     report = RecallReport(
         mode="semantic" if embedder is not None else "lexical",
         cases=len(cases),
