@@ -27,9 +27,22 @@ def test_independent_a_recall_and_false_redaction_meet_the_bar() -> None:
     assert figures["false_redaction"] <= 0.02, figures["changed_by_family"]
 
 
+def test_independent_b_recall_and_false_redaction_meet_the_bar() -> None:
+    # independent_b came from a second writer who never saw the redactor;
+    # its misses then showed which principles were lacking (base64 of a key
+    # is the key, what a secret-printing command prints is the secret, public
+    # material by name, masks and templates): training data now, like
+    # independent_a. The figure of record is the lead's held-out set.
+    figures = score(redact_secrets, DATA / "independent_b")
+    assert figures["recall"] >= 0.98, figures["missed_by_family"]
+    assert figures["false_redaction"] <= 0.03, figures["changed_by_family"]
+
+
 def test_every_corpus_output_is_a_fixed_point() -> None:
     secrets, lookalikes = corpus(DATA / "independent_a")
-    for case in load("secrets.jsonl") + load("lookalikes.jsonl") + secrets + lookalikes:
+    secrets_b, lookalikes_b = corpus(DATA / "independent_b")
+    cases = load("secrets.jsonl") + load("lookalikes.jsonl") + secrets + lookalikes + secrets_b + lookalikes_b
+    for case in cases:
         once = redact_secrets(str(case["text"]))
         assert redact_secrets(once) == once, case["id"]
 
