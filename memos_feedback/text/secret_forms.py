@@ -46,7 +46,10 @@ _MASK = re.compile(r"[*xX•#.\-_ ]{3,}")
 # An all-capitals name with no digit ("PASSWORD", "YOUR_API_KEY", "HOST"): a variable or a slot.
 _CAPS_NAME = re.compile(r"[A-Z][A-Z_\-]{1,63}")
 # Code: a call, a subscript or an attribute read ("get_token()", "os.environ[", "cfg.db.password").
-_CALL = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}[(\[]")
+# A random value may hold "(" too: a call ends at its bracket or closes it.
+_CALL = re.compile(
+    r"[A-Za-z_][A-Za-z0-9_.]{0,127}(?:[(\[][A-Za-z0-9_.,\[]{0,64}$|\(.{0,256}\)$|\[.{0,256}\]$|\(.{0,256}\)[.\[])"
+)
 # "%DB_PASS%", "%(password)s", "!Ref DbPassword", "{password}" (an f-string's field): references.
 _TEMPLATE = re.compile(
     r"%[A-Za-z_]{1,64}%|%\([A-Za-z_]{1,64}\)s|![A-Za-z]{2,16}|\{[A-Za-z_][A-Za-z0-9_.]{0,63}\}"

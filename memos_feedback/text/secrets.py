@@ -482,7 +482,26 @@ def _run(match: re.Match[str]) -> str:
     start = match.start()
     if "binaryData:" in match.string[max(0, start - 512) : start]:
         return run  # a ConfigMap's binary data is a file, not a secret (a Secret's is "data:")
-    return _redact_run(run, match.string[max(0, start - 32) : start])
+    out = _redact_run(run, match.string[max(0, start - 32) : start])
+    if out != run and _in_mime_part(match.string, start):
+        return run  # a line of a MIME part's base64 body is an attachment's bytes
+    return out
+
+
+# The lines of a MIME part's base64 body, up to the line a run starts.
+_MIME_BODY = re.compile(
+    r"content-transfer-encoding:[ \t]{0,4}+base64[ \t]{0,4}+\r?\n(?:[!-~ \t]{0,200}\r?\n){0,8}?\r?\n"
+    r"(?:[A-Za-z0-9+/=]{1,100}+\r?\n){0,400}+$",
+    re.IGNORECASE,
+)
+
+
+def _in_mime_part(text: str, start: int) -> bool:
+    if start == 0 or text[start - 1] != "\n":
+        return False
+    head = text[max(0, start - 40960) : start]
+    at = head.lower().rfind("content-transfer-encoding")
+    return at != -1 and _MIME_BODY.match(head, at) is not None
 
 
 def _redact_run(run: str, before: str, depth: int = 0) -> str:
