@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -125,3 +127,37 @@ def test_tools_password_forms_are_redacted() -> None:
     }
     for text, expected in cases.items():
         assert redact_secrets(text) == expected, text
+
+
+def test_what_a_secret_printing_command_prints_is_the_secret() -> None:
+    out = redact_secrets(
+        "$ kubectl get secret api -o jsonpath='{.data.token}' | base64 -d\nQw3rty-Zx9!vb\n$ "
+    )
+    assert "Qw3rty-Zx9!vb" not in out
+    assert redact_secrets("$ cat ~/.pgpass\ndb.local:5432:app:ann:Tr0ub4dor&3") == (
+        "$ cat ~/.pgpass\ndb.local:5432:app:ann:[redacted]"
+    )
+    # A base64 wrapper of a private key block is the key itself.
+    wrapped = base64.b64encode(b"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBx\n-----END EC PRIVATE KEY-----\n")
+    assert "[redacted]" in redact_secrets("client-key-data: " + wrapped.decode())
+
+
+def test_public_material_masks_and_templates_stay() -> None:
+    kept = [
+        "PublicKey = kX9vQ2mZ8rT4wY7pL3nB6cF1dH5jS0aE+uR2oI8gV4M=",
+        "對端公鑰：kX9vQ2mZ8rT4wY7pL3nB6cF1dH5jS0aE+uR2oI8gV4M=",
+        "const s = Stripe('pk_live_51Hx2kQ9vLm3Zp8Rt4Wy7Nb6Cf1Dh5Js0');",
+        'url = f"postgresql://{user}:{password}@{host}/app"',
+        'mysql -u root -p"${MYSQL_PWD}" -h db',
+        "Run docker login -u bot -p ***\nWARNING! Using --password via the CLI is insecure.",
+        "DB_PASSWORD=<数据库密码>\nSECRET=你的AccessKeySecret",
+        '"db_password": {\n  "sensitive": true\n}',
+    ]
+    for text in kept:
+        assert redact_secrets(text) == text, text
+
+
+def test_traditional_chinese_names_and_aligned_assignments() -> None:
+    assert redact_secrets("密碼：Xy7#kq2Lm9，用完刪掉") == "密碼：[redacted]，用完刪掉"
+    assert redact_secrets('db_password        = "Xy7#kq2Lm9"') == "db_password        = [redacted]"
+    assert redact_secrets("SK：Q2xK9mZ8rT4wY7pL3nB6cF1dH5jS0aE") == "SK：[redacted]"
