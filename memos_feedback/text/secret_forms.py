@@ -33,7 +33,7 @@ REDACTED = "[redacted]"
 
 # A YAML tag ("!Ref DbPassword", "!vault |") and a path ("/run/secrets/db",
 # "~/.ssh/id_rsa") say where a secret is, not what it is.
-_REFERENCE_START = ("$", "{{", "{%", "<", "@", "/", "~/", "./", "../", REDACTED, "env:", "file:",
+_REFERENCE_START = ("$", "{{", "{%", "<", "/", "~/", "./", "../", REDACTED, "env:", "file:",
                     "vault:", "secret:", "ref+", "arn:")  # fmt: skip
 _KEY_FILE = re.compile(r"[A-Za-z0-9_.\-]{1,128}\.(?:pem|key|p12|pfx|jks|keystore|crt|der|json|env|kdbx|gpg)")
 _PLACEHOLDER_WORDS = frozenset(
@@ -53,6 +53,8 @@ _CALL = re.compile(
 # "%DB_PASS%", "%(password)s", "!Ref DbPassword", "{password}" (an f-string's field): references.
 _TEMPLATE = re.compile(
     r"%[A-Za-z_]{1,64}%|%\([A-Za-z_]{1,64}\)s|![A-Za-z]{2,16}|\{[A-Za-z_][A-Za-z0-9_.]{0,63}\}"
+    # "@Microsoft.KeyVault(…)", "@db_password": a reference (a password may start with "@" too)
+    r"|@[A-Za-z_][A-Za-z0-9_.:\-]{0,127}(?:\(.{0,512})?"
 )
 # A value that is only a secret's own word ("postgres://user:password@…") names the slot.
 _NAME_AS_VALUE = frozenset({"password", "passwd", "pass", "pwd", "secret", "token", "apikey", "api_key"})

@@ -83,7 +83,8 @@ _PREFIXED = re.compile(
     r"|hf_[A-Za-z0-9]{30,64}+|SG\.[A-Za-z0-9_\-]{16,32}+\.[A-Za-z0-9_\-]{16,64}+"
     r"|key-[0-9a-f]{32}|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}|do[opr]_v1_[a-f0-9]{64}"
     r"|hv[sbr]\.[A-Za-z0-9_\-]{20,512}+|dapi[0-9a-f]{32}(?:-[0-9]{1,2})?|[0-9a-f]{32}-us[0-9]{1,2}(?![0-9])"
-    r"|(?:gsk|xai|pplx|nvapi|r8|glsa|lin_api|figd|ntn|sntrys|PMAK|ATATT3)[_\-][A-Za-z0-9_\-]{20,512}+"
+    r"|(?:gsk|xai|pplx|nvapi|r8|glsa|glc|lin_api|figd|ntn|sntrys|PMAK|ATATT3|squ|sqp|bkua|CCIPAT|rubygems|NRAK)"
+    r"[_\-][A-Za-z0-9_\-]{20,512}+|oy2[a-z0-9]{43}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-]{40,256}+"
     r"|LTAI[A-Za-z0-9]{12,28}|AKID[A-Za-z0-9]{13,40}|AccountKey=[A-Za-z0-9+/]{40,128}={0,2}"
     r")"
 )
@@ -153,7 +154,7 @@ _MYSQL_P = re.compile(r"(\bmysql(?:dump|admin|sh)?\b[^\n]{0,200}?\s-p)(?![\s\[])
 # Chinese names of secrets; the value is what follows in ASCII.
 _ZH_SECRET = re.compile(
     r"((?:密码|密碼|口令|密钥|密鑰|秘钥|秘鑰|金鑰|令牌|凭证|凭据|憑證|憑據|私钥|私鑰)[ \t]{0,4}+"
-    r"(?:是|为|為|改成|改为|改為)?[ \t]{0,4}+[:=：]?[ \t]{0,4}+)"
+    r"(?:是|为|為|改成|改为|改為|设为|設為|设成|設成|换成|換成)?[ \t]{0,4}+[:=：]?[ \t]{0,4}+)"
     r"([\"'“]?)([!-~]{4,512}+)"
 )
 # English prose: "the password is hunter2!" — only a value with a digit or symbol.
