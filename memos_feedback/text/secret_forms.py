@@ -172,11 +172,15 @@ _PGPASS = re.compile(
 # A command that prints a secret's value: the next line is that value
 # ("kubectl get secret … | base64 -d", "vault kv get -field=password", "cat master.key").
 _PRINTS_SECRET = re.compile(
-    r"^(\$[ \t][^\n]{0,300}?(?:get[ \t]{1,4}+secret[^\n]{0,300}?base64[ \t]{1,4}+(?:-d|--decode)"
-    r"|vault[ \t]{1,4}+(?:kv[ \t]{1,4}+get|read)[^\n]{0,200}?-field=|cat[ \t]{1,4}+\S{0,200}?"
-    r"(?:\.key|\.pgpass|_key|secret|token|password)\b)[^\n]{0,300}\n)([^\s$#][^\s]{3,512}+)$",
-    re.MULTILINE,
+    r"^((?:\$|%|>)[ \t][^\n]{0,300}?(?:get[ \t]{1,4}+secret[^\n]{0,300}?(?:base64[ \t]{1,4}+(?:-d|--decode)"
+    r"|base64decode|@base64d)|vault[ \t]{1,4}+(?:kv[ \t]{1,4}+get|read)[^\n]{0,200}?-field="
+    r"|secrets[ \t]{1,4}+versions[ \t]{1,4}+access|get-secret-value[^\n]{0,200}?--output[ \t]{1,4}+text"
+    r"|keyvault[ \t]{1,4}+secret[ \t]{1,4}+show[^\n]{0,200}?tsv|\bop[ \t]{1,4}+read|config:get"
+    r"|(?:cat|echo)[ \t]{1,4}+\S{0,200}?(?:\.key|\.pgpass|_key|secret|token|password|passwd|pwd)\b)"
+    r"[^\n]{0,300}\n)([^\s$#][^\s]{3,512}+)$",
+    re.MULTILINE | re.IGNORECASE,
 )
+_PRINTS_WORDS = ("secret", "vault", "cat ", "echo ", " op ", "config:get")
 # Cloud AK/SK labels (Huawei, Aliyun, Tencent chats): "AK：…", "SK: …".
 _AK_SK = re.compile(
     r"(?<![A-Za-z0-9_])((?:AK|SK)[ \t]{0,4}+[:=：][ \t]{0,4}+)([A-Za-z0-9/+]{16,64}+)(?![A-Za-z0-9/+])"
@@ -215,7 +219,7 @@ def redact_forms(text: str, low: str) -> str:
         text = _PARTNER.sub(_partner, text)
     if ".pgpass" in low or "pgpass" in low:
         text = _PGPASS.sub(_value_group, text)
-    if "$ " in text and ("secret" in low or "vault" in low or "cat " in low):
+    if ("$ " in text or "% " in text or "> " in text) and any(w in low for w in _PRINTS_WORDS):
         text = _PRINTS_SECRET.sub(_value_group, text)
     if "K" in text and ("AK" in text or "SK" in text):
         text = _AK_SK.sub(_value_group, text)

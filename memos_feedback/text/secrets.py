@@ -125,8 +125,9 @@ _ASSIGNMENT = re.compile(
     r"(?:password|passwd|passphrase|pass|pwd|secret|token|key|credentials|credential|dsn"
     r"|connection_string|connectionstring|connection-string|auth)"
     # "s" and "[0]": "clientPasswords[0]=…"; "secret_key_base" (Rails)
-    r"((?:s|_base)?(?:\[[0-9]{1,3}\])?[\"']?[ \t]{0,24}+[:=][ \t]{0,4}+)"
-    r"([\"']?)([^\s\"'`,;&<>…，。；！？、（）「」]{1,512}+)"
+    r"((?:s|_base)?(?:\[[0-9]{1,3}\])?\\?[\"']?[ \t]{0,24}+[:=][ \t]{0,4}+)"
+    # a quote may be escaped: JSON inside a JSON string ("SecretString": "{\"password\":\"…\"}")
+    r"(\\?[\"']|)([^\s\"'`,;&<>…，。；！？、（）「」]{1,512}+)"
 )
 # What must come before "key" for it to name a secret ("api_key", not "sort_key").
 _SETTING_WORD = re.compile(r"[a-z]{2,12}")
@@ -154,7 +155,7 @@ _MYSQL_P = re.compile(r"(\bmysql(?:dump|admin|sh)?\b[^\n]{0,200}?\s-p)(?![\s\[])
 # Chinese names of secrets; the value is what follows in ASCII.
 _ZH_SECRET = re.compile(
     r"((?:密码|密碼|口令|密钥|密鑰|秘钥|秘鑰|金鑰|令牌|凭证|凭据|憑證|憑據|私钥|私鑰)[ \t]{0,4}+"
-    r"(?:是|为|為|改成|改为|改為|设为|設為|设成|設成|换成|換成)?[ \t]{0,4}+[:=：]?[ \t]{0,4}+)"
+    r"(?:是|为|為|改成|改为|改為|设为|設為|设成|設成|设置为|設置為|换成|換成)?[ \t]{0,4}+[:=：]?[ \t]{0,4}+)"
     r"([\"'“]?)([!-~]{4,512}+)"
 )
 # English prose: "the password is hunter2!" — only a value with a digit or symbol.
@@ -171,7 +172,7 @@ _DIGEST_PREFIX = re.compile(r"(?:sha(?:1|224|256|384|512)|md5)[\-:]", re.IGNOREC
 _DIGEST_NAME = re.compile(
     r"(?:sha[0-9]{0,3}|md5|checksum|digest|integrity|hash|etag|\bh1|(?:\b|[_\-])s?id(?:-[0-9])?|;base64"
     # public material by name: a public key, a certificate, a fingerprint, a JWK's modulus
-    r"|public[_\-]?key|pubkey|公钥|公鑰|certificate(?:-authority)?-data|fingerprint|\"n\"|recipient)"
+    r"|public[_\- ]?key|pubkey|公钥|公鑰|certificate(?:-authority)?-data|fingerprint|\"n\"|recipient)"
     r"[\s:=,\"'\-：]{0,4}$",
     re.IGNORECASE,
 )
@@ -410,8 +411,10 @@ def _assignment_value(low: str, text: str, at: int) -> tuple[int, int] | None:
         return match.start(2), end
     # A quoted value loses its quotes with it ('token="x"' -> 'token=[redacted]').
     quote, end = match.group(2), match.end(3)
-    if quote and low[end : end + 1] == quote:
-        end += 1
+    if quote.startswith("\\") and low[end - 1 : end + 1] == quote:
+        end -= 1  # the value ran into its escaped closing quote
+    if quote and low[end : end + len(quote)] == quote:
+        end += len(quote)
     return match.start(2), end
 
 

@@ -161,3 +161,15 @@ def test_traditional_chinese_names_and_aligned_assignments() -> None:
     assert redact_secrets("密碼：Xy7#kq2Lm9，用完刪掉") == "密碼：[redacted]，用完刪掉"
     assert redact_secrets('db_password        = "Xy7#kq2Lm9"') == "db_password        = [redacted]"
     assert redact_secrets("SK：Q2xK9mZ8rT4wY7pL3nB6cF1dH5jS0aE") == "SK：[redacted]"
+
+
+def test_secret_managers_output_and_escaped_json() -> None:
+    for command in (
+        "$ gcloud secrets versions access latest --secret=db",
+        "$ op read op://prod/db/password",
+        "% echo $DB_PASSWORD",
+    ):
+        assert redact_secrets(command + "\nWq9#xLm2vT7z").endswith("\n[redacted]"), command
+    assert redact_secrets("$ echo $HOME\n/home/ann") == "$ echo $HOME\n/home/ann"
+    escaped = '{"SecretString": "{\\"user\\":\\"app\\",\\"password\\":\\"Wq9#xLm2vT7z\\"}"}'
+    assert "Wq9#xLm2vT7z" not in redact_secrets(escaped)
