@@ -43,6 +43,8 @@ _PLACEHOLDER_WORDS = frozenset(
 # Words that mark an example to be replaced, wherever they are in the value.
 _EXAMPLE = re.compile(r"your|replace|placeholder|example|changeme|insert|dummy|redacted|xxxx|\.\.\.|…", re.I)
 _MASK = re.compile(r"[*xX•#.\-_ ]{3,}")
+# A mask that shows a token's prefix or last characters ("****7QXA", "ghp_****abcd").
+_MASKED_TAIL = re.compile(r"[A-Za-z0-9_\-]{0,12}?[*•]{4,}[A-Za-z0-9]{0,8}")
 # An all-capitals name with no digit ("PASSWORD", "YOUR_API_KEY", "HOST"): a variable or a slot.
 _CAPS_NAME = re.compile(r"[A-Z][A-Z_\-]{1,63}")
 # Code: a call, a subscript or an attribute read ("get_token()", "os.environ[", "cfg.db.password").
@@ -75,6 +77,7 @@ def is_placeholder(value: str) -> bool:
         or _WORD_PATH.fullmatch(value) is not None
         or not value[0].isascii()  # "你的AccessKeySecret", "<在控制台获取>": a description
         or _MASK.fullmatch(value) is not None
+        or _MASKED_TAIL.fullmatch(value) is not None
         or _CAPS_NAME.fullmatch(value) is not None
         or _CALL.match(value) is not None
         or _ATTRIBUTE.fullmatch(value) is not None

@@ -173,7 +173,7 @@ _DIGEST_NAME = re.compile(
     r"(?:sha[0-9]{0,3}|md5|checksum|digest|integrity|hash|etag|\bh1|(?:\b|[_\-])s?id(?:-[0-9])?|;base64"
     # public material by name: a public key, a certificate, a fingerprint, a JWK's modulus
     r"|public[_\- ]?key|pubkey|公钥|公鑰|certificate(?:-authority)?-data|fingerprint|\"n\"|recipient)"
-    r"[\s:=,\"'\-：]{0,4}$",
+    r"(?:[ \t]{1,2}(?:is|are|是|为))?[\s:=,\"'\-：]{0,4}$",
     re.IGNORECASE,
 )
 _SEPARATORS = re.compile(r"[/_\-+=]")

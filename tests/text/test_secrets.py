@@ -173,3 +173,12 @@ def test_secret_managers_output_and_escaped_json() -> None:
     assert redact_secrets("$ echo $HOME\n/home/ann") == "$ echo $HOME\n/home/ann"
     escaped = '{"SecretString": "{\\"user\\":\\"app\\",\\"password\\":\\"Wq9#xLm2vT7z\\"}"}'
     assert "Wq9#xLm2vT7z" not in redact_secrets(escaped)
+
+
+def test_masks_that_show_a_tail_and_public_keys_in_prose_stay() -> None:
+    for text in (
+        "AWS_SECRET_ACCESS_KEY=****************7QXA",
+        "token: ghp_****************************ab12",
+        "the peer's public key is kX9vQ2mZ8rT4wY7pL3nB6cF1dH5jS0aE+uR2oI8gV4M=",
+    ):
+        assert redact_secrets(text) == text, text
