@@ -124,10 +124,11 @@ _TOOL_FLAG = re.compile(
     r"(?<![\w\-])(?:(?:sshpass|mongo(?:sh|dump|restore|export|import)?|(?:un)?zip|7za?)\b[^\n|;&]{0,200}?"
     r"[ \t]-[pP]|(?<![\w\-])login\b[^\n|;&]{0,200}?"
     r"[ \t]-p|(?:redis-cli|keydb-cli|valkey-cli)\b[^\n|;&]{0,200}?[ \t]-a|(?:sqlcmd|bcp|osql|isql)\b"
-    r"[^\n|;&]{0,200}?[ \t]-P|ldap[a-z]{0,12}\b[^\n|;&]{0,200}?[ \t]-w)[ \t]{1,4}+([\"']?)([^\s\"']{1,256}+)"
+    r"[^\n|;&]{0,200}?[ \t]-P|ldap[a-z]{0,12}\b[^\n|;&]{0,200}?[ \t]-w"
+    r"|openssl\b[^\n|;&]{0,200}?[ \t]-k)[ \t]{1,4}+([\"']?)([^\s\"']{1,256}+)"
 )
 _TOOLS = ("sshpass", "mongo", "zip", "7z", "login", "redis-cli", "keydb-cli", "valkey-cli", "sqlcmd", "bcp",
-          "osql", "isql", "ldap")  # fmt: skip
+          "osql", "isql", "ldap", "openssl")  # fmt: skip
 # Tools that take a password as a positional argument: the words before it.
 _TOOL_POSITION = re.compile(
     r"(?<![\w\-])(?:rabbitmqctl[ \t]{1,4}+(?:add_user|change_password)"
@@ -184,6 +185,11 @@ _PRINTS_SECRET = re.compile(
     re.MULTILINE | re.IGNORECASE,
 )
 _PRINTS_WORDS = ("secret", "vault", "cat ", "echo ", " op ", "config:get")
+# Oracle tools take "user/password@db" as their first argument.
+_SLASH_LOGIN = re.compile(
+    r"(?<![\w\-])(?:sqlplus|sqlldr|rman|expdp|impdp)[ \t]{1,4}+(?:-[A-Za-z]{1,8}[ \t]{1,4}+){0,2}"
+    r"[A-Za-z0-9_$#]{1,64}+/()([^\s@/\"']{1,256}+)"
+)
 # Cloud AK/SK labels (Huawei, Aliyun, Tencent chats): "AK：…", "SK: …".
 _AK_SK = re.compile(
     r"(?<![A-Za-z0-9_])((?:AK|SK)[ \t]{0,4}+[:=：][ \t]{0,4}+)([A-Za-z0-9/+]{16,64}+)(?![A-Za-z0-9/+])"
@@ -224,6 +230,8 @@ def redact_forms(text: str, low: str) -> str:
         text = _PGPASS.sub(_value_group, text)
     if ("$ " in text or "% " in text or "> " in text) and any(w in low for w in _PRINTS_WORDS):
         text = _PRINTS_SECRET.sub(_value_group, text)
+    if "sqlplus" in low or "sqlldr" in low or "rman" in low or "expdp" in low or "impdp" in low:
+        text = _SLASH_LOGIN.sub(_value_group, text)
     if "K" in text and ("AK" in text or "SK" in text):
         text = _AK_SK.sub(_value_group, text)
     return text

@@ -160,7 +160,8 @@ _ZH_SECRET = re.compile(
 )
 # English prose: "the password is hunter2!" — only a value with a digit or symbol.
 _PROSE = re.compile(
-    r"\b((?:password|passphrase|passcode|token|secret|api key|access key|secret key)[ \t]{1,4}+"
+    r"\b((?:password|passphrase|passcode|token|secret|api key|access key|secret key)"
+    r"(?:[ \t]{1,4}+(?:for|of)[ \t]{1,4}+[^\s]{1,64}+)?[ \t]{1,4}+"
     r"(?:is|was|是|为|改成|改为|改為)[ \t]{1,4}+)([!-~]{6,256}+)",
     re.IGNORECASE,
 )

@@ -182,3 +182,13 @@ def test_masks_that_show_a_tail_and_public_keys_in_prose_stay() -> None:
         "the peer's public key is kX9vQ2mZ8rT4wY7pL3nB6cF1dH5jS0aE+uR2oI8gV4M=",
     ):
         assert redact_secrets(text) == text, text
+
+
+def test_oracle_logins_openssl_keys_and_prose_for_a_user() -> None:
+    assert redact_secrets("sqlplus scott/Tg4#mWq92@orcl") == "sqlplus scott/[redacted]@orcl"
+    assert redact_secrets("sqlplus / as sysdba") == "sqlplus / as sysdba"
+    assert (
+        redact_secrets("openssl enc -aes-256-cbc -k Tg4#mWq92 -in a")
+        == "openssl enc -aes-256-cbc -k [redacted] -in a"
+    )
+    assert redact_secrets("the password for root is Tg4#mWq92") == "the password for root is [redacted]"
