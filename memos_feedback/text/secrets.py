@@ -76,13 +76,15 @@ _PREFIXED = re.compile(
     r"|gl(?:pat|dt|ptt|rt|cbt|oas|ft|imt|soat)-[A-Za-z0-9_\-]{20,255}+"
     r"|xox[abposre]-[A-Za-z0-9\-]{10,255}+|xapp-[0-9]-[A-Za-z0-9\-]{10,255}+"
     r"|sk-(?:proj-|ant-|svcacct-|admin-)[A-Za-z0-9_\-]{16,255}+|sk-(?=[A-Za-z_\-]{0,255}+[0-9])[A-Za-z0-9_\-]{16,255}+"
-    r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,255}+|whsec_[A-Za-z0-9]{20,255}+"
+    r"|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,255}+|whsec_[A-Za-z0-9]{20,255}+"
+    r"|AGE-SECRET-KEY-1[0-9A-Z]{50,70}+|lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{8,12}|pul-[a-f0-9]{40}"
     r"|AIza[0-9A-Za-z_\-]{35}|ya29\.[0-9A-Za-z_\-]{20,2048}+|GOCSPX-[A-Za-z0-9_\-]{20,64}+"
     r"|npm_[A-Za-z0-9]{36}|pypi-[A-Za-z0-9_\-]{50,512}+|dckr_pat_[A-Za-z0-9_\-]{20,64}+"
     r"|hf_[A-Za-z0-9]{30,64}+|SG\.[A-Za-z0-9_\-]{16,32}+\.[A-Za-z0-9_\-]{16,64}+"
     r"|key-[0-9a-f]{32}|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}|do[opr]_v1_[a-f0-9]{64}"
     r"|hv[sbr]\.[A-Za-z0-9_\-]{20,512}+|dapi[0-9a-f]{32}(?:-[0-9]{1,2})?|[0-9a-f]{32}-us[0-9]{1,2}(?![0-9])"
-    r"|(?:gsk|xai|pplx|nvapi|r8|glsa|lin_api|figd|ntn|sntrys|PMAK|ATATT3)[_\-][A-Za-z0-9_\-]{20,512}+"
+    r"|(?:gsk|xai|pplx|nvapi|r8|glsa|glc|lin_api|figd|ntn|sntrys|PMAK|ATATT3|squ|sqp|bkua|CCIPAT|rubygems|NRAK)"
+    r"[_\-][A-Za-z0-9_\-]{20,512}+|oy2[a-z0-9]{43}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-]{40,256}+"
     r"|LTAI[A-Za-z0-9]{12,28}|AKID[A-Za-z0-9]{13,40}|AccountKey=[A-Za-z0-9+/]{40,128}={0,2}"
     r")"
 )
@@ -102,7 +104,8 @@ _QUERY = re.compile(
 )
 # Webhook URLs are credentials by themselves: the path after the host is the secret.
 _WEBHOOK = re.compile(
-    r"(https://(?:hooks\.slack\.com/(?:services|workflows)|(?:discord|discordapp)\.com/api/webhooks)/)"
+    r"(https://(?:hooks\.slack\.com/(?:services|workflows)/|(?:discord|discordapp)\.com/api/webhooks/"
+    r"|qyapi\.weixin\.qq\.com/cgi-bin/webhook/send\?key=))"
     r"[A-Za-z0-9/_\-]{10,512}+"
 )
 # scheme://user:password@ — the password never holds "/", "@" or a space
@@ -110,7 +113,7 @@ _WEBHOOK = re.compile(
 _URL_PASSWORD = re.compile(r"(://[^\s:/@?#\[\]]{0,128}+:)[^\s@/?#]{1,256}+@")
 _AUTH_HEADER = re.compile(
     r"\b((?:proxy-)?authorization[\"']?[ \t]{0,4}+[:=][ \t]{0,4}+[\"']?"
-    r"(?:(?:bearer|basic|token|digest|negotiate|apikey|sso-key)[ \t]{1,4}+)?)[^\s\"',;]{1,4096}+",
+    r"(?:[a-z][a-z\-]{1,15}+[ \t]{1,4}+)?)[^\s\"',;]{1,4096}+",
     re.IGNORECASE,
 )
 _BEARER = re.compile(r"\b(Bearer)[ \t]{1,4}+[A-Za-z0-9._~+/=\-]{8,4096}+", re.IGNORECASE)
@@ -121,9 +124,10 @@ _NAME_WORDS = ("pass", "pwd", "secret", "token", "key", "credential", "dsn", "co
 _ASSIGNMENT = re.compile(
     r"(?:password|passwd|passphrase|pass|pwd|secret|token|key|credentials|credential|dsn"
     r"|connection_string|connectionstring|connection-string|auth)"
-    # "s" and "[0]": "clientPasswords[0]=…"
-    r"(s?(?:\[[0-9]{1,3}\])?[\"']?[ \t]{0,4}+[:=][ \t]{0,4}+)"
-    r"([\"']?)([^\s\"'`,;&<>…，。；！？、（）「」]{1,512}+)"
+    # "s" and "[0]": "clientPasswords[0]=…"; "secret_key_base" (Rails)
+    r"((?:s|_base)?(?:\[[0-9]{1,3}\])?\\?[\"']?[ \t]{0,24}+[:=][ \t]{0,4}+)"
+    # a quote may be escaped: JSON inside a JSON string ("SecretString": "{\"password\":\"…\"}")
+    r"(\\?[\"']|)([^\s\"'`,;&<>…，。；！？、（）「」]{1,512}+)"
 )
 # What must come before "key" for it to name a secret ("api_key", not "sort_key").
 _SETTING_WORD = re.compile(r"[a-z]{2,12}")
@@ -139,6 +143,10 @@ _FLAG = re.compile(
     r"-(-?(?:[a-z0-9]{1,24}[\-_]?){0,3}?(?:password|passwd|pass|passin|passout|token|secret|api-key|apikey"
     r"|private-key|passphrase|pwd)[ \t]{1,4}+)([\"']?)(?!-)([^\s\"']{1,512}+)"
 )
+# Words a flag is followed by in prose about it ("Using --password via the CLI is insecure").
+_PROSE_WORDS = frozenset(
+    {"via", "on", "in", "is", "the", "with", "from", "for", "or", "and", "flag", "option"}
+)
 _USER_FLAG = re.compile(
     r"(?<![A-Za-z0-9_\-])((?:-u|--user|-a|--auth)[ \t]{1,4}+[\"']?[^\s:\"']{1,128}+:)[^\s\"']{1,256}+"
 )
@@ -146,13 +154,15 @@ _USER_FLAG = re.compile(
 _MYSQL_P = re.compile(r"(\bmysql(?:dump|admin|sh)?\b[^\n]{0,200}?\s-p)(?![\s\[])\S{1,256}+")
 # Chinese names of secrets; the value is what follows in ASCII.
 _ZH_SECRET = re.compile(
-    r"((?:密码|口令|密钥|秘钥|令牌|凭证|凭据|私钥)[ \t]{0,4}+(?:是|为)?[ \t]{0,4}+[:=：]?[ \t]{0,4}+)"
+    r"((?:密码|密碼|口令|密钥|密鑰|秘钥|秘鑰|金鑰|令牌|凭证|凭据|憑證|憑據|私钥|私鑰)[ \t]{0,4}+"
+    r"(?:是|为|為|改成|改为|改為|设为|設為|设成|設成|设置为|設置為|换成|換成)?[ \t]{0,4}+[:=：]?[ \t]{0,4}+)"
     r"([\"'“]?)([!-~]{4,512}+)"
 )
 # English prose: "the password is hunter2!" — only a value with a digit or symbol.
 _PROSE = re.compile(
-    r"\b((?:password|passphrase|passcode|token|secret|api key|access key|secret key)[ \t]{1,4}+"
-    r"(?:is|was|是|为)[ \t]{1,4}+)([!-~]{6,256}+)",
+    r"\b((?:password|passphrase|passcode|token|secret|api key|access key|secret key)"
+    r"(?:[ \t]{1,4}+(?:for|of)[ \t]{1,4}+[^\s]{1,64}+)?[ \t]{1,4}+"
+    r"(?:is|was|是|为|改成|改为|改為)[ \t]{1,4}+)([!-~]{6,256}+)",
     re.IGNORECASE,
 )
 
@@ -161,8 +171,10 @@ _DIGEST_PREFIX = re.compile(r"(?:sha(?:1|224|256|384|512)|md5)[\-:]", re.IGNOREC
 # So is one the text names an id ("x-amz-id-2:", "request_id="), data
 # ("base64,", a data: URI); an SSH public key names its kind inside itself.
 _DIGEST_NAME = re.compile(
-    r"(?:sha[0-9]{0,3}|md5|checksum|digest|integrity|hash|etag|\bh1|(?:\b|[_\-])id(?:-[0-9])?|;base64)"
-    r"[\s:=,\"'\-]{0,4}$",
+    r"(?:sha[0-9]{0,3}|md5|checksum|digest|integrity|hash|etag|\bh1|(?:\b|[_\-])s?id(?:-[0-9])?|;base64"
+    # public material by name: a public key, a certificate, a fingerprint, a JWK's modulus
+    r"|public[_\- ]?key|pubkey|公钥|公鑰|certificate(?:-authority)?-data|fingerprint|\"n\"|recipient)"
+    r"(?:[ \t]{1,2}(?:is|are|是|为))?[\s:=,\"'\-：]{0,4}$",
     re.IGNORECASE,
 )
 _SEPARATORS = re.compile(r"[/_\-+=]")
@@ -240,12 +252,12 @@ def _redact_plain(text: str) -> str:
         text = _BEARER.sub(_bearer, text)
     if any(word in low for word in _NAME_WORDS):
         text = _named_values(text, _lower_same_length(text))
-        if " is " in low or " was " in low or "是" in text or "为" in text:
+        if " is " in low or " was " in low or "是" in text or "为" in text or "改" in text:
             text = _PROSE.sub(_prose, text)
     if "-u " in text or "--user " in text or "-a " in text or "--auth " in text:
         text = _USER_FLAG.sub(r"\1" + REDACTED, text)
     if "mysql" in low:
-        text = _MYSQL_P.sub(r"\1" + REDACTED, text)
+        text = _MYSQL_P.sub(_url_password_like, text)
     if not text.isascii():
         text = _ZH_SECRET.sub(_zh_secret, text)
     # ``low`` only guards the forms' patterns: "[redacted]" adds none of their words.
@@ -302,6 +314,11 @@ def _bearer(match: re.Match[str]) -> str:
 def _url_password(match: re.Match[str]) -> str:
     value = match.group(0)[len(match.group(1)) : -1]
     return match.group(0) if _is_reference(value) else match.group(1) + REDACTED + "@"
+
+
+def _url_password_like(match: re.Match[str]) -> str:
+    value = match.group(0)[len(match.group(1)) :]
+    return match.group(0) if _is_reference(value) else match.group(1) + REDACTED
 
 
 def _url_token_user(match: re.Match[str]) -> str:
@@ -382,7 +399,7 @@ def _assignment_value(low: str, text: str, at: int) -> tuple[int, int] | None:
     if _in_resource_name(low, at):
         return None
     value = text[match.start(3) : match.end(3)]
-    if _is_reference(value.rstrip(")]}:")) or value.startswith("-----") or not value.strip("="):
+    if _is_reference(value.rstrip(")]}:")) or value.startswith("-----") or not value.strip("={["):
         return None
     if ":" in match.group(1) and _SETTING_WORD.fullmatch(value):
         return None  # "passwd: files", "credentials: include": a setting's word
@@ -395,8 +412,10 @@ def _assignment_value(low: str, text: str, at: int) -> tuple[int, int] | None:
         return match.start(2), end
     # A quoted value loses its quotes with it ('token="x"' -> 'token=[redacted]').
     quote, end = match.group(2), match.end(3)
-    if quote and low[end : end + 1] == quote:
-        end += 1
+    if quote.startswith("\\") and low[end - 1 : end + 1] == quote:
+        end -= 1  # the value ran into its escaped closing quote
+    if quote and low[end : end + len(quote)] == quote:
+        end += len(quote)
     return match.start(2), end
 
 
@@ -424,14 +443,17 @@ def _flag_value(low: str, text: str, at: int) -> tuple[int, int] | None:
     if start > 0 and not low[start - 1].isspace():
         return None
     match = _FLAG.match(low, start)
-    if match is None or _is_reference(text[match.start(3) : match.end(3)]):
+    if match is None:
         return None
+    value = text[match.start(3) : match.end(3)]
+    if _is_reference(value) or value in _PROSE_WORDS:
+        return None  # "--password via the CLI is insecure": prose about the flag
     return match.start(3), match.end(3)
 
 
 def _zh_secret(match: re.Match[str]) -> str:
     value = match.group(3)
-    if _is_reference(value):
+    if _is_reference(value) or value[0] in ">)]}@":
         return match.group(0)
     return match.group(1) + match.group(2) + REDACTED
 
@@ -450,12 +472,45 @@ def _prose(match: re.Match[str]) -> str:
 def _prefixed(match: re.Match[str]) -> str:
     # "AKIAXXXXXXXXXXXXXXXX", "ghp_000…": a mask in a token's shape, not a token.
     token = match.group(0)
-    return token if len(set(token[4:])) <= 2 else REDACTED
+    return token if len(set(token[4:])) <= 2 or _MASKED_TOKEN.search(token) else REDACTED
+
+
+_MASKED_TOKEN = re.compile(r"xxxx|XXXX|\.\.\.|your|YOUR")
+# Public by design: a publishable key, an IPFS content id (base58 "Qm…").
+_PUBLIC_RUN = re.compile(r"pk_(?:live|test)_[A-Za-z0-9]{10,255}|Qm[1-9A-HJ-NP-Za-km-z]{44}")
 
 
 def _run(match: re.Match[str]) -> str:
-    before = match.string[max(0, match.start() - 16) : match.start()]
-    return _redact_run(match.group(0), before)
+    run = match.group(0)
+    if _PUBLIC_RUN.fullmatch(run):
+        return run
+    start = match.start()
+    if "binaryData:" in match.string[max(0, start - 512) : start]:
+        return run  # a ConfigMap's binary data is a file, not a secret (a Secret's is "data:")
+    out = _redact_run(run, match.string[max(0, start - 32) : start])
+    if out != run and _in_mime_part(match.string, start):
+        return run  # a line of a MIME part's base64 body is an attachment's bytes
+    return out
+
+
+# The lines of a MIME part's base64 body, up to the line a run starts.
+_MIME_BODY = re.compile(
+    r"content-transfer-encoding:[ \t]{0,4}+base64[ \t]{0,4}+\r?\n(?:[!-~ \t]{0,200}\r?\n){0,8}?\r?\n"
+    r"(?:[A-Za-z0-9+/=]{1,100}+\r?\n){0,400}+$",
+    re.IGNORECASE,
+)
+
+
+_MIME_HEADER = ("Content-Transfer-Encoding", "content-transfer-encoding", "Content-transfer-encoding")
+
+
+def _in_mime_part(text: str, start: int) -> bool:
+    if start == 0 or text[start - 1] != "\n":
+        return False
+    # Two C-speed searches, no copy of the text: this runs for every redacted line-start run.
+    low_bound = max(0, start - 40960)
+    at = max(text.rfind(name, low_bound, start) for name in _MIME_HEADER)
+    return at != -1 and _MIME_BODY.match(text[at:start]) is not None
 
 
 def _redact_run(run: str, before: str, depth: int = 0) -> str:
@@ -473,9 +528,11 @@ def _redact_run(run: str, before: str, depth: int = 0) -> str:
         )
     if len(run) < 32:
         return run
+    if _DIGEST_NAME.search(before):
+        return run
     if "." in run:
         return ".".join(_blob(part) for part in run.split("."))
-    return run if _DIGEST_NAME.search(before) else _blob(run)
+    return _blob(run)
 
 
 def _blob(run: str) -> str:
@@ -508,7 +565,9 @@ def _looks_random(run: str) -> bool:
     return has_digit and has_upper and has_lower and pairs > 0 and switches / pairs >= _MIN_SWITCH_RATE
 
 
-_FILE_MAGIC = (b"\x89PNG", b"GIF8", b"\xff\xd8\xff", b"%PDF", b"\x1f\x8b", b"PK\x03\x04", b"RIFF", b"<svg")
+# Files: PNG, GIF, JPEG, PDF, gzip, zip, RIFF, SVG, ICO.
+_FILE_MAGIC = (b"\x89PNG", b"GIF8", b"\xff\xd8\xff", b"%PDF", b"\x1f\x8b", b"PK\x03\x04", b"RIFF", b"<svg",
+               b"\x00\x00\x01\x00")  # fmt: skip
 _SSH_KEY_KINDS = (b"ssh-", b"ecds", b"sk-s", b"sk-e")
 
 
@@ -527,5 +586,7 @@ def _decodes_to_text(run: str) -> bool:
         decoded = raw.decode("utf-8")
     except UnicodeDecodeError:
         return False
+    if "PRIVATE KEY" in decoded:
+        return False  # base64 of a private key block (a kubeconfig's client-key-data) is the key
     readable = sum(1 for ch in decoded if ch.isprintable() or ch in "\n\r\t")
     return readable >= 0.95 * len(decoded)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,9 +29,22 @@ def test_independent_a_recall_and_false_redaction_meet_the_bar() -> None:
     assert figures["false_redaction"] <= 0.02, figures["changed_by_family"]
 
 
+def test_independent_b_recall_and_false_redaction_meet_the_bar() -> None:
+    # independent_b came from a second writer who never saw the redactor;
+    # its misses then showed which principles were lacking (base64 of a key
+    # is the key, what a secret-printing command prints is the secret, public
+    # material by name, masks and templates): training data now, like
+    # independent_a. The figure of record is the lead's held-out set.
+    figures = score(redact_secrets, DATA / "independent_b")
+    assert figures["recall"] >= 0.98, figures["missed_by_family"]
+    assert figures["false_redaction"] <= 0.03, figures["changed_by_family"]
+
+
 def test_every_corpus_output_is_a_fixed_point() -> None:
     secrets, lookalikes = corpus(DATA / "independent_a")
-    for case in load("secrets.jsonl") + load("lookalikes.jsonl") + secrets + lookalikes:
+    secrets_b, lookalikes_b = corpus(DATA / "independent_b")
+    cases = load("secrets.jsonl") + load("lookalikes.jsonl") + secrets + lookalikes + secrets_b + lookalikes_b
+    for case in cases:
         once = redact_secrets(str(case["text"]))
         assert redact_secrets(once) == once, case["id"]
 
@@ -112,3 +127,68 @@ def test_tools_password_forms_are_redacted() -> None:
     }
     for text, expected in cases.items():
         assert redact_secrets(text) == expected, text
+
+
+def test_what_a_secret_printing_command_prints_is_the_secret() -> None:
+    out = redact_secrets(
+        "$ kubectl get secret api -o jsonpath='{.data.token}' | base64 -d\nQw3rty-Zx9!vb\n$ "
+    )
+    assert "Qw3rty-Zx9!vb" not in out
+    assert redact_secrets("$ cat ~/.pgpass\ndb.local:5432:app:ann:Tr0ub4dor&3") == (
+        "$ cat ~/.pgpass\ndb.local:5432:app:ann:[redacted]"
+    )
+    # A base64 wrapper of a private key block is the key itself.
+    wrapped = base64.b64encode(b"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBx\n-----END EC PRIVATE KEY-----\n")
+    assert "[redacted]" in redact_secrets("client-key-data: " + wrapped.decode())
+
+
+def test_public_material_masks_and_templates_stay() -> None:
+    kept = [
+        "PublicKey = kX9vQ2mZ8rT4wY7pL3nB6cF1dH5jS0aE+uR2oI8gV4M=",
+        "對端公鑰：kX9vQ2mZ8rT4wY7pL3nB6cF1dH5jS0aE+uR2oI8gV4M=",
+        "const s = Stripe('pk_live_51Hx2kQ9vLm3Zp8Rt4Wy7Nb6Cf1Dh5Js0');",
+        'url = f"postgresql://{user}:{password}@{host}/app"',
+        'mysql -u root -p"${MYSQL_PWD}" -h db',
+        "Run docker login -u bot -p ***\nWARNING! Using --password via the CLI is insecure.",
+        "DB_PASSWORD=<数据库密码>\nSECRET=你的AccessKeySecret",
+        '"db_password": {\n  "sensitive": true\n}',
+    ]
+    for text in kept:
+        assert redact_secrets(text) == text, text
+
+
+def test_traditional_chinese_names_and_aligned_assignments() -> None:
+    assert redact_secrets("密碼：Xy7#kq2Lm9，用完刪掉") == "密碼：[redacted]，用完刪掉"
+    assert redact_secrets('db_password        = "Xy7#kq2Lm9"') == "db_password        = [redacted]"
+    assert redact_secrets("SK：Q2xK9mZ8rT4wY7pL3nB6cF1dH5jS0aE") == "SK：[redacted]"
+
+
+def test_secret_managers_output_and_escaped_json() -> None:
+    for command in (
+        "$ gcloud secrets versions access latest --secret=db",
+        "$ op read op://prod/db/password",
+        "% echo $DB_PASSWORD",
+    ):
+        assert redact_secrets(command + "\nWq9#xLm2vT7z").endswith("\n[redacted]"), command
+    assert redact_secrets("$ echo $HOME\n/home/ann") == "$ echo $HOME\n/home/ann"
+    escaped = '{"SecretString": "{\\"user\\":\\"app\\",\\"password\\":\\"Wq9#xLm2vT7z\\"}"}'
+    assert "Wq9#xLm2vT7z" not in redact_secrets(escaped)
+
+
+def test_masks_that_show_a_tail_and_public_keys_in_prose_stay() -> None:
+    for text in (
+        "AWS_SECRET_ACCESS_KEY=****************7QXA",
+        "token: ghp_****************************ab12",
+        "the peer's public key is kX9vQ2mZ8rT4wY7pL3nB6cF1dH5jS0aE+uR2oI8gV4M=",
+    ):
+        assert redact_secrets(text) == text, text
+
+
+def test_oracle_logins_openssl_keys_and_prose_for_a_user() -> None:
+    assert redact_secrets("sqlplus scott/Tg4#mWq92@orcl") == "sqlplus scott/[redacted]@orcl"
+    assert redact_secrets("sqlplus / as sysdba") == "sqlplus / as sysdba"
+    assert (
+        redact_secrets("openssl enc -aes-256-cbc -k Tg4#mWq92 -in a")
+        == "openssl enc -aes-256-cbc -k [redacted] -in a"
+    )
+    assert redact_secrets("the password for root is Tg4#mWq92") == "the password for root is [redacted]"
