@@ -189,7 +189,9 @@ def _run_queued(sub: FeedbackSubscriber, opts: HookOptions) -> bool:
     return sub.drain(opts.remaining() / 2)
 
 
-def _write_burst(sub: FeedbackSubscriber, st: HookSession, session: str, opts: HookOptions) -> bool:
+def _write_burst(
+    sub: FeedbackSubscriber, st: HookSession, session: str, opts: HookOptions, project: str | None
+) -> bool:
     """The window's failures as traces, then the burst through the subscriber; True when written."""
     from ..store import ToolCall
 
@@ -208,7 +210,13 @@ def _write_burst(sub: FeedbackSubscriber, st: HookSession, session: str, opts: H
         trace_id = row.id
     _replay(sub, st.recent[:-1])
     sub.record_tool_failure_now(
-        newest.tool, newest.context, newest.step, newest.reason, session_id=session, trace_id=trace_id
+        newest.tool,
+        newest.context,
+        newest.step,
+        newest.reason,
+        session_id=session,
+        trace_id=trace_id,
+        project=project,
     )
     return sub.flush(opts.remaining())
 
@@ -253,7 +261,7 @@ def _tool_event(event: Mapping[str, Any], name: str, opts: HookOptions) -> dict[
     # The database work runs outside the lock: the session's parallel hooks go on meanwhile.
     with _pipeline(opts) as sub:
         if burst is not None:
-            written = _write_burst(sub, snapshot, session, opts)
+            written = _write_burst(sub, snapshot, session, opts, hook_project(event, opts.project))
         else:
             if settle:  # on the servings the subscriber reloaded at start
                 sub.record_tool_success(tool, ctx, snapshot.recent[-1].step, session_id=session)
@@ -280,7 +288,9 @@ def _prompt_event(event: Mapping[str, Any], opts: HookOptions) -> dict[str, Any]
     tool, ctx = failing[0] if failing else (None, None)
     with _pipeline(opts) as sub:
         queued_ok = _run_queued(sub, opts)
-        _, future = sub.submit_user_feedback(prompt, session, tool, ctx, agent_text=agent_turn)
+        _, future = sub.submit_user_feedback(
+            prompt, session, tool, ctx, agent_text=agent_turn, project=project
+        )
         try:
             future.result(timeout=opts.remaining(1.0))
             written = True

@@ -142,7 +142,7 @@ def build_server(core: AdapterCore, *, project: str | None = None) -> MCPServer[
         session = _cap("session_id", session_id, 255) or _DEFAULT_SESSION
         t = _cap("tool", tool, 200) or None
         c = _context(t, _cap("context", context)) if t else None
-        shape, future = await run(lambda: sub.submit_user_feedback(body, session, t, c))
+        shape, future = await run(lambda: sub.submit_user_feedback(body, session, t, c, project=project))
         try:
             result = await run(future.result, _FEEDBACK_WAIT_S)
         except Exception as exc:

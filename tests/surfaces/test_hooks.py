@@ -175,10 +175,34 @@ def test_a_success_where_guidance_was_served_settles_that_it_held(db_url: str, t
 
     for n in range(3):
         _hook(_fail("s1", "cat /nope/notes.txt", n), db_url, tmp_path)
-    prompt = {"hook_event_name": "UserPromptSubmit", "session_id": "s1", "cwd": "/x", "prompt": "what next?"}
+    prompt = {
+        "hook_event_name": "UserPromptSubmit",
+        "session_id": "s1",
+        "cwd": "/home/u/shop",
+        "prompt": "what next?",
+    }
     assert _hook(prompt, db_url, tmp_path)["hookSpecificOutput"]["additionalContext"]
     _hook(_ok("s1", "cat /nope/notes.txt"), db_url, tmp_path)  # a new process settles the serving
     with open_store(db_url) as store:
         listed = list_with_outcomes(store, status=None, context_hash=None, limit=10)
         [counts] = [c for r, c in listed if r.trigger == "failure-burst"]
         assert counts.held == 1, listed
+
+
+def test_a_hooks_repairs_belong_to_its_project(db_url: str, tmp_path: Path) -> None:
+    for n in range(3):
+        _hook(_fail("s1", "cat /nope/notes.txt", n), db_url, tmp_path)  # cwd /home/u/shop
+    with open_store(db_url) as store:
+        assert [r.project for r in store.repairs.list()] == ["shop"]
+
+    def prompt(session: str, cwd: str) -> dict[str, Any]:
+        event = {
+            "hook_event_name": "UserPromptSubmit",
+            "session_id": session,
+            "cwd": cwd,
+            "prompt": "cat notes",
+        }
+        return _hook(event, db_url, tmp_path)
+
+    assert prompt("s2", "/home/u/shop")["hookSpecificOutput"]["additionalContext"]
+    assert "hookSpecificOutput" not in prompt("s3", "/home/u/other")
