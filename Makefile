@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	# [ui] and Playwright for the browser test (driving Debian's chromium; no browser download);
 	# [train] so the artefact-reproduction test runs; [mcp] and [otel] for the no-code surfaces, and
 	# OpenInference's LangChain instrumentation for the span processor's test.
-	$(BIN)/python -m pip install --quiet -e '.[dev,embeddings,langchain,openai-agents,claude-agent,ui,train,mcp,otel]' \
+	$(BIN)/python -m pip install --quiet -e '.[dev,e5,embeddings,langchain,openai-agents,claude-agent,ui,train,mcp,otel]' \
 	  playwright openinference-instrumentation-langchain
 	touch $(STAMP)
 

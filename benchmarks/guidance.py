@@ -35,8 +35,8 @@ from typing import Any
 
 from sqlalchemy import insert
 
+from memos_feedback.embeddings import pack
 from memos_feedback.recall import guidance_for
-from memos_feedback.recall.embeddings import pack
 from memos_feedback.recall.vectors import settle
 from memos_feedback.store import open_store
 from memos_feedback.store.models import DecisionRepairModel
@@ -204,7 +204,7 @@ def main() -> None:
     rng = random.Random(7)
     embedder = vectors = None
     if args.embeddings:
-        from memos_feedback.recall.embeddings import SentenceTransformerEmbedder
+        from memos_feedback.embeddings import SentenceTransformerEmbedder
 
         embedder = SentenceTransformerEmbedder()
         vectors = list(embedder.embed([f"{lesson}; avoid {e}" for lesson in LESSONS for e in ERRORS]))

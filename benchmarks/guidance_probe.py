@@ -49,7 +49,7 @@ def main() -> None:
     rng = random.Random(7)
     embedder = vectors = None
     if args.embeddings:
-        from memos_feedback.recall.embeddings import SentenceTransformerEmbedder
+        from memos_feedback.embeddings import SentenceTransformerEmbedder
 
         embedder = SentenceTransformerEmbedder()
         vectors = list(embedder.embed([f"{lesson}; avoid {e}" for lesson in LESSONS for e in ERRORS]))

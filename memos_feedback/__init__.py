@@ -63,7 +63,6 @@ if TYPE_CHECKING:
         event_to_dict,
     )
     from .recall import Guidance, GuidanceItem, RecallConfig, guidance_for
-    from .recall.embeddings import Embedder
     from .repair.attach import attach_repair_to_policies
     from .repair.deps import RepairDeps
     from .repair.run import run_repair
@@ -85,6 +84,7 @@ if TYPE_CHECKING:
     from .types import (
         ClassifiedFeedback,
         DecisionRepairDraft,
+        Embedder,
         FailureRecord,
         RepairInput,
         RepairResult,
@@ -102,7 +102,7 @@ _LAZY: dict[str, str] = {
     "ConfigError": "errors",
     "DecisionRepairDraft": "types",
     "DecisionRepairRow": "store",
-    "Embedder": "recall.embeddings",
+    "Embedder": "types",
     "FailureBurst": "signals",
     "FailureRecord": "types",
     "FailureSignals": "signals",

@@ -14,12 +14,16 @@ import itertools
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple, get_args
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, get_args, runtime_checkable
 
 from ._checks import check_int, check_step, check_str, check_tool_context
 from .errors import InvalidInputError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = [
     "EXTRACTED_FIELDS",
@@ -30,6 +34,7 @@ __all__ = [
     "ClassifiedFeedback",
     "DecisionRepairDraft",
     "DecisionRepairRow",
+    "Embedder",
     "FailureRecord",
     "PolicyRow",
     "RepairInput",
@@ -42,6 +47,26 @@ __all__ = [
     "new_id",
     "now_ms",
 ]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of one fixed dimension.
+
+    Here, in the lowest layer, because the classifier, synthesis and recall
+    all read text through one (``memos_feedback.embeddings`` has the
+    implementations).
+    """
+
+    @property
+    def model_name(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """A ``(len(texts), dimension)`` float32 array, each row of unit length."""
+        ...
 
 
 def now_ms() -> int:

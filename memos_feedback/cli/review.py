@@ -16,7 +16,7 @@ from ..limits import MAX_LIMIT
 from ._commands import Commands, epoch_ms, error, limit, open_db, print_json, seconds
 
 if TYPE_CHECKING:
-    from ..recall.embeddings import Embedder
+    from ..embeddings import Embedder
 
 __all__ = ["register"]
 
@@ -255,7 +255,7 @@ def cmd_run_once(args: argparse.Namespace) -> int:
 def _embedder(args: argparse.Namespace) -> Embedder | None:
     if not getattr(args, "embeddings", False) and not getattr(args, "model", None):
         return None
-    from ..recall.embeddings import SentenceTransformerEmbedder
+    from ..embeddings import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(args.model)
 
@@ -287,7 +287,7 @@ def cmd_guidance(args: argparse.Namespace) -> int:
 
 def cmd_repairs_embed(args: argparse.Namespace) -> int:
     """Backfill embeddings (and search text) of repairs written without them."""
-    from ..recall.embeddings import SentenceTransformerEmbedder
+    from ..embeddings import SentenceTransformerEmbedder
     from ..recall.indexing import backfill
 
     embedder = SentenceTransformerEmbedder(args.model)

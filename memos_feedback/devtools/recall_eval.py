@@ -38,9 +38,9 @@ from sqlalchemy import func, select
 
 from ..classify.classifier import classify_feedback
 from ..config import FeedbackConfig
+from ..embeddings import Embedder
 from ..errors import InvalidInputError, MemosFeedbackError
 from ..recall.config import RecallConfig
-from ..recall.embeddings import Embedder
 from ..recall.guidance import guidance_for
 from ..repair.deps import RepairDeps
 from ..repair.run import run_repair
@@ -291,7 +291,7 @@ def format_report(report: RecallReport) -> str:
 
 
 def _embedder(model: str | None) -> Embedder:
-    from ..recall.embeddings import SentenceTransformerEmbedder
+    from ..embeddings import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(model)
 

@@ -10,9 +10,9 @@ import time.
 
 from __future__ import annotations
 
+from ..embeddings import Embedder, SentenceTransformerEmbedder
 from .categories import CATEGORIES, category_for
 from .config import RecallConfig
-from .embeddings import Embedder, SentenceTransformerEmbedder
 from .guidance import Guidance, GuidanceItem, guidance_for
 from .indexing import BackfillReport, backfill
 

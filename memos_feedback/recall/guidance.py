@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 from .._checks import check_int
+from ..embeddings import Embedder, check_embedder
 from ..errors import InvalidInputError
 from ..outcomes.estimate import OutcomeCounts, counts_for, rank_factor
 from ..outcomes.ledger import record_served
@@ -59,7 +60,6 @@ from ..types import now_ms
 from .candidates import Candidate
 from .config import RecallConfig
 from .eligibility import eligible
-from .embeddings import Embedder, check_embedder
 from .frequencies import DocumentFrequencies
 from .principles import user_word_first
 from .scoring import Passed, Scorer, Weights

@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from sqlalchemy import select, update
 
 from .._checks import check_int
+from ..embeddings import Embedder, pack
 from ..store import Store
 from ..store.models import DecisionRepairModel
 from ..text.logs import library_logger
 from ..text.sanitize import sanitize_line
-from .embeddings import Embedder, pack
 from .terms import glossed
 from .vectors import reset_cache
 

@@ -45,11 +45,11 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, Integer, String, bindparam, select
 from sqlalchemy.orm import Session
 
+from ..embeddings import unpack_many
 from ..store import Store
 from ..store.engine import Prepared, sqlite_file_path
 from ..store.models import DecisionRepairModel
 from ..text.logs import library_logger
-from .embeddings import unpack_many
 
 if TYPE_CHECKING:
     import numpy as np

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..config import FeedbackConfig
+from ..embeddings import Embedder
 from ..events import FeedbackBus
 from ..recall.config import RecallConfig
-from ..recall.embeddings import Embedder
 from ..store import Store
 from ..store.unit import EventWriter, Finalizer
 from ..synthesis.llm import RepairLLM

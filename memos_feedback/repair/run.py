@@ -22,6 +22,7 @@ from sqlalchemy import Select, bindparam, func, or_, select
 from sqlalchemy.engine import Connection
 
 from ..classify.classifier import classify_feedback
+from ..embeddings import check_embedder
 from ..errors import InvalidInputError
 from ..events import (
     FeedbackClassified,
@@ -29,7 +30,6 @@ from ..events import (
     RepairSkipped,
     RepairTriggered,
 )
-from ..recall.embeddings import check_embedder
 from ..store.engine import Prepared
 from ..store.models import DecisionRepairModel
 from ..store.reads import Executor, policy_boundaries_with_episodes, session_traces

@@ -7,10 +7,10 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
+from ..embeddings import check_embedder
 from ..events import FeedbackEvent, RepairAttached, RepairPersisted
 from ..outcomes.supersede import supersede_new
 from ..recall.categories import category_for
-from ..recall.embeddings import check_embedder
 from ..recall.indexing import RecallFields, build_source_text, embed_fields
 from ..store.repositories import repair_values, write_repair_row
 from ..store.unit import RepairUnit

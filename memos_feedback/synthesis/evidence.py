@@ -36,8 +36,8 @@ from ..text.logs import library_logger
 from ..types import TraceRow
 
 if TYPE_CHECKING:
-    from ..recall.embeddings import Embedder
     from ..store import Store
+    from ..types import Embedder
 
 __all__ = [
     "RepairEvidence",

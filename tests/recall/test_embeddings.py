@@ -14,9 +14,9 @@ from sqlalchemy import update
 
 from memos_feedback import FeedbackBus, ToolCall, attach_feedback_subscriber
 from memos_feedback.config import FeedbackConfig
+from memos_feedback.embeddings import SentenceTransformerEmbedder, pack
 from memos_feedback.errors import ConfigError
 from memos_feedback.recall import guidance_for
-from memos_feedback.recall.embeddings import SentenceTransformerEmbedder, pack
 from memos_feedback.recall.indexing import backfill
 from memos_feedback.recall.vectors import APPROXIMATE_FROM, reset_cache, settle, similarities
 from memos_feedback.store import Store

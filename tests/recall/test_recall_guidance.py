@@ -446,7 +446,7 @@ def _insert_repairs(store: Store, n: int) -> list[str]:
     """``n`` repairs written straight to the table, varied in every column recall filters on."""
     from sqlalchemy import insert
 
-    from memos_feedback.recall.embeddings import pack
+    from memos_feedback.embeddings import pack
     from memos_feedback.store.models import DecisionRepairModel
     from memos_feedback.types import new_id
 

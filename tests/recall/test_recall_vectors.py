@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from sqlalchemy import insert, update
 
+from memos_feedback.embeddings import pack, unpack_many
 from memos_feedback.recall import vectors
-from memos_feedback.recall.embeddings import pack, unpack_many
 from memos_feedback.recall.vectors import APPROXIMATE_FROM, reset_cache, settle, similarities
 from memos_feedback.store import Store, open_store
 from memos_feedback.store.models import DecisionRepairModel

@@ -38,7 +38,7 @@ def global_embedded_repairs(
     store: Store, model: str, vectors: Iterable[Any], start: int = 0, tag: str = "v"
 ) -> list[str]:
     """One global repair per vector (embedded by ``model``), inserted in bulk; their ids in order."""
-    from memos_feedback.recall.embeddings import pack
+    from memos_feedback.embeddings import pack
 
     rows = [
         repair_row(

