@@ -537,7 +537,7 @@ def test_repairs_survive_0008_up_and_down_with_search_intact(db_url: str) -> Non
 
 
 def test_tool_lines_index_covers_supersedes_tool_read_on_sqlite_only(db_url: str) -> None:
-    from memos_feedback.outcomes.supersede import _TOOL_LINES
+    from memos_feedback.store.supersede import _TOOL_LINES
 
     with open_store(db_url) as s:
         names = {ix["name"] for ix in inspect(s.engine).get_indexes("decision_repairs")}

@@ -25,22 +25,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
-from sqlalchemy import ColumnElement, Connection, Select, func, select
-from sqlalchemy.orm import Session
-
-from ..store.engine import Prepared
-from ..store.models import RepairOutcomeModel, RepairServedModel
-from ..store.reads import in_list, list_param
+from ..store.handles import Executor
+from ..store.outcomes import outcome_tallies, served_tallies
 from .states import CONTRADICTED, HELD, RECURRED
 
 if TYPE_CHECKING:  # recall imports this module; a runtime import would be circular
     from ..recall.config import RecallConfig
 
 __all__ = ["OutcomeCounts", "counts_for", "decay", "effectiveness", "rank_factor"]
-
-OM = RepairOutcomeModel
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,50 +73,20 @@ def rank_factor(
     return effectiveness(counts, cfg) * decay(created_at, counts, validated, now, cfg) / prior
 
 
-def _outcomes_statement(postgresql_dialect: bool) -> Select[Any]:
-    ids = in_list(cast(ColumnElement[Any], OM.repair_id), "ids", postgresql_dialect)
-    stmt = select(OM.repair_id, OM.kind, func.count(), func.max(OM.ts)).where(ids)
-    return cast(Select[Any], stmt.group_by(OM.repair_id, OM.kind))
-
-
-def _served_statement(postgresql_dialect: bool) -> Select[Any]:
-    S = RepairServedModel
-    ids = in_list(cast(ColumnElement[Any], S.repair_id), "ids", postgresql_dialect)
-    return cast(Select[Any], select(S.repair_id, func.count()).where(ids).group_by(S.repair_id))
-
-
-# Built once per dialect (index: is it PostgreSQL?) with the id list as one
-# parameter: an expanding IN is a new statement (and, on PostgreSQL, a new
-# prepared statement) for every list length, and recall runs this per call.
-_OUTCOMES = (_outcomes_statement(False), _outcomes_statement(True))
-_SERVED = (_served_statement(False), _served_statement(True))
-# Recall's per-call read: on SQLite's driver cursor (``Prepared``).
-_OUTCOMES_PREPARED = (Prepared(_OUTCOMES[False]), Prepared(_OUTCOMES[True]))
-
-
-def _is_postgresql(session: Session | Connection) -> bool:
-    bind = session.get_bind() if isinstance(session, Session) else session
-    return bind.dialect.name == "postgresql"
-
-
 def counts_for(
-    session: Session | Connection, repair_ids: Iterable[str], *, served: bool = False
+    session: Executor, repair_ids: Iterable[str], *, served: bool = False
 ) -> dict[str, OutcomeCounts]:
     """Outcome counts per repair (one grouped, indexed query; ``served`` adds a second)."""
     ids = sorted(set(repair_ids))
     if not ids:
         return {}
-    pg = _is_postgresql(session)
-    params = {"ids": list_param(ids, pg)}
     raw: dict[str, dict[str, int]] = {}
     last: dict[str, int] = {}
-    for repair_id, kind, n, newest in _OUTCOMES_PREPARED[pg].all(session, params):
-        raw.setdefault(repair_id, {})[kind] = int(n)
+    for repair_id, kind, n, newest in outcome_tallies(session, ids):
+        raw.setdefault(repair_id, {})[kind] = n
         if kind == HELD:
-            last[repair_id] = int(newest)
-    served_n: dict[str, int] = {}
-    if served:
-        served_n = {r: int(n) for r, n in session.execute(_SERVED[pg], params)}
+            last[repair_id] = newest
+    served_n = served_tallies(session, ids) if served else {}
     return {
         i: OutcomeCounts(
             held=raw.get(i, {}).get(HELD, 0),

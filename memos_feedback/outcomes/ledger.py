@@ -11,16 +11,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Session
-
 from .._failpoints import failpoint
 from ..errors import InvalidInputError, MemosFeedbackError
 from ..events import FeedbackEvent, RepairOutcome, RepairReviewFlagged, RepairStale
 from ..store import Store
 from ..store.checks import check_text
-from ..store.models import DecisionRepairModel, RepairOutcomeModel, RepairServedModel
+from ..store.handles import Session
+from ..store.models import DecisionRepairModel
+from ..store.outcomes import (
+    insert_served,
+    insert_settlement,
+    kind_counts,
+    lock_repair,
+    open_served,
+    served_of,
+    set_final_status,
+    settled_of,
+)
+from ..store.outcomes import status_counts as _status_counts
 from ..text.logs import library_logger
 from ..text.secrets import redact_optional
 from ..types import new_id, now_ms
@@ -41,19 +49,8 @@ __all__ = [
 
 logger = library_logger("memos_feedback.outcomes")
 
-M = DecisionRepairModel
-S = RepairServedModel
 # repair_served.session_id is VARCHAR(255).
 _SESSION_MAX = 255
-OM = RepairOutcomeModel
-
-
-def _insert(session: Session, table: Any, values: dict[str, Any], key: str) -> bool:
-    """Insert one row unless ``key`` already holds its value; True when inserted."""
-    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
-    stmt = dialect.insert(table).values(**values).on_conflict_do_nothing(index_elements=[key])
-    # RETURNING, not rowcount: the PostgreSQL driver reports -1 for this statement.
-    return session.execute(stmt.returning(table.c[key])).first() is not None
 
 
 def write_batch(
@@ -68,9 +65,8 @@ def write_batch(
     events: list[FeedbackEvent] = []
     with store.session(write=True, action="recording repair outcomes") as s:
         for v in served:
-            _insert(
+            insert_served(
                 s,
-                S.__table__,
                 {
                     "id": v.id,
                     "repair_id": v.repair_id,
@@ -79,7 +75,6 @@ def write_batch(
                     "context": redact_optional(v.context),
                     "ts": v.ts,
                 },
-                "id",
             )
         recurred: set[str] = set()
         for t in settled:
@@ -91,7 +86,7 @@ def write_batch(
                 "kind": t.kind,
                 "ts": t.ts,
             }
-            if not _insert(s, OM.__table__, values, "served_id"):
+            if not insert_settlement(s, values):
                 continue  # settled before (a replay): once is enough
             events.append(RepairOutcome(repair_id=t.repair_id, session_id=t.session_id, outcome=t.kind))
             if t.kind == RECURRED:
@@ -144,7 +139,7 @@ def record_served(
 
 
 def _check_stale(s: Session, store: Store, repair_id: str, stale_after: int) -> FeedbackEvent | None:
-    model = s.get(M, repair_id, with_for_update=True)
+    model = lock_repair(s, repair_id)
     if model is None or model.status is not None or model.rejected:
         return None
     counts = counts_for(s, [repair_id])[repair_id]
@@ -165,22 +160,14 @@ def retire(
 ) -> tuple[str, ...]:
     """Inside ``s``: set a final status and take the repair's lines out of every policy block."""
     assert status in STATUSES and status != "active"
-    model.status = status
-    model.superseded_by = superseded_by
-    s.flush()
+    set_final_status(s, model, status, superseded_by)
     return store.repairs.detach(s, model.preference, model.anti_pattern)
 
 
 def open_servings(store: Store, since: int) -> list[Served]:
     """Servings written at or after ``since`` that no outcome settled yet, oldest first."""
-    stmt = (
-        select(S)
-        .outerjoin(OM, OM.served_id == S.id)
-        .where(S.ts >= since, OM.id.is_(None))
-        .order_by(S.ts, S.id)
-    )
     with store.session(action="reading open servings") as s:
-        return [Served(r.id, r.repair_id, r.session_id, r.tool_id, r.context, r.ts) for r in s.scalars(stmt)]
+        return [Served(*r) for r in open_served(s, since)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,31 +181,22 @@ class HistoryEntry:
 def history(store: Store, repair_id: str) -> list[HistoryEntry]:
     """Every serving and outcome of a repair, oldest first."""
     with store.session(action="reading a repair's outcomes") as s:
-        served = [
-            HistoryEntry(r.ts, r.session_id, "served", r.tool_id)
-            for r in s.scalars(select(S).where(S.repair_id == repair_id))
-        ]
-        outcomes = [
-            HistoryEntry(r.ts, r.session_id, r.kind)
-            for r in s.scalars(select(OM).where(OM.repair_id == repair_id))
-        ]
+        served = [HistoryEntry(r.ts, r.session_id, "served", r.tool_id) for r in served_of(s, repair_id)]
+        outcomes = [HistoryEntry(r.ts, r.session_id, r.kind) for r in settled_of(s, repair_id)]
     return sorted(served + outcomes, key=lambda e: (e.ts, e.event != "served"))
 
 
 def status_counts(store: Store) -> dict[str, int]:
     """Repairs per status (rejected ones excluded: they left by a person's hand)."""
-    status = func.coalesce(M.status, "active")
-    stmt = select(status, func.count()).where(M.rejected.is_(False)).group_by(status)
     with store.session(action="counting repairs by status") as s:
         out = dict.fromkeys(STATUSES, 0)
-        out.update({str(k): int(n) for k, n in s.execute(stmt)})
+        out.update(_status_counts(s))
     return out
 
 
 def held_ratio(store: Store) -> float | None:
     """Share of all settled servings that held; None before the first outcome."""
-    stmt = select(OM.kind, func.count()).group_by(OM.kind)
     with store.session(action="counting outcomes") as s:
-        counts = {str(k): int(n) for k, n in s.execute(stmt)}
+        counts = kind_counts(s)
     total = sum(counts.values())
     return None if total == 0 else counts.get(HELD, 0) / total

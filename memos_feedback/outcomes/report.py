@@ -8,19 +8,14 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from sqlalchemy import select
-
 from ..store import Store
-from ..store.models import DecisionRepairModel
-from ..store.reads import repair_row
+from ..store.outcomes import newest_repairs
 from ..types import DecisionRepairRow
 from .estimate import OutcomeCounts, counts_for
 from .ledger import HistoryEntry, history
 from .states import ACTIVE
 
 __all__ = ["history_lines", "list_line", "list_with_outcomes", "with_counts"]
-
-M = DecisionRepairModel
 
 
 def list_with_outcomes(
@@ -36,21 +31,17 @@ def list_with_outcomes(
     """Newest repairs first, each with its counts; optionally only those of one status, context,
     ``project`` (stored with exactly that project) or, ``global_only``, those stored with none,
     and of one ``user``."""
-    stmt = select(M).order_by(M.ts.desc(), M.id.desc()).limit(limit)
-    if context_hash is not None:
-        stmt = stmt.where(M.context_hash == context_hash)
-    if global_only:
-        stmt = stmt.where(M.project.is_(None))
-    elif project is not None:
-        stmt = stmt.where(M.project == project)
-    if user is not None:
-        stmt = stmt.where(M.user_id == user)
-    if status == ACTIVE:
-        stmt = stmt.where(M.status.is_(None), M.rejected.is_(False))
-    elif status is not None:
-        stmt = stmt.where(M.status == status)
     with store.session(action="listing repairs") as s:
-        rows = [repair_row(m) for m in s.scalars(stmt)]
+        rows = newest_repairs(
+            s,
+            limit=limit,
+            status=None if status == ACTIVE else status,
+            active_only=status == ACTIVE,
+            context_hash=context_hash,
+            project=project,
+            user=user,
+            global_only=global_only,
+        )
         counts = counts_for(s, (r.id for r in rows), served=True)
     return [(r, counts[r.id]) for r in rows]
 

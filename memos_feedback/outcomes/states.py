@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ..limits import CONTEXT_CHAR_CAP, clean_text
+from ..store.outcomes import CONTRADICTED, HELD, RECURRED
 from ..types import Shape
 
 __all__ = [
@@ -45,9 +46,6 @@ __all__ = [
     "served_context",
 ]
 
-HELD: Final = "held"
-RECURRED: Final = "recurred"
-CONTRADICTED: Final = "contradicted"
 OUTCOME_KINDS: Final = (HELD, RECURRED, CONTRADICTED)
 
 ACTIVE: Final = "active"

@@ -19,6 +19,7 @@ from ..errors import InvalidInputError
 from ..types import DecisionRepairRow, PolicyRow, ToolCall, TraceRow
 from .checks import as_opt_str, as_str
 from .engine import Prepared
+from .handles import Executor
 from .models import DecisionRepairModel, PolicyEpisodeModel, PolicyModel, TraceModel
 
 __all__ = [
@@ -43,11 +44,6 @@ __all__ = [
 
 POLICIES = cast(Table, PolicyModel.__table__)
 POLICIES_ALL = select(*PolicyModel.__table__.columns).order_by(PolicyModel.id)
-
-
-# Where a repository statement can run: an ORM session's transaction or a
-# Core connection's (the worker's hot path uses the latter).
-Executor = Session | Connection
 
 
 # Hot read statements, built once: SQLAlchemy memoizes a statement object's
