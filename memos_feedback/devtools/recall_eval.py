@@ -34,8 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from sqlalchemy import func, select
-
 from ..classify.classifier import classify_feedback
 from ..config import FeedbackConfig
 from ..embeddings import Embedder
@@ -46,7 +44,7 @@ from ..repair.deps import RepairDeps
 from ..repair.run import run_repair
 from ..signals import FailureSignals, context_hash_of
 from ..store import Store, open_store
-from ..store.models import DecisionRepairModel
+from ..store.reads import repair_count
 from ..types import REPAIR_SHAPE_VALUES, FailureRecord, RepairInput, ToolCall
 
 __all__ = ["Rate", "RecallCase", "RecallReport", "evaluate_recall", "load_cases", "main"]
@@ -219,7 +217,7 @@ def evaluate_recall(
     Raises ``InvalidInputError`` when ``store`` holds repairs already.
     """
     with store.connection() as conn:
-        held = conn.execute(select(func.count()).select_from(DecisionRepairModel)).scalar_one()
+        held = repair_count(conn)
     if held:
         shown = store.engine.url.render_as_string(hide_password=True)
         raise InvalidInputError(f"recall evaluation needs an empty database; {shown} holds {held} repairs")

@@ -21,7 +21,7 @@ from ..store.event_log import FeedStore
 from ..types import now_ms
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
+    from ..store.handles import Session
 
 __all__ = ["count_purge", "delete_repairs", "purge_job", "purge_repairs", "requeue_job", "review_repair"]
 

@@ -6,9 +6,8 @@ import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from sqlalchemy.orm import Session
-
 from ..errors import InvalidInputError
+from ..store.handles import Session
 from ..store.reads import Executor
 from ..store.repositories import merge_boundaries
 from ..text.blocks import merge_repair_block

@@ -13,13 +13,8 @@ the write are all that one transaction (ALGORITHMS.md, "run_repair").
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from sqlalchemy import Select, bindparam, func, or_, select
-from sqlalchemy.engine import Connection
 
 from ..classify.classifier import classify_feedback
 from ..embeddings import check_embedder
@@ -30,9 +25,8 @@ from ..events import (
     RepairSkipped,
     RepairTriggered,
 )
-from ..store.engine import Prepared
-from ..store.models import DecisionRepairModel
-from ..store.reads import Executor, policy_boundaries_with_episodes, session_traces
+from ..store.handles import Connection, Executor
+from ..store.reads import newest_in_family, policy_boundaries_with_episodes, transaction_traces
 from ..store.unit import RepairUnit, repair_unit
 from ..synthesis.evidence import RepairEvidence, evidence_window, split_evidence
 from ..synthesis.synthesize import SynthesisOutcome, synthesize_draft
@@ -43,7 +37,6 @@ from ..types import (
     DecisionRepairDraft,
     RepairInput,
     RepairResult,
-    TraceRow,
 )
 from .deps import RepairDeps
 from .write import Written, recall_fields_of, write_repair
@@ -101,17 +94,11 @@ class _Run:
         cooldown = self.deps.config.cooldown_ms
         if cooldown <= 0:
             return False
-        stmt = _NEWEST_OF_FAMILY[cooldown_family(self.inp.trigger)]
-        params = {"context_hash": self.inp.context_hash}
-        if isinstance(ex, Connection):  # the worker's path: through the driver on SQLite
-            row = stmt.first(ex, params)
-            newest = None if row is None else row[0]
-        else:
-            newest = ex.execute(stmt.statement, params).scalar()
+        newest = newest_in_family(ex, self.inp.context_hash, cooldown_family(self.inp.trigger))
         # abs(): a repair stamped in the future (the wall clock went back)
         # holds its context for at most cooldown_ms, not until the clock
         # catches up with it.
-        return newest is not None and abs(self.deps.clock() - int(newest)) < cooldown
+        return newest is not None and abs(self.deps.clock() - newest) < cooldown
 
 
 # A user's correction is new information: it must not be held back because
@@ -120,21 +107,6 @@ class _Run:
 # kept per family of triggers: what the tool did, what people said.
 _TOOL_TRIGGERS = ("failure-burst",)
 _PEOPLE_TRIGGERS = tuple(t for t in TRIGGERS if t not in _TOOL_TRIGGERS)
-
-
-def _newest_of(family: tuple[str, ...]) -> Select[Any]:
-    # The family's triggers as fixed OR terms, not an IN list: an IN list is
-    # re-rendered on every call, and this runs twice per repair.
-    return select(func.max(DecisionRepairModel.ts)).where(
-        DecisionRepairModel.context_hash == bindparam("context_hash"),
-        or_(*(DecisionRepairModel.trigger == t for t in family)),
-        # A stale or superseded repair stopped applying; it must not hold
-        # back the next attempt at its context.
-        DecisionRepairModel.status.is_(None),
-    )
-
-
-_NEWEST_OF_FAMILY = {family: Prepared(_newest_of(family)) for family in (_TOOL_TRIGGERS, _PEOPLE_TRIGGERS)}
 
 
 def cooldown_family(trigger: str) -> tuple[str, ...]:
@@ -348,7 +320,7 @@ def _read_evidence(
         return "feedback-not-actionable"
     if not inp.session_id:
         return "no-session"
-    traces = _session_traces(conn, inp.session_id, evidence_window(None, cfg))
+    traces = transaction_traces(conn, inp.session_id, evidence_window(None, cfg))
     embedder = check_embedder(run.deps.embedder)
     evidence = split_evidence(
         traces,
@@ -364,36 +336,6 @@ def _read_evidence(
     if feedback is None and _value_gap_too_small(evidence, cfg.value_delta):
         return "value-delta-low"
     return evidence, _candidate_policies(conn, inp, evidence)
-
-
-# Where a SQLite connection keeps the traces read in its current transaction.
-_SHARED_TRACES = "memos_feedback_shared_traces"
-
-
-def _session_traces(conn: Connection, session_id: str, limit: int) -> Sequence[TraceRow]:
-    """The session's traces, read once per SQLite transaction.
-
-    The worker's group commit runs several jobs in one transaction, often
-    of one session. On SQLite a transaction reads one snapshot (WAL), a
-    write transaction (BEGIN IMMEDIATE) excludes every other writer, and
-    nothing a repair writes touches ``traces``: reading them again in the
-    same transaction would return the same rows, so the first read's rows
-    (immutable) are reused. PostgreSQL reads each time: under READ
-    COMMITTED a later statement may see traces committed meanwhile.
-    """
-    transaction = conn.get_transaction()
-    if conn.dialect.name != "sqlite" or transaction is None:
-        return session_traces(conn, session_id, limit)
-    shared = conn.info.get(_SHARED_TRACES)
-    if shared is None or shared[0]() is not transaction:
-        # A weak reference: the entry must neither outlive nor keep the transaction.
-        shared = (weakref.ref(transaction), {})
-        conn.info[_SHARED_TRACES] = shared
-    read: dict[tuple[str, int], tuple[TraceRow, ...]] = shared[1]
-    traces = read.get((session_id, limit))
-    if traces is None:
-        traces = read[session_id, limit] = tuple(session_traces(conn, session_id, limit))
-    return traces
 
 
 def _persisted(run: _Run, draft: DecisionRepairDraft, written: Written) -> RepairResult:

@@ -44,8 +44,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from .._checks import check_int
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError, LeaseLostError, NotFoundError, StoreBusyError
@@ -61,6 +59,7 @@ from ..limits import (
 from ..repair.run import cooldown_family
 from ..store import Store
 from ..store import jobs as store_jobs
+from ..store.handles import Session
 from ..store.jobs import (
     CLOCK_SLACK_MS,
     JOB_STATUSES,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
@@ -30,16 +31,19 @@ __all__ = [
     "in_list",
     "like_literal",
     "list_param",
+    "newest_in_family",
     "policies_with_episodes",
     "policy_boundaries_with_episodes",
     "policy_of_tuple",
     "policy_row",
+    "repair_count",
     "repair_projects",
     "repair_row",
     "rows_of",
     "session_traces",
     "tool_calls_of",
     "trace_row",
+    "transaction_traces",
 ]
 
 POLICIES = cast(Table, PolicyModel.__table__)
@@ -252,6 +256,63 @@ def session_traces(ex: Executor, session_id: str, limit: int) -> list[TraceRow]:
     return [_trace_of_tuple(r) for r in rows]
 
 
+# Where a SQLite connection keeps the traces read in its current transaction.
+_SHARED_TRACES = "memos_feedback_shared_traces"
+
+
+def transaction_traces(conn: Connection, session_id: str, limit: int) -> Sequence[TraceRow]:
+    """The session's traces, read once per SQLite transaction.
+
+    The worker's group commit runs several jobs in one transaction, often
+    of one session. On SQLite a transaction reads one snapshot (WAL), a
+    write transaction (BEGIN IMMEDIATE) excludes every other writer, and
+    nothing a repair writes touches ``traces``: reading them again in the
+    same transaction would return the same rows, so the first read's rows
+    (immutable) are reused. PostgreSQL reads each time: under READ
+    COMMITTED a later statement may see traces committed meanwhile.
+    """
+    transaction = conn.get_transaction()
+    if conn.dialect.name != "sqlite" or transaction is None:
+        return session_traces(conn, session_id, limit)
+    shared = conn.info.get(_SHARED_TRACES)
+    if shared is None or shared[0]() is not transaction:
+        # A weak reference: the entry must neither outlive nor keep the transaction.
+        shared = (weakref.ref(transaction), {})
+        conn.info[_SHARED_TRACES] = shared
+    read: dict[tuple[str, int], tuple[TraceRow, ...]] = shared[1]
+    traces = read.get((session_id, limit))
+    if traces is None:
+        traces = read[session_id, limit] = tuple(session_traces(conn, session_id, limit))
+    return traces
+
+
+@functools.cache
+def _newest_of(family: tuple[str, ...]) -> Prepared:
+    # The family's triggers as fixed OR terms, not an IN list: an IN list is
+    # re-rendered on every call, and this runs twice per repair.
+    return Prepared(
+        select(func.max(DecisionRepairModel.ts)).where(
+            DecisionRepairModel.context_hash == bindparam("context_hash"),
+            or_(*(DecisionRepairModel.trigger == t for t in family)),
+            # A stale or superseded repair stopped applying; it must not hold
+            # back the next attempt at its context.
+            DecisionRepairModel.status.is_(None),
+        )
+    )
+
+
+def newest_in_family(ex: Executor, context_hash: str, family: tuple[str, ...]) -> int | None:
+    """When the newest active repair of ``context_hash`` by one of ``family``'s triggers was written."""
+    stmt = _newest_of(family)
+    params = {"context_hash": context_hash}
+    if isinstance(ex, Connection):  # the worker's path: through the driver on SQLite
+        row = stmt.first(ex, params)
+        newest = None if row is None else row[0]
+    else:
+        newest = ex.execute(stmt.statement, params).scalar()
+    return None if newest is None else int(newest)
+
+
 def policies_with_episodes(ex: Executor, episode_ids: Iterable[str], status: str | None) -> list[PolicyRow]:
     """Policies (of ``status``; any when None) learned from any of ``episode_ids``, by id."""
     ids = sorted(set(episode_ids))
@@ -305,3 +366,11 @@ _PROJECTS = (
 def repair_projects(ex: Executor) -> list[tuple[str | None, int]]:
     """Each ``project`` value repairs are stored with (None: global, last) and how many have it."""
     return [(r[0], int(r[1])) for r in ex.execute(_PROJECTS)]
+
+
+_REPAIR_COUNT = select(func.count()).select_from(DecisionRepairModel)
+
+
+def repair_count(ex: Executor) -> int:
+    """How many repairs the store holds (every status)."""
+    return int(ex.execute(_REPAIR_COUNT).scalar_one())
