@@ -1,8 +1,10 @@
 """The store: one database holding traces, policies and decision repairs.
 
 ``open_store(url)`` returns a migrated ``Store``; its repositories
-(``traces``, ``policies``, ``repairs``) are the only way the rest of the
-library touches the database. ``open_store(url, read_only=True)`` is for
+(``traces``, ``policies``, ``repairs``) and its statement modules
+(``outcomes``, ``supersede``, ``reads``, ``jobs``, ...) hold the library's
+SQL; recall's search statements are the one part still outside (moving them
+is open work). ``open_store(url, read_only=True)`` is for
 readers (the command line's list/show commands): it never creates,
 migrates or changes the database, and refuses one that is not at head.
 """
