@@ -167,7 +167,7 @@ def retire(
 def open_servings(store: Store, since: int) -> list[Served]:
     """Servings written at or after ``since`` that no outcome settled yet, oldest first."""
     with store.session(action="reading open servings") as s:
-        return [Served(*r) for r in open_served(s, since)]
+        return open_served(s, since)
 
 
 @dataclass(frozen=True, slots=True)

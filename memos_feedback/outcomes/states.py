@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ..limits import CONTEXT_CHAR_CAP, clean_text
-from ..store.outcomes import CONTRADICTED, HELD, RECURRED
+from ..store.outcomes import CONTRADICTED, HELD, RECURRED, Served
 from ..types import Shape
 
 __all__ = [
@@ -52,18 +52,6 @@ ACTIVE: Final = "active"
 STALE: Final = "stale"
 SUPERSEDED: Final = "superseded"
 STATUSES: Final = (ACTIVE, STALE, SUPERSEDED)
-
-
-@dataclass(frozen=True, slots=True)
-class Served:
-    """One serving, as written to ``repair_served``."""
-
-    id: str
-    repair_id: str
-    session_id: str
-    tool_id: str | None
-    context: str | None
-    ts: int
 
 
 def served_context(context: str | None) -> str | None:

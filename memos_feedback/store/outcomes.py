@@ -10,6 +10,7 @@ NOTHING``, in each dialect's spelling).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final, NamedTuple, cast
 
 from sqlalchemy import ColumnElement, Select, func, select
@@ -20,19 +21,18 @@ from ..types import DecisionRepairRow
 from .engine import Prepared
 from .handles import Executor
 from .models import DecisionRepairModel, RepairOutcomeModel, RepairServedModel
-from .reads import in_list, list_param, repair_row
+from .reads import dialect_of, in_list, list_param, repair_row
 
 __all__ = [
     "CONTRADICTED",
     "HELD",
     "RECURRED",
     "OutcomeTally",
-    "ServedRecord",
+    "Served",
     "SettledRecord",
     "get_repair",
     "insert_served",
     "insert_settlement",
-    "is_postgresql",
     "kind_counts",
     "lock_repair",
     "newest_repairs",
@@ -65,8 +65,9 @@ class OutcomeTally(NamedTuple):
     newest: int
 
 
-class ServedRecord(NamedTuple):
-    """A row of ``repair_served``."""
+@dataclass(frozen=True, slots=True)
+class Served:
+    """One serving, a row of ``repair_served`` (``outcomes.states`` re-exports it)."""
 
     id: str
     repair_id: str
@@ -84,15 +85,9 @@ class SettledRecord(NamedTuple):
     kind: str
 
 
-def is_postgresql(ex: Executor) -> bool:
-    """Whether ``ex`` runs on PostgreSQL (some statements differ by dialect)."""
-    bind = ex.get_bind() if isinstance(ex, Session) else ex
-    return bind.dialect.name == "postgresql"
-
-
 def _insert(session: Session, table: Any, values: dict[str, Any], key: str) -> bool:
     """Insert one row unless ``key`` already holds its value; True when inserted."""
-    dialect = postgresql if is_postgresql(session) else sqlite
+    dialect = postgresql if dialect_of(session) == "postgresql" else sqlite
     stmt = dialect.insert(table).values(**values).on_conflict_do_nothing(index_elements=[key])
     # RETURNING, not rowcount: the PostgreSQL driver reports -1 for this statement.
     return session.execute(stmt.returning(table.c[key])).first() is not None
@@ -129,14 +124,14 @@ _SERVED = (_served_statement(False), _served_statement(True))
 
 def outcome_tallies(ex: Executor, repair_ids: Sequence[str]) -> list[OutcomeTally]:
     """Every (repair, kind) of ``repair_ids`` that has outcomes (one grouped, indexed query)."""
-    pg = is_postgresql(ex)
+    pg = dialect_of(ex) == "postgresql"
     rows = _TALLIES[pg].all(ex, {"ids": list_param(repair_ids, pg)})
     return [OutcomeTally(r, k, int(n), int(t)) for r, k, n, t in rows]
 
 
 def served_tallies(ex: Executor, repair_ids: Sequence[str]) -> dict[str, int]:
     """How many times each of ``repair_ids`` was served (those never served are left out)."""
-    pg = is_postgresql(ex)
+    pg = dialect_of(ex) == "postgresql"
     return {r: int(n) for r, n in ex.execute(_SERVED[pg], {"ids": list_param(repair_ids, pg)})}
 
 
@@ -158,7 +153,7 @@ def set_final_status(
     session.flush()
 
 
-def open_served(ex: Executor, since: int) -> list[ServedRecord]:
+def open_served(ex: Executor, since: int) -> list[Served]:
     """Servings written at or after ``since`` that no outcome settled yet, oldest first."""
     stmt = (
         select(S.id, S.repair_id, S.session_id, S.tool_id, S.context, S.ts)
@@ -166,13 +161,13 @@ def open_served(ex: Executor, since: int) -> list[ServedRecord]:
         .where(S.ts >= since, OM.id.is_(None))
         .order_by(S.ts, S.id)
     )
-    return [ServedRecord(*r) for r in ex.execute(stmt)]
+    return [Served(*r) for r in ex.execute(stmt)]
 
 
-def served_of(ex: Executor, repair_id: str) -> list[ServedRecord]:
+def served_of(ex: Executor, repair_id: str) -> list[Served]:
     """Every serving of one repair (no order)."""
     stmt = select(S.id, S.repair_id, S.session_id, S.tool_id, S.context, S.ts).where(S.repair_id == repair_id)
-    return [ServedRecord(*r) for r in ex.execute(stmt)]
+    return [Served(*r) for r in ex.execute(stmt)]
 
 
 def settled_of(ex: Executor, repair_id: str) -> list[SettledRecord]:
