@@ -55,9 +55,9 @@ from ..outcomes.estimate import OutcomeCounts, counts_for, rank_factor
 from ..outcomes.ledger import record_served
 from ..signals import context_hash_of
 from ..store import Store
+from ..store.search import Candidate
 from ..text.sanitize import sanitize_line
 from ..types import now_ms
-from .candidates import Candidate
 from .config import RecallConfig
 from .eligibility import eligible
 from .frequencies import DocumentFrequencies

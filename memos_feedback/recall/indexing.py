@@ -25,12 +25,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
-
 from .._checks import check_int
 from ..embeddings import Embedder, pack
 from ..store import Store
-from ..store.models import DecisionRepairModel
+from ..store.search.embeddings import store_embedding, to_embed
 from ..text.logs import library_logger
 from ..text.sanitize import sanitize_line
 from .terms import glossed
@@ -128,17 +126,11 @@ def backfill(store: Store, embedder: Embedder, *, batch_size: int = 64, redo: bo
     """
     check_int("batch_size", batch_size, lo=1)
     model = embedder.model_name
-    m = DecisionRepairModel
-    stmt = select(m.id, m.preference, m.anti_pattern, m.tool_id, m.context, m.source_text).order_by(m.id)
-    if not redo:
-        stmt = stmt.where(
-            (m.embedding.is_(None)) | (m.embedding_model.is_(None)) | (m.embedding_model != model)
-        )
     scanned = embedded = filled = 0
     after = ""
     while True:
         with store.session(action="reading repairs to embed") as s:
-            rows = s.execute(stmt.where(m.id > after).limit(batch_size)).all()
+            rows = to_embed(s, model, after, batch_size, redo=redo)
         if not rows:
             break
         after = rows[-1].id
@@ -159,7 +151,7 @@ def backfill(store: Store, embedder: Embedder, *, batch_size: int = 64, redo: bo
                 values: dict[str, object] = {"embedding": pack(vec), "embedding_model": model}
                 if r.id in new_text:
                     values["source_text"] = new_text[r.id]
-                s.execute(update(m).where(m.id == r.id).values(**values))
+                store_embedding(s, r.id, values)
         embedded += len(rows)
         filled += len(new_text)
     if embedded:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from .candidates import Candidate
+from ..store.search import Candidate
 
 __all__ = ["stated_by_user", "user_word_first"]
 

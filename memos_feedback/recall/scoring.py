@@ -18,7 +18,7 @@ import threading
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from .candidates import Candidate
+from ..store.search import Candidate
 from .config import RecallConfig
 from .frequencies import idf
 from .indexing import embedding_text

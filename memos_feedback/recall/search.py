@@ -1,10 +1,11 @@
 """The candidates of one ``guidance_for`` call, read in one statement (``read_candidates``).
 
 Everything here reads; nothing writes. The sources — the exact (tool,
-context) and the tool's newest (``candidates``), the nearest embeddings'
-ids, and the database's text search over the query's rarer terms
-(``lexical``) — are united in the candidates' statement (``statement``),
-which keeps only the repairs that may be served (``eligibility``).
+context) and the tool's newest, the nearest embeddings' ids, and the
+database's text search over the query's rarer terms (``lexical``) — are
+united in the store's candidates' statement (``store.search.statement``),
+which keeps only the repairs that may be served (``eligibility``). This
+module decides what that statement is asked; the store builds and runs it.
 
 Document frequencies, how a term is matched on SQLite, and the ids a fresh
 count found come from ``frequencies``. A term counted in the same call is
@@ -17,18 +18,14 @@ are counted in the candidates' statement itself when they fit
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..outcomes.estimate import OutcomeCounts
-from ..store.reads import list_param
-from .candidates import Candidate
-from .eligibility import Eligibility
-from .frequencies import DF_BATCH, DF_CAP, Reader, count_terms, is_postgresql, like_pattern
-from .lexical import MAX_SEARCH_TERMS, lexical_params, rare_cap, search_terms
-from .statement import N_COLUMNS, Shape, candidates_prepared
+from ..store.handles import Executor
+from ..store.search import DF_BATCH, Candidate, CandidateQuery, Eligibility, search_reader
+from .frequencies import DF_CAP, RARE_DF
+from .lexical import MAX_SEARCH_TERMS, rare_cap, search_terms, text_search
 
 __all__ = ["CandidateRead", "read_candidates"]
 
@@ -50,7 +47,7 @@ class CandidateRead:
 
 
 def read_candidates(
-    reader: Reader,
+    reader: Executor,
     where: Eligibility,
     limit: int,
     *,
@@ -84,8 +81,8 @@ def read_candidates(
     spares the count its own round trip. (Too many to fold, and they are
     counted first.)
     """
-    pg = is_postgresql(reader)
-    fresh = list(dict.fromkeys(counting)) if pg else []
+    reads = search_reader(reader)
+    fresh = list(dict.fromkeys(counting)) if reads.folds_into_candidates else []
     counted: dict[str, int] | None = None
     searching = 0
     if fresh:
@@ -95,54 +92,44 @@ def read_candidates(
         else:
             # Folded, the rarest could not be chosen among them: counted first instead.
             found: dict[str, list[str]] = {}
-            counted = count_terms(reader, {t: (like_pattern(t), "") for t in fresh}, True, DF_CAP, found)
+            counted = reads.count_terms(reader, fresh, DF_CAP, few=RARE_DF, found=found)
             frequencies, matched = {**(frequencies or {}), **counted}, {**(matched or {}), **found}
             fresh = []
     rare = search_terms(terms, frequencies, total)
     # SQLite searches by id only when every term can be: its text search is
     # one FTS5 query for all terms, and the ids would not spare it otherwise.
-    known = matched if matched and (pg or all(t in matched for t in rare)) else {}
+    folds = reads.folds_into_candidates
+    known = matched if matched and (folds or all(t in matched for t in rare)) else {}
     if known:
         # Terms searched by id first: the statement's shape is then (terms, how
         # many by id), a few dozen at most (compiled and prepared statements
         # are cached per shape); the order of terms changes no match or weight.
         rare = [t for t in rare if t in known] + [t for t in rare if t not in known]
-    by_ids = tuple(t in known for t in rare) if known else ()
-    params: dict[str, Any] = {
-        **where.params(),
-        **(lexical_params(rare, pg, limit, frequencies, total, known) if rare else {}),
-        "lim": limit,
-        "context_hash": context_hash,
-        "tool_id": tool_id,
-        "vector_ids": list_param(sorted(set(vector_ids)), pg),
-    }
-    newer = newer_than if pg else None
-    if newer is not None:
-        params["embedding_model"], params["newer_than"] = newer
-    if fresh:
-        params.update({f"f{i}": like_pattern(t) for i, t in enumerate(fresh)})
-        params.update(df_cap=DF_CAP, rare_cap=rare_cap(total), idf_n=float(max(total or 0, 1)))
-    shape = Shape(pg, len(rare), by_ids, newer is not None, searching, len(fresh))
-    statement = candidates_prepared(shape)
-    got = statement.all(reader, params)
-    # One row per repair (sources overlap), ordered by id: ranking's ties
-    # then fall the same way whichever source found a repair first.
-    rows = sorted({r[0]: r for r in got}.values(), key=_by_id)
-    if not pg:
-        return CandidateRead([Candidate._make(r) for r in rows])
-    n = N_COLUMNS
+    query = CandidateQuery(
+        where,
+        limit,
+        text_search(rare, frequencies, total, known) if rare else None,
+        context_hash,
+        tool_id,
+        vector_ids,
+        newer_than,
+        fresh,
+        searching,
+        df_cap=DF_CAP,
+        rare_cap=rare_cap(total),
+        total=total,
+    )
+    got = reads.candidates(reader, query)
+    rows = got.rows
+    if got.outcomes is None:
+        return CandidateRead(rows)
     outcomes = {
-        r[0]: OutcomeCounts(held=r[n], recurred=r[n + 1], contradicted=r[n + 2], last_held=r[n + 3])
-        for r in rows
+        repair_id: OutcomeCounts(held=held, recurred=recurred, contradicted=contradicted, last_held=last)
+        for repair_id, (held, recurred, contradicted, last) in got.outcomes.items()
     }
-    flag = bool(rows[0][n + 4]) if shape.newer and rows else None
-    if fresh and rows:
-        first = n + 4 + shape.newer
-        counted = {t: int(rows[0][first + i]) for i, t in enumerate(fresh)}
-    return CandidateRead([Candidate._make(r[:n]) for r in rows], outcomes, flag, counted)
-
-
-_by_id = operator.itemgetter(0)
+    if got.counted is not None:
+        counted = got.counted
+    return CandidateRead(rows, outcomes, got.newer_embedded, counted)
 
 
 def _fold(

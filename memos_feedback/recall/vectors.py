@@ -42,13 +42,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, Integer, String, bindparam, select
-from sqlalchemy.orm import Session
-
 from ..embeddings import unpack_many
 from ..store import Store
-from ..store.engine import Prepared, sqlite_file_path
-from ..store.models import DecisionRepairModel
+from ..store.handles import Executor
+from ..store.search.embeddings import embedded_after
 from ..text.logs import library_logger
 
 if TYPE_CHECKING:
@@ -59,7 +56,6 @@ __all__ = ["Similarities", "reset_cache", "settle", "similarities"]
 
 logger = library_logger("memos_feedback.recall")
 
-M = DecisionRepairModel
 # A matrix this large is scanned through the projection first (module docstring).
 APPROXIMATE_FROM = 1_500
 _REDUCED = 96
@@ -68,19 +64,6 @@ _SHORTLIST_PER_RESULT = 8
 _FIT_SAMPLE = 5_000
 _FULL_RELOAD_S = 600.0
 _READ_BATCH = 5_000
-# Built once: the refresh runs on every call, usually to find nothing new.
-_NEWER = (
-    select(M.id, M.project, M.embedding)
-    .where(
-        M.id > bindparam("last_id", type_=String),
-        M.embedding_model == bindparam("model", type_=String),
-        M.embedding.is_not(None),
-    )
-    .order_by(M.id)
-    .limit(bindparam("batch", type_=Integer))
-)
-# On SQLite's driver cursor (``Prepared``): the refresh runs on every call.
-_NEWER_PREPARED = Prepared(_NEWER)
 
 
 class _Part:
@@ -259,14 +242,13 @@ def _start(what: str, work: Callable[[], None]) -> None:
 
 def _in_background(store: Store) -> bool:
     # An in-memory SQLite database is one connection, shared: not from two threads at once.
-    return store.engine.dialect.name != "sqlite" or sqlite_file_path(store.engine) is not None
+    return not store.one_connection
 
 
-def _read_newer(index: _Index, session: Session | Connection, model: str) -> None:
+def _read_newer(index: _Index, session: Executor, model: str) -> None:
     """Append the embeddings written since ``index.last_id`` (all of them the first time)."""
     while True:
-        params = {"last_id": index.last_id, "model": model, "batch": _READ_BATCH}
-        rows = _NEWER_PREPARED.all(session, params)
+        rows = embedded_after(session, index.last_id, model, _READ_BATCH)
         if not rows:
             break
         index.last_id = rows[-1][0]
@@ -292,7 +274,7 @@ def _read_newer(index: _Index, session: Session | Connection, model: str) -> Non
 
 def _refresh(
     index: _Index,
-    session: Session | Connection,
+    session: Executor,
     model: str,
     store: Store,
     key: tuple[str, str],
@@ -431,7 +413,7 @@ class Similarities:
 
 def similarities(
     store: Store,
-    session: Session | Connection,
+    session: Executor,
     model: str,
     query: npt.NDArray[np.float32],
     project: str | None,

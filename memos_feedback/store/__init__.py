@@ -150,6 +150,11 @@ class Store:
         """``sqlite`` or ``postgresql``."""
         return self.engine.dialect.name
 
+    @property
+    def one_connection(self) -> bool:
+        """Whether every thread shares one connection (in-memory SQLite): not usable from two at once."""
+        return self.engine.dialect.name == "sqlite" and sqlite_file_path(self.engine) is None
+
     @contextmanager
     def session(
         self, *, write: bool = False, action: str = "database access", session: Session | None = None

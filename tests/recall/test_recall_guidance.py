@@ -493,15 +493,15 @@ def _insert_repairs(store: Store, n: int) -> list[str]:
 def test_the_one_statement_candidate_read_returns_what_the_separate_reads_did(
     store: Store, limit: int
 ) -> None:
-    from memos_feedback.recall.candidates import (
-        fetch_candidates,
-        same_context_candidate_ids,
-        same_tool_candidate_ids,
-    )
     from memos_feedback.recall.eligibility import eligible
     from memos_feedback.recall.frequencies import DocumentFrequencies
     from memos_feedback.recall.lexical import lexical_candidate_ids
     from memos_feedback.recall.search import read_candidates
+    from memos_feedback.store.search import (
+        fetch_candidates,
+        same_context_candidate_ids,
+        same_tool_candidate_ids,
+    )
 
     ids = _insert_repairs(store, 60)
     now = now_ms()
@@ -545,8 +545,8 @@ def test_the_one_statement_candidate_read_returns_what_the_separate_reads_did(
 
 
 def test_candidates_of_repairs_without_source_text_read_as_their_lesson(store: Store) -> None:
-    from memos_feedback.recall.candidates import fetch_candidates
     from memos_feedback.recall.eligibility import eligible
+    from memos_feedback.store.search import fetch_candidates
 
     ids = _insert_repairs(store, 16)
     with store.connection() as s:

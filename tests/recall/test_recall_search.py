@@ -7,17 +7,17 @@ from sqlalchemy import event, insert
 from memos_feedback.outcomes import counts_for
 from memos_feedback.outcomes.states import CONTRADICTED, HELD, RECURRED
 from memos_feedback.recall import Guidance, guidance_for
-from memos_feedback.recall.candidates import (
-    fetch_candidates,
-    same_context_candidate_ids,
-    same_tool_candidate_ids,
-)
 from memos_feedback.recall.eligibility import eligible
 from memos_feedback.recall.frequencies import RARE_DF, DocumentFrequencies, idf, term_expression
 from memos_feedback.recall.lexical import MAX_SEARCH_TERMS, lexical_candidate_ids
 from memos_feedback.recall.search import read_candidates
 from memos_feedback.store import Store
 from memos_feedback.store.models import DecisionRepairModel, RepairOutcomeModel
+from memos_feedback.store.search import (
+    fetch_candidates,
+    same_context_candidate_ids,
+    same_tool_candidate_ids,
+)
 from memos_feedback.types import new_id, now_ms
 from tests.support.rows import repair_row
 

@@ -1,11 +1,11 @@
-"""The candidate row, and the reads that bring candidates one source at a time.
+"""The candidate row, and the statements that select candidates one source at a time.
 
-``Candidate`` is what ranking reads of a repair (``COLUMNS``). The separate
-reads here — the eligible repairs among given ids, the newest of an exact
-(tool, context) and the validated ones of it (however many newer ones
-there are), the newest of a tool — say what each source selects;
-``guidance_for`` reads every source at once (``search.read_candidates``),
-in a statement made of the per-source statements built here.
+``Candidate`` is what ranking reads of a repair (``COLUMNS``). The
+per-source statements here — the eligible repairs among given ids, the
+newest of an exact (tool, context) and the validated ones of it (however
+many newer ones there are), the newest of a tool — say what each source
+selects; recall reads every source at once, in the candidates' statement
+(``statement``) made of them.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any, NamedTuple, cast
 
 from sqlalchemy import ColumnElement, Integer, Select, String, bindparam, func, literal, select, true
 
-from ..store.models import DecisionRepairModel
-from ..store.reads import in_list, list_param
-from .eligibility import ELIGIBLE, Eligibility
-from .frequencies import Reader, is_postgresql
+from ..handles import Executor
+from ..models import DecisionRepairModel
+from ..reads import in_list, list_param
+from .eligibility import Eligibility, clause
 
 __all__ = [
     "COLUMNS",
@@ -27,9 +27,8 @@ __all__ = [
     "SAME_TOOL",
     "VALIDATED_CONTEXT",
     "Candidate",
-    "fetch_candidates",
-    "same_context_candidate_ids",
-    "same_tool_candidate_ids",
+    "fetch",
+    "newest_ids",
 ]
 
 M = DecisionRepairModel
@@ -80,8 +79,8 @@ COLUMNS = (
         func.nullif(M.source_text, ""),
         literal("do: ") + M.preference + literal("\navoid: ") + M.anti_pattern,
     ).label("source_text"),
-    # No embedding: cosines come from the in-process matrix (``vectors``),
-    # and a blob per row is most of a row's bytes.
+    # No embedding: cosines come from recall's in-process matrix, and a
+    # blob per row is most of a row's bytes.
     M.session_id,
 )
 
@@ -93,7 +92,7 @@ LIMIT = bindparam("lim", type_=Integer)
 def _newest(
     key: ColumnElement[Any], name: str, postgresql_dialect: bool, *, validated: bool = False
 ) -> Select[Any]:
-    where = [key == bindparam(name, type_=String), ELIGIBLE[postgresql_dialect]]
+    where = [key == bindparam(name, type_=String), clause(postgresql_dialect)]
     if validated:
         # ``= true`` as a literal: the partial indexes of validated rows say so (migration 0014).
         where.append(M.validated == true())
@@ -110,35 +109,29 @@ SAME_TOOL = {pg: _newest(_TOOL_KEY, "tool_id", pg) for pg in (True, False)}
 # tool, 50 more rows to score cost a third more per call, and a repair of
 # another context is not the situation's.)
 VALIDATED_CONTEXT = {pg: _newest(_CONTEXT_KEY, "context_hash", pg, validated=True) for pg in (True, False)}
+_BY_KEY = {"context_hash": SAME_CONTEXT, "tool_id": SAME_TOOL}
 
 
 def _fetch_statement(postgresql_dialect: bool) -> Select[Any]:
     ids = in_list(cast(ColumnElement[Any], M.id), "ids", postgresql_dialect)
-    return cast(Select[Any], select(*COLUMNS).where(ids, ELIGIBLE[postgresql_dialect]).order_by(M.id))
+    return cast(Select[Any], select(*COLUMNS).where(ids, clause(postgresql_dialect)).order_by(M.id))
 
 
 _FETCH = {True: _fetch_statement(True), False: _fetch_statement(False)}
 
 
-def fetch_candidates(reader: Reader, ids: Iterable[str], where: Eligibility) -> list[Candidate]:
+def fetch(ex: Executor, postgresql_dialect: bool, ids: Iterable[str], where: Eligibility) -> list[Candidate]:
     """The eligible repairs among ``ids`` (order unspecified)."""
     wanted = sorted(set(ids))
     if not wanted:
         return []
-    pg = is_postgresql(reader)
-    params = {**where.params(), "ids": list_param(wanted, pg)}
-    return [Candidate._make(r) for r in reader.execute(_FETCH[pg], params)]
+    params = {**where.params(), "ids": list_param(wanted, postgresql_dialect)}
+    return [Candidate._make(r) for r in ex.execute(_FETCH[postgresql_dialect], params)]
 
 
-def same_context_candidate_ids(
-    reader: Reader, context_hash: str, where: Eligibility, limit: int
+def newest_ids(
+    ex: Executor, postgresql_dialect: bool, key: str, value: str, where: Eligibility, limit: int
 ) -> list[str]:
-    """Newest eligible repairs written for exactly this (tool, context)."""
-    params = {**where.params(), "context_hash": context_hash, "lim": limit}
-    return list(reader.scalars(SAME_CONTEXT[is_postgresql(reader)], params))
-
-
-def same_tool_candidate_ids(reader: Reader, tool_id: str, where: Eligibility, limit: int) -> list[str]:
-    """Newest eligible repairs written for ``tool_id``."""
-    params = {**where.params(), "tool_id": tool_id, "lim": limit}
-    return list(reader.scalars(SAME_TOOL[is_postgresql(reader)], params))
+    """Newest eligible repairs whose ``key`` (``context_hash`` or ``tool_id``) is ``value``."""
+    params = {**where.params(), key: value, "lim": limit}
+    return list(ex.scalars(_BY_KEY[key][postgresql_dialect], params))
