@@ -55,7 +55,7 @@ from ..outcomes.estimate import OutcomeCounts, counts_for, rank_factor
 from ..outcomes.ledger import record_served
 from ..signals import context_hash_of
 from ..store import Store
-from ..store.search import Candidate
+from ..store.search import Candidate, search_reader
 from ..text.sanitize import sanitize_line
 from ..types import now_ms
 from .config import RecallConfig
@@ -229,8 +229,8 @@ def guidance_for(
     # in the light of the situation they share (ALGORITHMS.md, "Recall").
     report = is_tool_report(evidence_text[:_REPORT_SCAN])
     exact_hash = context_hash_of(tool, ctx) if tool is not None and ctx is not None else None
-    pg = store.dialect == "postgresql"
     with store.reading(action="recalling guidance") as s:
+        reads = search_reader(s)
         total = _df.total(store, s)
         lookup = tuple(dict.fromkeys(terms.indexed + situation.indexed))
         matched: dict[str, list[str]] = {}  # the ids of terms counted just now (when few)
@@ -241,7 +241,7 @@ def guidance_for(
         sims = _NO_VECTORS
         # PostgreSQL: whether repairs were embedded since the matrix was last
         # read is asked in the candidates' statement, not in a round trip of its own.
-        ask = pg and emb is not None
+        ask = reads.folds_into_candidates and emb is not None
         if emb is not None and qvec is not None:
             sims = similarities(store, s, emb.model_name, qvec, proj, cfg.neighbour_limit, refresh=not ask)
 

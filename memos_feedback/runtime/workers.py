@@ -99,7 +99,7 @@ class Workers:
         batch = 1 if self._llm is not None and self.config.use_llm else self.config.claim_batch
         # Group commit (SQLite, local synthesis): a claimed batch's repairs
         # commit in one write transaction (see _process_group).
-        group = self.store.dialect == "sqlite" and local_synthesis(self._deps(None))
+        group = self.store.one_writer and local_synthesis(self._deps(None))
         while not self._closing.is_set():
             try:
                 jobs = self.queue.claim_many(self.owner, batch)

@@ -151,6 +151,11 @@ class Store:
         return self.engine.dialect.name
 
     @property
+    def one_writer(self) -> bool:
+        """Whether writes take turns in this process (SQLite): a writer gains by batching its commits."""
+        return self._write_lock is not None
+
+    @property
     def one_connection(self) -> bool:
         """Whether every thread shares one connection (in-memory SQLite): not usable from two at once."""
         return self.engine.dialect.name == "sqlite" and sqlite_file_path(self.engine) is None
