@@ -2,11 +2,13 @@
 
 ``open_store(url)`` returns a migrated ``Store``; its repositories
 (``traces``, ``policies``, ``repairs``) and its statement modules
-(``outcomes``, ``supersede``, ``reads``, ``jobs``, ...) hold the library's
-SQL; recall's search statements are the one part still outside (moving them
-is open work). ``open_store(url, read_only=True)`` is for
-readers (the command line's list/show commands): it never creates,
-migrates or changes the database, and refuses one that is not at head.
+(``outcomes``, ``supersede``, ``reads``, ``jobs``, recall's ``search``
+package, ...) hold all of the library's SQL: no other package imports
+SQLAlchemy (an import contract in ``pyproject.toml``); they call named
+functions here and hold the handles named in ``handles``.
+``open_store(url, read_only=True)`` is for readers (the command line's
+list/show commands): it never creates, migrates or changes the database,
+and refuses one that is not at head.
 """
 
 from __future__ import annotations
