@@ -1,6 +1,6 @@
 """Document frequencies: how many repairs contain a term, for ``guidance_for``'s IDF weights.
 
-Counted in the database's own text index (``store.search.counts``: FTS5 on
+Counted in the database's own text index (``store.search``: FTS5 on
 SQLite, ILIKE over a trigram index on PostgreSQL), up to a cap
 (``DF_CAP``), and cached for ``_DF_TTL_S`` seconds per store: statistics
 that are a minute old rank as well as fresh ones. This module holds that

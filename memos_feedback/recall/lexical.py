@@ -4,8 +4,8 @@ Only the rarer terms search (``search_terms``): at most
 ``MAX_SEARCH_TERMS`` of those fewer than the rare cap (``rare_cap``)
 repairs contain, the rarest first. Matches rank by the IDF weight of the
 terms they contain (``text_search``'s weights), then newest first. The
-statement that finds them is the store's (``store.search.lexical``:
-FTS5 on SQLite, ILIKE over a trigram index on PostgreSQL).
+statement that finds them is the store's (``store.search``: FTS5 on
+SQLite, ILIKE over a trigram index on PostgreSQL).
 """
 
 from __future__ import annotations

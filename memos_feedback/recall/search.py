@@ -3,7 +3,7 @@
 Everything here reads; nothing writes. The sources — the exact (tool,
 context) and the tool's newest, the nearest embeddings' ids, and the
 database's text search over the query's rarer terms (``lexical``) — are
-united in the store's candidates' statement (``store.search.statement``),
+united in the store's candidates' statement (``store.search``, one per dialect),
 which keeps only the repairs that may be served (``eligibility``). This
 module decides what that statement is asked; the store builds and runs it.
 

@@ -124,7 +124,7 @@ def create_recall_engine(
     times, and PostgreSQL then kept planning recall's trigram counts and
     candidate statement afresh for every set of values (~1-2 ms each),
     guessing a custom plan cheaper; each of them has one good plan
-    whatever the values (``store/search/statement.py``). Set for the pool's
+    whatever the values (``store/search/postgresql.py``). Set for the pool's
     connections, it reaches no other statement of the store — the queue's
     claim, for one, needs the custom plan a skewed ``status`` gets.
     At most five connections, made when first needed.

@@ -185,9 +185,9 @@ def _plan(store: Store, sql: str) -> list[str]:
 def test_waiting_repairs_are_read_by_key_never_by_a_scan_of_every_repair(sqlite_url: str) -> None:
     from sqlalchemy.dialects import sqlite
 
-    from memos_feedback.store.search.counts import _df_statement
-    from memos_feedback.store.search.statement import Shape as _Shape
-    from memos_feedback.store.search.statement import candidates_statement as _candidates_statement
+    from memos_feedback.store.search.query import Shape as _Shape
+    from memos_feedback.store.search.sqlite import _count_statement as _df_statement
+    from memos_feedback.store.search.sqlite import candidates_statement as _candidates_statement
     from memos_feedback.store.search_index import _INDEX, TAIL_SQL
 
     def sql(statement: object) -> str:

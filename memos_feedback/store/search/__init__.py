@@ -6,13 +6,14 @@ every statement it runs is built in this package:
 
 * ``eligibility`` — the clause every candidate read carries;
 * ``candidates`` — the candidate row and the per-source statements;
-* ``lexical`` — the text search (FTS5 on SQLite, ILIKE on PostgreSQL);
-* ``counts`` — document frequencies in the same indexes, and the
-  dialects' query text (FTS5 phrases, ILIKE patterns);
-* ``statement`` — every source in one statement (``read_rows``);
-* ``embeddings`` — the in-process matrices' reads and the backfill's;
-* ``readers`` — ``SearchReader``, one implementation per dialect,
-  picked by ``search_reader(handle)``.
+* ``query`` — what recall asks and gets back, in plain values;
+* ``sqlite`` — SQLite's reader: FTS5 trigram matches, term counts, the
+  candidates' statement;
+* ``postgresql`` — PostgreSQL's: ILIKE over the trigram index, and the
+  counts and flags folded into the candidates' statement;
+* ``readers`` — the ``SearchReader`` protocol they implement, and
+  ``search_reader(handle)``, which picks one by ``reads.dialect_of``;
+* ``embeddings`` — the in-process matrices' reads and the backfill's.
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ from collections.abc import Iterable
 
 from ..handles import Executor
 from .candidates import Candidate
-from .counts import DF_BATCH, Match, fts_all, fts_phrase
 from .eligibility import Eligibility
-from .lexical import TextSearch
-from .readers import PostgresSearch, SearchReader, SqliteSearch, search_reader
-from .statement import CandidateQuery, CandidateRows
+from .postgresql import PostgresSearch
+from .query import DF_BATCH, CandidateQuery, CandidateRows, Match, TextSearch
+from .readers import SearchReader, search_reader
+from .sqlite import SqliteSearch, fts_all, fts_phrase
 
 __all__ = [
     "DF_BATCH",

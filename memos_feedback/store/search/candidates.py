@@ -10,10 +10,11 @@ selects; recall reads every source at once, in the candidates' statement
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import operator
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, cast
 
-from sqlalchemy import ColumnElement, Integer, Select, String, bindparam, func, literal, select, true
+from sqlalchemy import ColumnElement, Integer, Select, String, bindparam, case, func, literal, select, true
 
 from ..handles import Executor
 from ..models import DecisionRepairModel
@@ -27,8 +28,10 @@ __all__ = [
     "SAME_TOOL",
     "VALIDATED_CONTEXT",
     "Candidate",
+    "by_weight",
     "fetch",
     "newest_ids",
+    "one_per_id",
 ]
 
 M = DecisionRepairModel
@@ -135,3 +138,27 @@ def newest_ids(
     """Newest eligible repairs whose ``key`` (``context_hash`` or ``tool_id``) is ``value``."""
     params = {**where.params(), key: value, "lim": limit}
     return list(ex.scalars(_BY_KEY[key][postgresql_dialect], params))
+
+
+def by_weight(
+    stmt: Select[Any], tests: Sequence[ColumnElement[bool]], weights: Sequence[ColumnElement[float]]
+) -> Select[Any]:
+    """``stmt`` ordered by the summed weights of the tests each row passes, then newest first.
+
+    The text search's order on both dialects: the measure recall scores by.
+    """
+    weight: ColumnElement[float] = literal(0.0)
+    for test, w in zip(tests, weights, strict=True):
+        weight = weight + case((test, w), else_=0.0)
+    return stmt.order_by(weight.desc(), M.ts.desc()).limit(LIMIT)
+
+
+_by_id = operator.itemgetter(0)
+
+
+def one_per_id(rows: Iterable[Sequence[Any]]) -> list[Sequence[Any]]:
+    """One row per repair (sources overlap), ordered by id.
+
+    Ranking's ties then fall the same way whichever source found a repair first.
+    """
+    return sorted({r[0]: r for r in rows}.values(), key=_by_id)
