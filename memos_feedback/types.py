@@ -239,6 +239,10 @@ class RepairInput:
     # The agent's turn ``user_text`` answers: the classifier's context when the
     # repair re-reads the message. Payloads without it load as None.
     agent_text: str | None = None
+    # The classifier's answer for ``user_text`` when the caller already has it
+    # (the subscriber classified the message to decide a repair was due): the
+    # worker uses it instead of classifying the same message a second time.
+    classified: ClassifiedFeedback | None = None
 
     def __post_init__(self) -> None:
         if self.trigger not in TRIGGERS:
@@ -258,6 +262,10 @@ class RepairInput:
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
+        if self.classified is not None and not isinstance(self.classified, ClassifiedFeedback):
+            raise InvalidInputError(
+                f"classified must be a ClassifiedFeedback or None, got {type(self.classified).__name__}"
+            )
         raw = self.failures
         # A str or a mapping iterates, but is never a list of failures.
         if isinstance(raw, (str, bytes, dict)) or not isinstance(raw, Iterable):

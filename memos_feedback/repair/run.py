@@ -201,8 +201,9 @@ def _classify(run: _Run) -> ClassifiedFeedback | None:
         return None
     # Whether a repair is due was decided when the trigger was queued (by the
     # classifier, its LLM tier, or the caller of run_once): an unsure model
-    # abstains there, not here, where the fields are what is asked for.
-    feedback = classify_feedback(text, agent_text=run.inp.agent_text, abstain=False)
+    # abstains there, not here, where the fields are what is asked for. The
+    # subscriber's answer travels with the job: the message is classified once.
+    feedback = run.inp.classified or classify_feedback(text, agent_text=run.inp.agent_text, abstain=False)
     run.emit(FeedbackClassified(shape=feedback.shape.value, confidence=feedback.confidence))
     return feedback
 

@@ -171,6 +171,7 @@ class Enqueuer:
             project=project,
             user=user,
             agent_text=agent_text,
+            classified=feedback,
         )
         return self.enqueue_now(inp)
 

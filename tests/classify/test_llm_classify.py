@@ -92,10 +92,10 @@ def test_prompt_is_short_and_bounded() -> None:
 
 
 def test_an_abstained_answer_is_decided_by_the_llm(server: ChatServer, llm: OpenAIRepairLLM) -> None:
-    # "lol no": the learned tier's repair probability is below the artefact's
+    # "who asked for this?": the tier's repair probability is below the artefact's
     # abstention threshold, so locally no repair triggers; the LLM tier decides.
-    local = classify_feedback("lol no")
+    local = classify_feedback("who asked for this?")
     assert local.shape is Shape.UNKNOWN and local.confidence <= ABSTAIN_CONFIDENCE
     server.script(Behaviour.ok(json.dumps({"shape": "negative"})))
-    got = classify_feedback_llm("lol no", llm)  # the default threshold
+    got = classify_feedback_llm("who asked for this?", llm)  # the default threshold
     assert got.shape is Shape.NEGATIVE and len(server.requests) == 1

@@ -26,7 +26,7 @@ from memos_feedback.runtime.queue import (
 from memos_feedback.runtime.subscriber import FeedbackSubscriber, attach_feedback_subscriber
 from memos_feedback.store import Store
 from memos_feedback.synthesis.llm import OpenAIRepairLLM
-from memos_feedback.types import FailureRecord, RepairInput, now_ms
+from memos_feedback.types import ClassifiedFeedback, FailureRecord, RepairInput, Shape, now_ms
 from tests.support.chat_server import Behaviour, ChatServer
 from tests.support.freezing import threaded_freezegun, wait_for  # noqa: F401  (fixture)
 
@@ -104,6 +104,53 @@ def test_payload_round_trip_keeps_both_ends_of_a_megabyte_of_text(store: Store) 
     assert stored.user_text is not None and len(stored.user_text) == USER_TEXT_CHAR_CAP
     assert stored.user_text.startswith("不对，xxx") and stored.user_text.endswith(" — use pnpm")
     assert input_from_payload(payload_of(inp)).user_text == text
+
+
+def test_the_classification_travels_with_the_job(store: Store) -> None:
+    said = ClassifiedFeedback(Shape.PREFERENCE, 0.9, prefer="pnpm", avoid="npm", text="不对，用 pnpm")
+    inp = RepairInput(trigger="user.preference", context_hash="h", user_text=said.text, classified=said)
+    queue = RepairQueue(store)
+    job = queue.get(queue.enqueue(inp).job_id)
+    assert job.payload["classified"] == {
+        "shape": "preference", "confidence": 0.9, "prefer": "pnpm", "avoid": "npm",
+        "correction": None, "constraint": None,
+    }  # fmt: skip
+    assert input_from_payload(job.payload).classified == said
+
+
+def test_a_message_is_classified_once_and_announced_once(
+    seeded: Store, bus: FeedbackBus, events: list[FeedbackEvent], subs: list[FeedbackSubscriber]
+) -> None:
+    sub = attach_feedback_subscriber(
+        seeded, bus=bus, config=FeedbackConfig(use_llm=False), poll_interval=0.01
+    )
+    subs.append(sub)
+    said, future = sub.submit_user_feedback("use uv instead of pip", SESSION)
+    job = sub.queue.list()[0]
+    # The subscriber's answer is in the job: the worker does not classify again.
+    assert input_from_payload(job.payload).classified == said
+    assert future.result(timeout=10).repair_id is not None
+    classified = [e for e in events if e.kind == "feedback.classified"]
+    assert [(e.shape, e.confidence) for e in classified] == [(said.shape.value, said.confidence)]
+
+
+def test_a_classification_of_a_text_storing_changed_is_not_carried() -> None:
+    text = "use pnpm " + "x" * USER_TEXT_CHAR_CAP  # over the cap: stored cut
+    said = ClassifiedFeedback(Shape.PREFERENCE, 0.9, prefer="pnpm", text=text)
+    inp = RepairInput(trigger="user.preference", context_hash="h", user_text=text, classified=said)
+    cleaned = clean_input(inp)
+    assert cleaned.user_text != text and cleaned.classified is None  # re-read from the stored text
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"shape": "nonsense", "confidence": 1.0}, {"shape": "positive", "confidence": "high"}, ["positive"],
+     {"shape": "preference", "confidence": 1.0, "prefer": 3}],
+)  # fmt: skip
+def test_a_malformed_carried_classification_is_refused(bad: object) -> None:
+    payload = payload_of(RepairInput(trigger="manual", context_hash="h", user_text="x"))
+    with pytest.raises(InvalidInputError, match="payload does not describe a repair"):
+        input_from_payload({**payload, "classified": bad})
 
 
 def test_pending_duplicate_is_a_no_op_returning_the_same_job(store: Store) -> None:
