@@ -67,12 +67,12 @@ from ..store.jobs import (
     PRUNE_BATCH,
     EnqueueResult,
     JobRow,
-    payload_of,
 )
+from ..store.payloads import input_from_payload, payload_of
 from ..store.reads import Executor
 from ..text.logs import library_logger
 from ..text.secrets import redact_secrets, stored_optional, stored_text
-from ..types import ClassifiedFeedback, FailureRecord, RepairInput, Shape, now_ms
+from ..types import ClassifiedFeedback, FailureRecord, RepairInput, now_ms
 
 __all__ = [
     "CLOCK_SLACK_MS",
@@ -94,35 +94,6 @@ logger = library_logger("memos_feedback.queue")
 
 
 # -- payloads and ids -------------------------------------------------------
-
-
-def input_from_payload(payload: dict[str, Any]) -> RepairInput:
-    """The ``RepairInput`` a payload describes; ``InvalidInputError`` when it describes none."""
-    if not isinstance(payload, dict):
-        raise InvalidInputError(f"payload must be a JSON object, got {type(payload).__name__}")
-    data = dict(payload)
-    try:
-        failures = tuple(FailureRecord(**f) for f in data.pop("failures", ()) or ())
-        classified = _classified_from(data.pop("classified", None), data.get("user_text"))
-        return RepairInput(failures=failures, classified=classified, **data)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"payload does not describe a repair: {exc}") from None
-
-
-def _classified_from(raw: object, text: object) -> ClassifiedFeedback | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        raise TypeError(f"classified must be an object, got {type(raw).__name__}")
-    fields = {k: raw.get(k) for k in ("prefer", "avoid", "correction", "constraint")}
-    if not all(v is None or isinstance(v, str) for v in fields.values()):
-        raise TypeError("classified fields must be strings or null")
-    confidence = raw.get("confidence")
-    if not isinstance(confidence, (int, float)) or isinstance(confidence, bool):
-        raise TypeError("classified confidence must be a number")
-    return ClassifiedFeedback(
-        Shape(raw.get("shape")), float(confidence), text=text if isinstance(text, str) else "", **fields
-    )
 
 
 def _carried(inp: RepairInput, user_text: str | None) -> ClassifiedFeedback | None:

@@ -45,11 +45,11 @@ def log_in(events: FeedStore | None, session: Any, logged: Sequence[FeedbackEven
         events.write_in(session, logged)
 
 
-
 def _error_text(exc: BaseException) -> str:
     # An exception's message may quote its input (a URL, a command line):
     # what the bus, the job row and the event log carry is redacted.
     return redact_secrets(f"{type(exc).__name__}: {exc}"[:4096])
+
 
 class Workers:
     """What every worker thread runs (``run``); the threads share this object."""

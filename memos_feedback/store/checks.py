@@ -35,8 +35,6 @@ __all__ = [
 SEVERITIES = ("info", "warn")
 
 
-
-
 # Column widths (VARCHAR(n)) of the models: a longer value is the caller's
 # mistake, said before PostgreSQL would refuse it (SQLite would not).
 ID_MAX = 64

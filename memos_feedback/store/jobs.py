@@ -10,7 +10,6 @@ cannot be read comes back with ``payload_error`` set instead of raising.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any, cast
@@ -26,6 +25,7 @@ from ..errors import InvalidInputError, LeaseLostError, NotFoundError
 from ..types import RepairInput
 from .engine import Prepared
 from .models import DecisionRepairModel, RepairJobCountModel, RepairJobModel
+from .payloads import payload_of, read_payload
 from .reads import Executor
 
 # The queries are called through the module (``jobs.claim(...)``); only
@@ -105,44 +105,9 @@ def context_lock_key(context_hash: str) -> int:
 # -- rows and payloads --------------------------------------------------------
 
 
-_INPUT_FIELDS = tuple(f.name for f in fields(RepairInput))
-
-
-def payload_of(inp: RepairInput) -> dict[str, Any]:
-    """The JSON payload that fully describes a ``RepairInput``."""
-    # Field by field rather than dataclasses.asdict, which deep-copies
-    # recursively and costs more than the rest of an enqueue.
-    data: dict[str, Any] = {name: getattr(inp, name) for name in _INPUT_FIELDS}
-    data["failures"] = [f._asdict() for f in inp.failures]
-    if inp.classified is not None:
-        # The message's text is ``user_text`` already: not stored twice.
-        c = inp.classified
-        data["classified"] = {
-            "shape": c.shape.value,
-            "confidence": c.confidence,
-            "prefer": c.prefer,
-            "avoid": c.avoid,
-            "correction": c.correction,
-            "constraint": c.constraint,
-        }
-    return data
-
-
-def _read_payload(raw: object) -> tuple[dict[str, Any], str | None]:
-    """The payload as a dict, or ``({}, reason)`` when it is not a JSON object."""
-    if isinstance(raw, (str, bytes)):
-        try:
-            raw = json.loads(raw)
-        except ValueError as exc:
-            return {}, f"payload is not JSON: {exc}"
-    if not isinstance(raw, dict):
-        return {}, f"payload is a JSON {type(raw).__name__}, not an object"
-    return raw, None
-
-
 def _job_row(source: Row[Any]) -> JobRow:
     """A ``JobRow`` from a Core row of ``_JOB_COLUMNS`` (payload as JSON text)."""
-    payload, error = _read_payload(source.payload)
+    payload, error = read_payload(source.payload)
     return JobRow(
         payload=payload, payload_error=error, **{name: getattr(source, name) for name in _JOB_FIELDS}
     )
@@ -151,7 +116,7 @@ def _job_row(source: Row[Any]) -> JobRow:
 def _job_row_of_tuple(source: Sequence[Any]) -> JobRow:
     """``_job_row`` for a plain tuple of ``_JOB_COLUMNS`` (a ``Prepared`` row)."""
     by_name = dict(zip(_JOB_COLUMN_NAMES, source, strict=True))
-    payload, error = _read_payload(by_name["payload"])
+    payload, error = read_payload(by_name["payload"])
     return JobRow(payload=payload, payload_error=error, **{name: by_name[name] for name in _JOB_FIELDS})
 
 
