@@ -362,8 +362,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tier",
         choices=("both", "semantic", "ngrams"),
-        default="both",
-        help="which artefact to write: the semantic tier (needs the e5 extra), the n-gram tier, or both",
+        default=None,
+        help="which artefact to write: the semantic tier (needs the e5 extra), the n-gram tier, or both "
+        "(the default; with --out, the n-gram tier, as before there were two)",
     )
     parser.add_argument("--out", type=Path, default=None, help="artefact path (one tier only)")
     parser.add_argument(
@@ -378,7 +379,8 @@ def run(args: argparse.Namespace) -> int:
     command lines turn it into one line naming the extra to install.
     """
     data_dir = args.data_dir or default_data_dir()
-    tiers = ("semantic", "ngrams") if args.tier == "both" else (args.tier,)
+    tier = args.tier or ("ngrams" if args.out is not None else "both")
+    tiers = ("semantic", "ngrams") if tier == "both" else (tier,)
     if args.out is not None and len(tiers) > 1:
         raise TrainingUnavailableError("--out names one artefact: pass --tier semantic or --tier ngrams")
     paths = {tier: Path(args.out) if args.out else _default_path(tier) for tier in tiers}
