@@ -31,6 +31,11 @@ writes each failure as a trace row (the repair's evidence) and records
 the steps on the subscriber in order. No exception leaves a method of the
 processor: errors are logged (the traceback at most once a minute).
 
+Call ``provider.shutdown()`` (or ``force_flush``) before the process exits:
+both wait for the pending steps and then for the subscriber
+(``subscriber.flush``), so a burst the spans made is stored as a repair
+job, and its repair written time allowing, before a short script ends.
+
 ``emit_spans=True`` (off by default) also traces the library itself, with
 the provider given as ``tracer_provider``: ``guidance_for`` (call it on
 the processor) and each repair run (one span per repair persisted or
@@ -78,6 +83,8 @@ _TRACE_CAP = 2_000
 _TOOL_CAP = 200
 _SESSION_CAP = 255
 _LOG_EVERY = 60.0
+# How long provider.shutdown() waits for the steps and their repairs (OTel's own default flush).
+_SHUTDOWN_MS = 30_000
 _ERROR = StatusCode.ERROR
 
 _KIND_OI = "openinference.span.kind"
@@ -213,8 +220,15 @@ class FeedbackSpanProcessor(SpanProcessor):
             self._wake.notify()
 
     def shutdown(self) -> None:
+        """Record what is pending, let the subscriber store its repairs, then stop the thread.
+
+        ``TracerProvider.shutdown()`` calls this, and it is often the last
+        thing a short script does: without waiting for the subscriber here,
+        the process could exit with a burst still in memory and its repair
+        never queued.
+        """
         try:
-            self.force_flush(5_000)
+            self.force_flush(_SHUTDOWN_MS)
         finally:
             with self._lock:
                 self._stopped = True
@@ -224,7 +238,14 @@ class FeedbackSpanProcessor(SpanProcessor):
             self._thread.join(1.0)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        """Wait until every step seen so far is recorded on the subscriber (within the timeout)."""
+        """Wait until every step seen so far is recorded and the subscriber flushed, within the timeout.
+
+        Flushing the subscriber too (``subscriber.flush``) means a burst those
+        steps made is stored as a job and, time allowing, its repair written:
+        "flushed" then covers what the spans caused, not only the spans.
+        False when the timeout passed first; a job already stored stays
+        queued for any worker.
+        """
         try:
             deadline = time.monotonic() + timeout_millis / 1000
             with self._lock:
@@ -233,8 +254,7 @@ class FeedbackSpanProcessor(SpanProcessor):
                     if left <= 0:
                         return False
                     self._wake.wait(min(left, 0.05))
-            self.subscriber.sync_signals()
-            return True
+            return self.subscriber.flush(timeout=max(0.0, deadline - time.monotonic()))
         except Exception:
             self._log_error("force_flush")
             return False
