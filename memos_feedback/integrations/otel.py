@@ -10,15 +10,16 @@ On ``on_end`` it reads two kinds of span and ignores every other one:
 
 * **GenAI semantic conventions** — ``gen_ai.operation.name ==
   "execute_tool"``: the tool is ``gen_ai.tool.name``, its arguments
-  ``gen_ai.tool.call.arguments``, the session ``gen_ai.conversation.id``;
+  ``gen_ai.tool.call.arguments``, the session ``gen_ai.conversation.id``
+  (else ``session.id``);
 * **OpenInference** — ``openinference.span.kind == "TOOL"`` (its
   instrumentations of LangChain, LlamaIndex, CrewAI, DSPy, smolagents, the
   OpenAI Agents SDK, …): the tool is ``tool.name``, its arguments
   ``input.value``, the session ``session.id``.
 
 A span whose status is ``ERROR``, or that has ``error.type``, is a failure;
-its reason is the status description, else ``error.type``, else the
-message of its ``exception`` event. Any other tool span is a success. The
+its reason is the status description, else the type and message of its
+``exception`` event, else ``error.type``. Any other tool span is a success. The
 context is ``default_context_of(tool, arguments)`` (arguments over
 ``ARGS_CAP`` characters are cut before they are parsed). Steps are
 numbered per session, in the order the spans end; spans that name no
