@@ -5,7 +5,8 @@ Claude Code reads hooks from three files, and each scope writes one:
 * ``--project`` (the default): ``.claude/settings.json`` of the project,
   the file a team commits;
 * ``--local``: ``.claude/settings.local.json`` of the project, this
-  machine's own (Claude Code keeps it out of git);
+  machine's own, meant to stay out of git (Claude Code git-ignores the one
+  it creates; add it to ``.gitignore`` when this command made it);
 * ``--user``: ``~/.claude/settings.json``.
 
 The project is the root of the git repository the command runs in (the
