@@ -42,3 +42,50 @@ def test_one_name_for_the_subscriber_in_every_snippet() -> None:
     adapters = r"(?:FeedbackMiddleware|OpenAIAgentsFeedback|feedback_hooks)\((\w+)"
     assert set(re.findall(adapters, code)) == {"subscriber"}
     assert not re.search(r"\bfeedback\.(record_|submit_|guidance_for)", code), "one name: `subscriber`"
+
+
+def _docs() -> dict[str, str]:
+    """The three places that describe the no-code surfaces, by name."""
+    return {
+        "README.md": (ROOT / "README.md").read_text(encoding="utf-8"),
+        "docs/INTEGRATIONS.md": (ROOT / "docs" / "INTEGRATIONS.md").read_text(encoding="utf-8"),
+        "otel.py": (ROOT / "memos_feedback" / "integrations" / "otel.py").read_text(encoding="utf-8"),
+    }
+
+
+def test_the_span_processor_is_given_the_subscriber_everywhere() -> None:
+    import inspect
+
+    from tests.support.runtimes import require_runtime
+
+    require_runtime("opentelemetry.sdk.trace", "otel")
+    from memos_feedback.integrations.otel import FeedbackSpanProcessor
+
+    assert next(iter(inspect.signature(FeedbackSpanProcessor).parameters)) == "subscriber"
+    for name, text in _docs().items():
+        given = set(re.findall(r"(?<!class )FeedbackSpanProcessor\((\w+)", text))
+        assert given == {"subscriber"}, f"{name} calls it with {given}"
+        assert "provider.shutdown()" in text, f"{name} does not say to shut the provider down"
+
+
+def test_the_docs_agree_on_which_claude_cli_test_runs_in_ci() -> None:
+    """The hook test with the real CLI is in `make test` (CI); the SDK adapter's is optional."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "not claude_cli" in " ".join(config["tool"]["pytest"]["ini_options"]["addopts"])
+    in_ci, optional = "tests/surfaces/test_claude_code_cli.py", "tests/adapters/test_claude_cli.py"
+    assert "claude_cli" not in (ROOT / in_ci).read_text(encoding="utf-8")
+    assert "pytestmark = pytest.mark.claude_cli" in (ROOT / optional).read_text(encoding="utf-8")
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert f"-m claude_cli {optional}" in makefile
+    for name in ("README.md", "docs/INTEGRATIONS.md"):
+        text = " ".join(_docs()[name].split())
+        assert in_ci in text and optional in text, name
+        # Each named next to what it is: CI for the hooks' test, `make test-claude-cli` for the other.
+        assert re.search(re.escape(in_ci) + r"[^.]*(make test|CI)", text) or re.search(
+            r"All in `make test`.*" + re.escape(in_ci), text
+        ), name
+        assert re.search(r"[Nn]ot in CI[^.]*" + re.escape(optional), text) or re.search(
+            re.escape(optional) + r"[^.]*not in CI", text
+        ), name

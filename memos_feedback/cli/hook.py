@@ -66,7 +66,7 @@ def cmd_hook(args: argparse.Namespace) -> int:
 def _scope_path(args: argparse.Namespace) -> Path:
     from ..surfaces.hook_install import settings_path
 
-    return settings_path("user" if args.user else "project")
+    return settings_path("user" if args.user else "local" if args.local else "project")
 
 
 def cmd_install(args: argparse.Namespace) -> int:
@@ -83,6 +83,10 @@ def cmd_install(args: argparse.Namespace) -> int:
         print(diff or f"{path}: nothing to change", end="" if diff else "\n")
     else:
         print(f"{path}: {'hooks installed' if diff else 'already installed'}")
+        if diff and not (args.user or args.local):
+            print(
+                "note: the hook command names this machine's Python; if this file is committed, use --local"
+            )
     return 0
 
 
@@ -100,7 +104,14 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
 
 def _scope(p: argparse.ArgumentParser) -> None:
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--project", action="store_true", help="./.claude/settings.json (the default)")
+    where.add_argument(
+        "--project", action="store_true", help=".claude/settings.json at the project's root (the default)"
+    )
+    where.add_argument(
+        "--local",
+        action="store_true",
+        help=".claude/settings.local.json at the project's root (this machine's, not committed)",
+    )
     where.add_argument("--user", action="store_true", help="~/.claude/settings.json")
     p.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
     p.add_argument("agent", choices=["claude-code"], help="the agent whose settings to change")

@@ -10,15 +10,16 @@ On ``on_end`` it reads two kinds of span and ignores every other one:
 
 * **GenAI semantic conventions** — ``gen_ai.operation.name ==
   "execute_tool"``: the tool is ``gen_ai.tool.name``, its arguments
-  ``gen_ai.tool.call.arguments``, the session ``gen_ai.conversation.id``;
+  ``gen_ai.tool.call.arguments``, the session ``gen_ai.conversation.id``
+  (else ``session.id``);
 * **OpenInference** — ``openinference.span.kind == "TOOL"`` (its
   instrumentations of LangChain, LlamaIndex, CrewAI, DSPy, smolagents, the
   OpenAI Agents SDK, …): the tool is ``tool.name``, its arguments
   ``input.value``, the session ``session.id``.
 
 A span whose status is ``ERROR``, or that has ``error.type``, is a failure;
-its reason is the status description, else ``error.type``, else the
-message of its ``exception`` event. Any other tool span is a success. The
+its reason is the status description, else the type and message of its
+``exception`` event, else ``error.type``. Any other tool span is a success. The
 context is ``default_context_of(tool, arguments)`` (arguments over
 ``ARGS_CAP`` characters are cut before they are parsed). Steps are
 numbered per session, in the order the spans end; spans that name no
@@ -30,6 +31,11 @@ full, the step is dropped and counted in ``dropped``); a writer thread
 writes each failure as a trace row (the repair's evidence) and records
 the steps on the subscriber in order. No exception leaves a method of the
 processor: errors are logged (the traceback at most once a minute).
+
+Call ``provider.shutdown()`` (or ``force_flush``) before the process exits:
+both wait for the pending steps and then for the subscriber
+(``subscriber.flush``), so a burst the spans made is stored as a repair
+job, and its repair written time allowing, before a short script ends.
 
 ``emit_spans=True`` (off by default) also traces the library itself, with
 the provider given as ``tracer_provider``: ``guidance_for`` (call it on
@@ -78,6 +84,8 @@ _TRACE_CAP = 2_000
 _TOOL_CAP = 200
 _SESSION_CAP = 255
 _LOG_EVERY = 60.0
+# How long provider.shutdown() waits for the steps and their repairs (OTel's own default flush).
+_SHUTDOWN_MS = 30_000
 _ERROR = StatusCode.ERROR
 
 _KIND_OI = "openinference.span.kind"
@@ -213,8 +221,15 @@ class FeedbackSpanProcessor(SpanProcessor):
             self._wake.notify()
 
     def shutdown(self) -> None:
+        """Record what is pending, let the subscriber store its repairs, then stop the thread.
+
+        ``TracerProvider.shutdown()`` calls this, and it is often the last
+        thing a short script does: without waiting for the subscriber here,
+        the process could exit with a burst still in memory and its repair
+        never queued.
+        """
         try:
-            self.force_flush(5_000)
+            self.force_flush(_SHUTDOWN_MS)
         finally:
             with self._lock:
                 self._stopped = True
@@ -224,7 +239,14 @@ class FeedbackSpanProcessor(SpanProcessor):
             self._thread.join(1.0)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        """Wait until every step seen so far is recorded on the subscriber (within the timeout)."""
+        """Wait until every step seen so far is recorded and the subscriber flushed, within the timeout.
+
+        Flushing the subscriber too (``subscriber.flush``) means a burst those
+        steps made is stored as a job and, time allowing, its repair written:
+        "flushed" then covers what the spans caused, not only the spans.
+        False when the timeout passed first; a job already stored stays
+        queued for any worker.
+        """
         try:
             deadline = time.monotonic() + timeout_millis / 1000
             with self._lock:
@@ -233,8 +255,7 @@ class FeedbackSpanProcessor(SpanProcessor):
                     if left <= 0:
                         return False
                     self._wake.wait(min(left, 0.05))
-            self.subscriber.sync_signals()
-            return True
+            return self.subscriber.flush(timeout=max(0.0, deadline - time.monotonic()))
         except Exception:
             self._log_error("force_flush")
             return False

@@ -130,18 +130,25 @@ class Guidance:
         sanitised (``sanitize_line``); items that would take the block past
         ``char_budget`` are left out.
         """
-        if not self.items:
+        lines = [line for _, entry in self._entries() for line in entry]
+        if not lines:
             return ""
+        return "\n".join([OPEN_TAG, _HEADER, *lines, CLOSE_TAG])
+
+    def shown(self) -> tuple[GuidanceItem, ...]:
+        """The items ``render`` puts in the block (those with text, within the budget)."""
+        return tuple(item for item, _ in self._entries())
+
+    def _entries(self) -> list[tuple[GuidanceItem, list[str]]]:
         frame = len(OPEN_TAG) + len(CLOSE_TAG) + len(_HEADER) + 3
-        lines: list[str] = []
+        out: list[tuple[GuidanceItem, list[str]]] = []
         used = frame
-        n = 0
         for item in self.items:
             # The repair's text is sanitised on its own and the number, label
             # and indent are put in front afterwards: sanitising them with it
             # would strip them as a line's leading list markup.
             label = sanitize_line(f"{item.category or 'lesson'}, {item.severity}", 40)
-            head = f"{n + 1}. [{label}] "
+            head = f"{len(out) + 1}. [{label}] "
             prefer = sanitize_line(item.preference, max(1, self.line_cap - len(head)))
             avoid = sanitize_line(item.anti_pattern, max(1, self.line_cap - len(_INDENT)))
             texts = [t for t in (prefer, avoid) if t]
@@ -152,12 +159,9 @@ class Guidance:
             cost = sum(len(ln) + 1 for ln in entry)
             if used + cost > self.char_budget:
                 break
-            lines += entry
+            out.append((item, entry))
             used += cost
-            n += 1
-        if not lines:
-            return ""
-        return "\n".join([OPEN_TAG, _HEADER, *lines, CLOSE_TAG])
+        return out
 
 
 def _opt_str(name: str, value: object) -> str | None:

@@ -23,6 +23,12 @@ stdin and reads the answer from stdout. Per event:
   repairs recall finds for the contexts of the newest repairs, scoped to
   the project; it also runs any repair left queued.
 
+Both answers leave out the repairs a hook already injected into the
+session's context (the state file remembers them): the first prompt of a
+session would otherwise carry the ``SessionStart`` block a second time.
+A ``SessionStart`` after compaction or ``/clear`` starts the record afresh,
+since what was injected before is no longer in the context.
+
 The answer is ``{}`` whenever there is nothing to say, and on any error
 (logged to ``hook.log`` in the state directory): a hook never blocks or
 breaks the agent. ``answer_within`` makes sure of the deadline.
@@ -30,6 +36,7 @@ breaks the agent. ``answer_within`` makes sure of the deadline.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -48,6 +55,7 @@ from ..text.tool_context import EXIT_LINE, bash_exit_code, claude_context_of, re
 from .hook_state import HookSession, Step, prune_stale, session_state, state_root
 
 if TYPE_CHECKING:
+    from ..recall import Guidance
     from ..runtime.subscriber import FeedbackSubscriber
 
 __all__ = [
@@ -69,6 +77,8 @@ _AGENT_TURN_CAP = 2_000
 _TRANSCRIPT_TAIL = 256 * 1024
 _GUIDANCE_LIMIT = 5
 _SESSION_CONTEXTS = 5
+# SessionStart sources after which the context no longer holds earlier injections.
+_CONTEXT_RESET = frozenset({"compact", "clear"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,22 +307,33 @@ def _prompt_event(event: Mapping[str, Any], opts: HookOptions) -> dict[str, Any]
         except Exception as exc:  # a timeout or a failed repair: the answer goes on
             logger.info("the prompt's repair is not written yet: %s", exc)
             written = future.done()
-        block = _guidance(sub, failing, prompt, project, session)
+        found = _guidance(sub, failing, prompt, project, session)
         sub.flush(opts.remaining())
     with session_state(root, session) as st:
         st.pending = not (written and queued_ok)
-        if block:
+        if found:  # in the context now or already: a success there settles that it held
             st.serve(failing)
+        block = _not_yet_injected(st, found)
     return _answer("UserPromptSubmit", block)
 
 
 def _guidance(
     sub: FeedbackSubscriber, failing: list[tuple[str, str]], query: str, project: str | None, session: str
-) -> str:
+) -> Guidance:
     from ..adapters.core import merged_guidance
 
-    found = merged_guidance(sub, failing, query, project=project, session_id=session, limit=_GUIDANCE_LIMIT)
-    return found.render()
+    return merged_guidance(sub, failing, query, project=project, session_id=session, limit=_GUIDANCE_LIMIT)
+
+
+def _not_yet_injected(st: HookSession, found: Guidance) -> str:
+    """The block of ``found``'s repairs the session's context lacks; they are recorded as injected.
+
+    Decided under the session's lock, after the database work, so two hooks
+    of one session racing each other still inject a repair once.
+    """
+    fresh = dataclasses.replace(found, items=tuple(i for i in found.items if i.repair_id not in st.injected))
+    st.inject([item.repair_id for item in fresh.shown()])
+    return fresh.render()
 
 
 def _session_start(event: Mapping[str, Any], opts: HookOptions) -> dict[str, Any]:
@@ -328,11 +349,16 @@ def _session_start(event: Mapping[str, Any], opts: HookOptions) -> dict[str, Any
             if all(key) and key not in contexts and repair.project in (None, project):
                 contexts.append(key)
         contexts = contexts[:_SESSION_CONTEXTS]
-        block = _guidance(sub, contexts, "", project, session)
+        found = _guidance(sub, contexts, "", project, session)
         sub.flush(opts.remaining())
-    if block:
-        with session_state(root, session) as st:
+    if not found and event.get("source") not in _CONTEXT_RESET:
+        return {}
+    with session_state(root, session) as st:
+        if event.get("source") in _CONTEXT_RESET:
+            st.injected.clear()  # the context that held them is gone
+        if found:
             st.serve(contexts)
+        block = _not_yet_injected(st, found)
     return _answer("SessionStart", block)
 
 

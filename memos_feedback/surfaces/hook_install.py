@@ -1,18 +1,33 @@
-"""``memos-feedback hook install|uninstall claude-code``: the hook entries in ``settings.json``.
+"""``memos-feedback hook install|uninstall claude-code``: the hook entries in Claude Code's settings.
 
-Claude Code reads hooks from ``.claude/settings.json`` of the project
-(``--project``, the default: the working directory) or from
-``~/.claude/settings.json`` (``--user``). Each event gets one matcher group
+Claude Code reads hooks from three files, and each scope writes one:
+
+* ``--project`` (the default): ``.claude/settings.json`` of the project,
+  the file a team commits;
+* ``--local``: ``.claude/settings.local.json`` of the project, this
+  machine's own, meant to stay out of git (Claude Code git-ignores the one
+  it creates; add it to ``.gitignore`` when this command made it);
+* ``--user``: ``~/.claude/settings.json``.
+
+The project is the root of the git repository the command runs in (the
+nearest directory upwards holding ``.git``), else the working directory:
+Claude Code looks for ``.claude/`` at the root, so one written in a
+subdirectory would never be read.
+
+Each event gets one matcher group
 ``{"matcher": "*", "hooks": [{"type": "command", "command": …, "timeout": …}]}``
 whose command runs this interpreter's ``memos_feedback hook claude-code``
-(an absolute path, so no ``PATH`` is needed).
+(an absolute path, so no ``PATH`` is needed — and a path only this machine
+has, which is why ``--local`` exists).
 
 Install merges: the file's other keys, other events and other hooks are
 kept as they are, and an earlier memos-feedback entry is replaced rather
-than doubled. Uninstall removes exactly the entries whose command is a
+than doubled; the file keeps its indentation (two spaces, four, a tab, or
+all on one line). Uninstall removes exactly the entries whose command is a
 memos-feedback hook (and the groups and events it leaves empty), nothing
-else. ``--dry-run`` prints the unified diff instead of writing. A file that
-is not a JSON object is an error, never overwritten.
+else; a file left holding nothing at all is deleted rather than left as
+``{}``. ``--dry-run`` prints the unified diff instead of writing. A file
+that is not a JSON object is an error, never overwritten.
 """
 
 from __future__ import annotations
@@ -27,7 +42,16 @@ from typing import Any
 
 from ..errors import InvalidInputError
 
-__all__ = ["HOOK_MARK", "hook_command", "install", "planned", "settings_path", "uninstall"]
+__all__ = [
+    "HOOK_MARK",
+    "SCOPES",
+    "hook_command",
+    "install",
+    "planned",
+    "project_root",
+    "settings_path",
+    "uninstall",
+]
 
 # What marks a command as ours: the interpreter may differ between installs.
 HOOK_MARK = "memos_feedback hook claude-code"
@@ -36,11 +60,26 @@ _TOOL_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure"})
 HOOK_TIMEOUT_S = 30
 
 
+SCOPES = ("project", "local", "user")
+
+
+def project_root(cwd: Path | None = None) -> Path:
+    """The git repository's root above ``cwd`` (a ``.git`` directory or file), else ``cwd`` itself."""
+    start = (cwd or Path.cwd()).resolve()
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():  # a file in a worktree or a submodule
+            return folder
+    return start
+
+
 def settings_path(scope: str, cwd: Path | None = None) -> Path:
-    """``<cwd>/.claude/settings.json`` for ``project``, ``~/.claude/settings.json`` for ``user``."""
+    """The settings file of ``scope``: ``project``, ``local`` (at the project root) or ``user``."""
     if scope == "user":
         return Path.home() / ".claude" / "settings.json"
-    return (cwd or Path.cwd()) / ".claude" / "settings.json"
+    if scope not in SCOPES:
+        raise InvalidInputError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
+    name = "settings.local.json" if scope == "local" else "settings.json"
+    return project_root(cwd) / ".claude" / name
 
 
 def hook_command(db: str | None, extra: list[str] | None = None) -> str:
@@ -115,14 +154,43 @@ def _with_ours(settings: dict[str, Any], command: str) -> dict[str, Any]:
     return out
 
 
+def _indent_of(text: str) -> int | str | None:
+    """The indentation the file uses: its first indented line's, ``None`` for a one-line file.
+
+    Rewriting a user's file with another indentation would turn a three-line
+    change into a diff of the whole file.
+    """
+    body = text.strip()
+    if not body:
+        return 2  # a new file
+    if "\n" not in body:
+        return None
+    for line in body.splitlines()[1:]:
+        lead = line[: len(line) - len(line.lstrip(" \t"))]
+        if lead:
+            return lead if "\t" in lead else len(lead)
+    return 2
+
+
+def _dumps(data: dict[str, Any], old: str) -> str:
+    indent = _indent_of(old)
+    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    return text + "\n" if (old.endswith("\n") or not old) else text
+
+
 def planned(path: Path, command: str | None) -> tuple[str, str]:
-    """(the file's text now, its text after installing ``command`` — or uninstalling, when None)."""
+    """(the file's text now, its text after installing ``command`` — or uninstalling, when None).
+
+    The text after is ``""`` when uninstalling leaves the file with nothing in it.
+    """
     before = _load(path)
     after = _with_ours(before, command) if command is not None else _without_ours(before)
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     if after == before and old:
         return old, old
-    return old, json.dumps(after, indent=2, ensure_ascii=False) + "\n"
+    if command is None and not after:
+        return old, ""
+    return old, _dumps(after, old)
 
 
 def _apply(path: Path, command: str | None, dry_run: bool) -> str:
@@ -133,6 +201,9 @@ def _apply(path: Path, command: str | None, dry_run: bool) -> str:
         )
     )
     if dry_run or old == new:
+        return diff
+    if not new and command is None:  # nothing of the user's was in it: no "{}" left behind
+        path.unlink()
         return diff
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

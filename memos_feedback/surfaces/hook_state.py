@@ -59,6 +59,7 @@ STALE_AFTER_S = 7 * 24 * 3600
 LOCK_WAIT_S = 2.0
 _REASON_CAP = 500
 _SERVED_CAP = 16
+_INJECTED_CAP = 64
 _FILE_CAP = 1 << 20  # a state file larger than this is not ours: start afresh
 _PRUNE_SCAN_CAP = 10_000
 
@@ -82,7 +83,11 @@ class HookSession:
     ``pending`` — a repair was queued and not yet seen written (the next
     hook drains the queue); ``served`` — the (tool, context) pairs guidance
     was served for: the next success there settles that it held (a burst
-    there, that it recurred), so only those steps open the database.
+    there, that it recurred), so only those steps open the database;
+    ``injected`` — the repairs whose lines a hook already put into this
+    session's context: ``SessionStart`` and ``UserPromptSubmit`` both answer
+    with guidance, often for the same repairs, and the model should read a
+    repair once, not once per hook.
     """
 
     step: int = 0
@@ -90,6 +95,14 @@ class HookSession:
     pending: bool = False
     traced: int = 0  # steps up to this one are in the database as traces already
     served: list[tuple[str, str]] = field(default_factory=list)
+    injected: list[str] = field(default_factory=list)
+
+    def inject(self, repair_ids: list[str]) -> None:
+        """Remember that these repairs are in the session's context now."""
+        for rid in repair_ids:
+            if rid not in self.injected:
+                self.injected.append(rid)
+        del self.injected[:-_INJECTED_CAP]
 
     def serve(self, pairs: list[tuple[str, str]]) -> None:
         for pair in pairs:
@@ -139,6 +152,7 @@ class HookSession:
             "pending": self.pending,
             "traced": self.traced,
             "served": [list(p) for p in self.served],
+            "injected": list(self.injected),
         }
 
     @classmethod
@@ -168,6 +182,7 @@ class HookSession:
                 for p in data.get("served") or []
                 if isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
             ][-_SERVED_CAP:],
+            injected=[r for r in data.get("injected") or [] if isinstance(r, str) and r][-_INJECTED_CAP:],
         )
 
 

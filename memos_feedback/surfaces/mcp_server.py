@@ -21,13 +21,15 @@ Transports: stdio (the default), or streamable HTTP with ``--http`` on
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hmac
 import ipaddress
 import json
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import InvalidInputError, MissingExtraError
+from ..errors import InvalidInputError, MemosFeedbackError, MissingExtraError, NotFoundError
 from ..text.tool_context import default_context_of
 
 if TYPE_CHECKING:
@@ -42,6 +44,7 @@ _TEXT_CAP = 4_000
 _FEEDBACK_WAIT_S = 10.0
 _RECENT = 20
 _DEFAULT_SESSION = "mcp"
+_ERROR_CAP = 500
 
 INSTRUCTIONS = (
     "memos-feedback remembers what went wrong in earlier work and what the user corrected. "
@@ -67,6 +70,26 @@ def _cap(name: str, value: Any, cap: int = _TEXT_CAP) -> str:
     if not isinstance(value, str):
         raise InvalidInputError(f"{name} must be a string")
     return value[:cap]
+
+
+@contextlib.contextmanager
+def _told_to_the_model() -> Iterator[None]:
+    """Hand the library's own error text to the client as the tool's error result.
+
+    The SDK treats any exception other than its ``ToolError`` as a crash and
+    tells the model only "Error executing tool <name>", which leaves it nothing
+    to correct. Our errors are deliberate and their messages are one line
+    written for the caller (an empty argument, an unknown repair id), so they
+    become ``ToolError``: the call returns ``is_error`` with that text. Anything
+    else stays a crash and keeps its text on the server.
+    """
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    try:
+        yield
+    except MemosFeedbackError as exc:
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ToolError(first_line[:_ERROR_CAP]) from exc
 
 
 def _context(tool: str, context: str) -> str:
@@ -97,10 +120,11 @@ def build_server(core: AdapterCore, *, project: str | None = None) -> MCPServer[
         )
     )
     async def guidance(tool: str = "", context: str = "", query: str = "", session_id: str = "") -> str:
-        t, c, q = _cap("tool", tool, 200), _cap("context", context), _cap("query", query)
-        session = _cap("session_id", session_id, 255) or _DEFAULT_SESSION
-        failed = [(t, _context(t, c))] if t else []
-        return str(await run(lambda: _guidance(core, failed, q, project, session)))
+        with _told_to_the_model():
+            t, c, q = _cap("tool", tool, 200), _cap("context", context), _cap("query", query)
+            session = _cap("session_id", session_id, 255) or _DEFAULT_SESSION
+            failed = [(t, _context(t, c))] if t else []
+            return str(await run(lambda: _guidance(core, failed, q, project, session)))
 
     @server.tool(
         description=(
@@ -111,20 +135,21 @@ def build_server(core: AdapterCore, *, project: str | None = None) -> MCPServer[
         )
     )
     async def report_outcome(tool: str, context: str, ok: bool, error: str = "", session_id: str = "") -> str:
-        t = _cap("tool", tool, 200)
-        if not t.strip():
-            raise InvalidInputError("tool must not be empty")
-        c, e = _context(t, _cap("context", context)), _cap("error", error)
-        session = _cap("session_id", session_id, 255) or _DEFAULT_SESSION
-        if ok:
-            await run(lambda: core.tool_succeeded(session, t, None, context=c))
-            return f"recorded: {t} worked ({c})"
-        burst = await run(lambda: core.tool_failed(session, t, None, e or "failed", context=c))
-        if burst is None:
-            return f"recorded: {t} failed ({c})"
-        done = await run(sub.flush, _FEEDBACK_WAIT_S)
-        state = "written" if done else "queued"
-        return f"recorded: {t} failed ({c}); it keeps failing there, a repair was {state}: call guidance"
+        with _told_to_the_model():
+            t = _cap("tool", tool, 200)
+            if not t.strip():
+                raise InvalidInputError("tool must not be empty")
+            c, e = _context(t, _cap("context", context)), _cap("error", error)
+            session = _cap("session_id", session_id, 255) or _DEFAULT_SESSION
+            if ok:
+                await run(lambda: core.tool_succeeded(session, t, None, context=c))
+                return f"recorded: {t} worked ({c})"
+            burst = await run(lambda: core.tool_failed(session, t, None, e or "failed", context=c))
+            if burst is None:
+                return f"recorded: {t} failed ({c})"
+            done = await run(sub.flush, _FEEDBACK_WAIT_S)
+            state = "written" if done else "queued"
+            return f"recorded: {t} failed ({c}); it keeps failing there, a repair was {state}: call guidance"
 
     @server.tool(
         description=(
@@ -136,19 +161,21 @@ def build_server(core: AdapterCore, *, project: str | None = None) -> MCPServer[
     async def give_feedback(
         text: str, session_id: str = "", tool: str = "", context: str = ""
     ) -> dict[str, Any]:
-        body = _cap("text", text)
-        if not body.strip():
-            raise InvalidInputError("text must not be empty")
-        session = _cap("session_id", session_id, 255) or _DEFAULT_SESSION
-        t = _cap("tool", tool, 200) or None
-        c = _context(t, _cap("context", context)) if t else None
-        shape, future = await run(lambda: sub.submit_user_feedback(body, session, t, c, project=project))
-        try:
-            result = await run(future.result, _FEEDBACK_WAIT_S)
-        except Exception as exc:
-            return {"shape": shape.shape.value, "repair_id": None, "status": f"queued ({type(exc).__name__})"}
-        status = f"skipped: {result.skipped_reason}" if result.skipped else "written"
-        return {"shape": shape.shape.value, "repair_id": result.repair_id, "status": status}
+        with _told_to_the_model():
+            body = _cap("text", text)
+            if not body.strip():
+                raise InvalidInputError("text must not be empty")
+            session = _cap("session_id", session_id, 255) or _DEFAULT_SESSION
+            t = _cap("tool", tool, 200) or None
+            c = _context(t, _cap("context", context)) if t else None
+            shape, future = await run(lambda: sub.submit_user_feedback(body, session, t, c, project=project))
+            try:
+                result = await run(future.result, _FEEDBACK_WAIT_S)
+            except Exception as exc:
+                queued = f"queued ({type(exc).__name__})"
+                return {"shape": shape.shape.value, "repair_id": None, "status": queued}
+            status = f"skipped: {result.skipped_reason}" if result.skipped else "written"
+            return {"shape": shape.shape.value, "repair_id": result.repair_id, "status": status}
 
     @server.tool(
         description=(
@@ -157,9 +184,10 @@ def build_server(core: AdapterCore, *, project: str | None = None) -> MCPServer[
         )
     )
     async def review_repair(repair_id: str, verdict: Literal["validate", "reject"]) -> str:
-        rid = _cap("repair_id", repair_id, 64)
-        row = await run(review, sub.store, rid, verdict)
-        return f"repair {row.id} {'validated' if row.validated else 'rejected'}"
+        with _told_to_the_model():
+            rid = _cap("repair_id", repair_id, 64)
+            row = await run(review, sub.store, rid, verdict)
+            return f"repair {row.id} {'validated' if row.validated else 'rejected'}"
 
     @server.resource(
         "memos-feedback://repairs",
@@ -178,7 +206,12 @@ def build_server(core: AdapterCore, *, project: str | None = None) -> MCPServer[
         mime_type="application/json",
     )
     async def one_repair(repair_id: str) -> str:
-        row = await run(sub.store.repairs.get, repair_id[:64])
+        from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+
+        try:
+            row = await run(sub.store.repairs.get, repair_id[:64])
+        except NotFoundError as exc:  # the client reads "no repair with id ...", not a crash
+            raise ResourceNotFoundError(str(exc)) from exc
         return json.dumps(_repair_json(row), ensure_ascii=False)
 
     return server

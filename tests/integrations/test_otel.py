@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memos_feedback.runtime.subscriber import FeedbackSubscriber, attach_feedback_subscriber
-from memos_feedback.store import Store
+from memos_feedback.store import Store, open_store
 from tests.support.runtimes import require_runtime
 
 require_runtime("opentelemetry.sdk.trace", "otel")
@@ -218,3 +223,56 @@ def test_spans_from_another_sdk_path_use_the_public_attributes(subscriber: Feedb
     assert [(r.context, r.trigger) for r in repairs] == [("web_search query=weather paris", "failure-burst")]
     assert subscriber.store.traces.list("otel")[0].agent_text.endswith("TimeoutError")
     processor.shutdown()
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+# What the documented script's agent does: one search tool that times out three times.
+_AGENT_RUNS = """
+from opentelemetry.trace import Status, StatusCode
+
+tracer = provider.get_tracer("script")
+retries = (
+    '{"query": "weather paris"}', '{"query": "weather paris", "page": 2}', '{"query": "weather paris"}')
+for args in retries:
+    attributes = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "web_search",
+        "gen_ai.tool.call.arguments": args,
+        "gen_ai.conversation.id": "conv-script",
+    }
+    with tracer.start_as_current_span("execute_tool web_search", attributes=attributes) as span:
+        span.set_status(Status(StatusCode.ERROR, "upstream search timed out after 30 s"))
+"""
+
+
+def _documented_setup() -> str:
+    doc = (REPO / "docs" / "INTEGRATIONS.md").read_text(encoding="utf-8")
+    section = doc.split("## OpenTelemetry span processor", 1)[1]
+    found = re.search(r"```python\n(.*?)```", section, re.S)
+    assert found, "no python block in the OpenTelemetry section"
+    return found.group(1)
+
+
+def test_the_documented_script_leaves_its_repair_in_the_store(tmp_path: Path) -> None:
+    """The docs' snippet as a short script ending in provider.shutdown(): the repair is stored on exit."""
+    snippet = _documented_setup()
+    assert "provider.shutdown()" in snippet  # the docs say what to call
+    assert "# ... the agent runs ..." in snippet
+    script = tmp_path / "agent.py"
+    script.write_text(snippet.replace("# ... the agent runs ...", _AGENT_RUNS), encoding="utf-8")
+    url = f"sqlite:///{tmp_path / 'f.db'}"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MEMOS_FEEDBACK_DB_URL": url}
+    proc = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    store = open_store(url)
+    try:
+        repairs = store.repairs.list()
+        assert [(r.tool_id, r.trigger, r.session_id) for r in repairs] == [
+            ("web_search", "failure-burst", "conv-script")
+        ]
+        assert "timed out" in repairs[0].anti_pattern
+    finally:
+        store.close()

@@ -111,3 +111,72 @@ def test_db_before_the_command_reaches_the_hook_entries(
     monkeypatch.chdir(tmp_path)
     assert main(["--db", "sqlite:////tmp/c.db", "hook", "install", "claude-code", "--dry-run"]) == 0
     assert "memos_feedback hook claude-code --db sqlite:////tmp/c.db" in capsys.readouterr().out
+
+
+def _git_repo_with_subdirectory(tmp_path: Path) -> tuple[Path, Path]:
+    repo = tmp_path / "repo"
+    sub = repo / "services" / "api"
+    sub.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, capture_output=True, timeout=60)
+    return repo, sub
+
+
+def test_local_scope_writes_settings_local_json_at_the_repository_root(
+    tmp_path: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    repo, sub = _git_repo_with_subdirectory(tmp_path)
+    monkeypatch.chdir(sub)
+    assert main(["hook", "install", "claude-code", "--local"]) == 0
+    local = repo / ".claude" / "settings.local.json"
+    assert "SessionStart" in json.loads(local.read_text())["hooks"]
+    assert not (repo / ".claude" / "settings.json").exists(), "the committed file is left alone"
+    assert not (sub / ".claude").exists()
+    assert "note:" not in capsys.readouterr().out
+    assert main(["hook", "uninstall", "claude-code", "--local"]) == 0
+    assert not local.exists()
+
+
+def test_project_scope_from_a_subdirectory_writes_at_the_repository_root(
+    tmp_path: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    repo, sub = _git_repo_with_subdirectory(tmp_path)
+    monkeypatch.chdir(sub)
+    assert main(["hook", "install", "claude-code"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{repo.resolve() / '.claude' / 'settings.json'}: hooks installed")
+    assert "--local" in out  # the committed file names this machine's interpreter: say so
+    assert "SessionStart" in _settings(repo)["hooks"]
+    assert not (sub / ".claude").exists()
+
+
+def test_uninstall_leaves_no_empty_file_where_none_was(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    user_settings = tmp_path / ".claude" / "settings.json"
+    assert main(["hook", "uninstall", "claude-code", "--user"]) == 0
+    assert not user_settings.exists()
+    assert main(["hook", "install", "claude-code", "--user"]) == 0
+    assert user_settings.exists()
+    assert main(["hook", "uninstall", "claude-code", "--user"]) == 0
+    assert not user_settings.exists(), "install then uninstall leaves no '{}' behind"
+
+
+def test_install_and_uninstall_keep_the_files_indentation(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    for own in (
+        json.dumps(USERS_OWN, indent=4) + "\n",
+        json.dumps(USERS_OWN, indent="\t") + "\n",
+        json.dumps(USERS_OWN),
+    ):
+        path.write_text(own)
+        assert main(["hook", "install", "claude-code"]) == 0
+        installed = path.read_text()
+        if "\n" in own.strip():
+            kept = [line for line in own.splitlines() if '"model"' in line or "prettier" in line]
+            assert kept and all(line in installed.splitlines() for line in kept), installed
+        else:
+            assert "\n" not in installed.strip(), "a one-line file stays on one line"
+        assert main(["hook", "uninstall", "claude-code"]) == 0
+        assert path.read_text() == own, "uninstall gives the user's file back as it was"

@@ -206,3 +206,24 @@ def test_a_hooks_repairs_belong_to_its_project(db_url: str, tmp_path: Path) -> N
 
     assert prompt("s2", "/home/u/shop")["hookSpecificOutput"]["additionalContext"]
     assert "hookSpecificOutput" not in prompt("s3", "/home/u/other")
+
+
+def test_a_repair_is_injected_once_per_session_context(db_url: str, tmp_path: Path) -> None:
+    """SessionStart then the first UserPromptSubmit: the same <memory-context> block is not sent twice."""
+    for n in range(3):
+        _hook(_fail("s0", "cat /nope/notes.txt", n), db_url, tmp_path)
+
+    def context(event: str, session: str, **extra: Any) -> str:
+        fields = {"hook_event_name": event, "session_id": session, "cwd": "/home/u/shop", **extra}
+        answer = _hook(fields, db_url, tmp_path)
+        return str(answer.get("hookSpecificOutput", {}).get("additionalContext", ""))
+
+    start = context("SessionStart", "s1", source="startup")
+    assert start.startswith("<memory-context>") and "cat" in start
+    assert context("UserPromptSubmit", "s1", prompt="read my notes with cat") == ""
+    assert context("UserPromptSubmit", "s1", prompt="cat the notes again") == ""
+    # Another session's context does not hold it: its first prompt gets it.
+    assert context("UserPromptSubmit", "s2", prompt="read my notes with cat") == start
+    # After compaction the block is gone from the context: SessionStart brings it back.
+    assert context("SessionStart", "s1", source="compact") == start
+    assert context("UserPromptSubmit", "s1", prompt="read my notes with cat") == ""

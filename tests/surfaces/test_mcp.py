@@ -16,7 +16,7 @@ from tests.support.runtimes import require_runtime
 
 require_runtime("mcp.client.stdio", "mcp")
 
-from mcp import ClientSession  # noqa: E402
+from mcp import ClientSession, MCPError  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -81,10 +81,49 @@ async def _session(db: str) -> None:
 
         bad = await client.call_tool("review_repair", {"repair_id": "dr_nope", "verdict": "reject"})
         assert bad.is_error
+        assert "no repair with id 'dr_nope'" in "".join(getattr(b, "text", "") for b in bad.content)
 
 
 def test_an_mcp_client_session_over_stdio(tmp_path: Path) -> None:
     anyio.run(_session, f"sqlite:///{tmp_path / 'f.db'}")
+
+
+def _error_text(result: Any) -> str:
+    assert result.is_error, result
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+async def _failed_calls(db: str) -> list[str]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memos_feedback", "mcp", "--db", db],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=str(REPO),
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+        calls = [
+            ("review_repair", {"repair_id": "dr_nope", "verdict": "validate"}),
+            ("review_repair", {"repair_id": "", "verdict": "reject"}),
+            ("report_outcome", {"tool": " ", "context": COMMAND, "ok": False}),
+            ("give_feedback", {"text": "   "}),
+        ]
+        texts = [_error_text(await client.call_tool(name, args)) for name, args in calls]
+        with pytest.raises(MCPError, match="no repair with id 'dr_nope'"):
+            await client.read_resource("memos-feedback://repairs/dr_nope")
+        return texts
+
+
+def test_a_failed_tool_call_tells_the_model_why(tmp_path: Path) -> None:
+    """The library's one-line message reaches the model, not only "Error executing tool <name>"."""
+    unknown, empty_id, empty_tool, empty_text = anyio.run(_failed_calls, f"sqlite:///{tmp_path / 'f.db'}")
+    assert unknown.endswith("no repair with id 'dr_nope'"), unknown
+    assert unknown.startswith("Error executing tool review_repair")
+    assert empty_id.endswith("no repair with id ''"), empty_id
+    assert empty_tool.endswith("tool must not be empty"), empty_tool
+    assert empty_text.endswith("text must not be empty"), empty_text
+    for text in (unknown, empty_id, empty_tool, empty_text):
+        assert "\n" not in text and "Traceback" not in text
 
 
 def test_http_elsewhere_than_loopback_needs_a_token(tmp_path: Path) -> None:

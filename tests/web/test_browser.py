@@ -212,8 +212,8 @@ def test_page_labels_once_outcomes_context_project_filter_and_favicon(tmp_path: 
             assert set(before) == {"none"}, "no label drawn by CSS on top of the text's own"
             assert page.inner_text(f"{rows['labelled']} .pref") == "Prefer: uv sync"
             assert page.inner_text(f"{rows['labelled']} .anti") == "Avoid: pip install -r"
-            assert page.inner_text(f"{rows['bare']} .pref") == "prefer: use pnpm"
-            assert page.inner_text(f"{rows['bare']} .anti") == "avoid: npm install"
+            assert page.inner_text(f"{rows['bare']} .pref") == "Prefer: use pnpm"
+            assert page.inner_text(f"{rows['bare']} .anti") == "Avoid: npm install"
 
             # Outcome status and counts, as a column of their own.
             headers = page.locator("#repairs thead th").all_inner_texts()
@@ -260,5 +260,50 @@ def test_page_labels_once_outcomes_context_project_filter_and_favicon(tmp_path: 
             assert icon == [200, "image/svg+xml; charset=utf-8", "<svg"]
             shot = Path(os.environ.get("MEMOS_FEEDBACK_SCREENSHOT_COLUMNS") or tmp_path / "columns.png")
             page.screenshot(path=str(shot), full_page=True)
+        finally:
+            browser.close()
+
+
+# (preference, anti-pattern) as writers store them, and the lines the page must show for them.
+LABEL_CASES = {
+    "own-never": (("Always: pin the engines field", "Never: touch the engines field"),
+                  ["Always: pin the engines field", "Never: touch the engines field"]),
+    "doubled": (("prefer: Prefer: uv sync", "avoid: Never: force-push to main"),
+                ["Prefer: uv sync", "Never: force-push to main"]),
+    "no-pref": (("", "Avoid: web_search — failed with: timed out"),
+                ["Avoid: web_search — failed with: timed out"]),
+    "no-anti": (("use pnpm", "   "), ["Prefer: use pnpm"]),
+    "shouting": (("PREFER: the lockfile", "DON'T: delete it"), ["Prefer: the lockfile", "Don't: delete it"]),
+    "label-only": (("Prefer:", "npm install"), ["Avoid: npm install"]),
+}  # fmt: skip
+
+
+def test_page_labels_each_line_once_in_one_style_and_omits_an_empty_side(tmp_path: Path) -> None:
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    db_url = f"sqlite:///{tmp_path / 'ui.db'}"
+    ids: dict[str, str] = {}
+    with open_store(db_url) as store:
+        for n, (name, ((pref, anti), _)) in enumerate(LABEL_CASES.items()):
+            row = store.repairs.insert(
+                context_hash=f"{n:0>16}",
+                trigger="failure-burst",
+                preference=pref,
+                anti_pattern=anti,
+                confidence=0.5,
+                tool_id="shell",
+            )
+            ids[name] = row.id
+    with serve_process(db_url) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(url)
+            for name, (_, shown) in LABEL_CASES.items():
+                cell = f'#repairs tr[data-id="{ids[name]}"] td.text'
+                page.wait_for_selector(cell, timeout=15_000)
+                lines = page.locator(f"{cell} > div").all_inner_texts()
+                assert lines == shown, name
         finally:
             browser.close()

@@ -51,17 +51,32 @@ function when(ms) { return new Date(ms).toISOString().replace("T", " ").slice(0,
 
 // -- repairs ------------------------------------------------------------------
 
-// A line that already says "Prefer:" / "Avoid:" keeps its own word as the
-// label; one that does not gets it. Either way the label is shown once.
-const LABEL = /^\s*(prefer|avoid)\s*:\s*/i;
+// One label per line, in one style ("Prefer: ", "Avoid: "). A line that
+// already opens with a label of its own ("Avoid:", "Never:", "Always:" ...,
+// the words the writers use) keeps that word, in the same style, instead of
+// getting a second one: "Avoid: Never: ..." read as a stutter. An empty side
+// gets no line at all, rather than a bare "Prefer:".
+const OWN_LABEL = /^\s*(prefer|avoid|never|always|instead|use the corrected value|use|do not|don't|do|note)\s*[:：]\s*/i;
+
+function styled(word) { return `${word.charAt(0).toUpperCase()}${word.slice(1).toLowerCase()}: `; }
 
 function labelled(cls, word, text) {
   const line = String(text ?? "");
-  const own = LABEL.exec(line);
+  // "Avoid: Never: x" (a writer that labelled an already labelled line): the
+  // innermost word is the one that says what to do, so it is the one kept.
+  let body = line;
+  let label = word;
+  for (let own = OWN_LABEL.exec(body); own; own = OWN_LABEL.exec(body)) {
+    label = own[1].replace(/\s+/g, " ");
+    body = body.slice(own[0].length);
+  }
+  if (!body.trim()) return null; // a label and nothing to follow
   const div = el("div", cls);
-  div.append(el("span", "label", own ? own[0] : `${word}: `), el("span", "line", own ? line.slice(own[0].length) : line));
+  div.append(el("span", "label", styled(label)), el("span", "line", body));
   return div;
 }
+
+function appendLines(parent, ...lines) { parent.append(...lines.filter((n) => n !== null)); }
 
 function outcomeCell(r) {
   const td = el("td", "outcome");
@@ -115,7 +130,7 @@ async function loadRepairs() {
     tr.append(status);
     tr.append(el("td", "conf", Number(r.confidence).toFixed(2)));
     const text = el("td", "text");
-    text.append(labelled("pref", "prefer", r.preference), labelled("anti", "avoid", r.anti_pattern));
+    appendLines(text, labelled("pref", "prefer", r.preference), labelled("anti", "avoid", r.anti_pattern));
     tr.append(text);
     tr.append(outcomeCell(r), contextCell(r));
     const prov = el("td", "prov");
@@ -178,8 +193,8 @@ async function loadPolicies() {
     if (p.repair) {
       const block = el("div", "block");
       block.append(el("div", "prov", "@repair"));
-      for (const line of p.repair.preference) block.append(labelled("pref", "prefer", line));
-      for (const line of p.repair.anti_pattern) block.append(labelled("anti", "avoid", line));
+      for (const line of p.repair.preference) appendLines(block, labelled("pref", "prefer", line));
+      for (const line of p.repair.anti_pattern) appendLines(block, labelled("anti", "avoid", line));
       div.append(block);
     }
     box.append(div);
