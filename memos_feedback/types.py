@@ -37,6 +37,7 @@ __all__ = [
     "Embedder",
     "FailureRecord",
     "PolicyRow",
+    "RepairEvidence",
     "RepairInput",
     "RepairResult",
     "Severity",
@@ -110,6 +111,33 @@ class TraceRow:
     reflection: str | None
     value: float
     tool_calls: tuple[ToolCall, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, slots=True)
+class RepairEvidence:
+    """Traces behind a repair, most recent first on each side.
+
+    A plain value: the repair engine reads the traces from the store and
+    synthesis chooses and reads them from here (``synthesis.evidence``).
+
+    ``relaxed`` is true when the keyword filter left both sides empty and the
+    scan was run again without it (even if that second scan found nothing).
+    """
+
+    high: tuple[TraceRow, ...]
+    low: tuple[TraceRow, ...]
+    keyword: str | None
+    relaxed: bool
+    # Traces kept for what they say rather than a literal keyword (ids).
+    similar: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.high and not self.low
+
+    def trace_ids(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(high ids, low ids)."""
+        return tuple(t.id for t in self.high), tuple(t.id for t in self.low)
 
 
 @dataclass(frozen=True, slots=True)

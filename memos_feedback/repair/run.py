@@ -28,13 +28,14 @@ from ..events import (
 from ..store.handles import Connection, Executor
 from ..store.reads import newest_in_family, policy_boundaries_with_episodes, transaction_traces
 from ..store.unit import RepairUnit, repair_unit
-from ..synthesis.evidence import RepairEvidence, evidence_window, split_evidence
+from ..synthesis.evidence import evidence_window, split_evidence
 from ..synthesis.synthesize import SynthesisOutcome, synthesize_draft
 from ..text.logs import library_logger
 from ..types import (
     TRIGGERS,
     ClassifiedFeedback,
     DecisionRepairDraft,
+    RepairEvidence,
     RepairInput,
     RepairResult,
 )

@@ -14,8 +14,7 @@ from ..recall.categories import category_for
 from ..recall.indexing import RecallFields, build_source_text, embed_fields
 from ..store.repositories import repair_values, write_repair_row
 from ..store.unit import RepairUnit
-from ..synthesis.evidence import RepairEvidence
-from ..types import ClassifiedFeedback, DecisionRepairDraft, RepairInput
+from ..types import ClassifiedFeedback, DecisionRepairDraft, RepairEvidence, RepairInput
 from .attach import attach_in
 from .deps import RepairDeps
 
