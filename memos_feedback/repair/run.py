@@ -188,7 +188,9 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
         unit.lock(input.context_hash)
         # Re-checked under the lock: another process may have written a
         # repair for this context while we were synthesizing.
-        written = None if run.in_cooldown(unit.conn) else write_repair(unit, run, draft, recall_fields)
+        written = None
+        if not run.in_cooldown(unit.conn):
+            written = write_repair(unit, input, deps, run.started, draft, recall_fields)
     if written is None:
         return run.skip("cooldown")
     return _persisted(run, draft, written)
@@ -247,7 +249,7 @@ def _stage(
     recall_fields = recall_fields_of(inp, run.deps, feedback, evidence, draft)
     # The policies' boundaries were read in this transaction: attaching
     # need not read them again (on SQLite; PostgreSQL still locks the rows).
-    return draft, write_repair(unit, run, draft, recall_fields, known=policies)
+    return draft, write_repair(unit, inp, run.deps, run.started, draft, recall_fields, known=policies)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,6 @@ event-log rows, all in one ``RepairUnit`` (store/unit.py)."""
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
 
 from ..embeddings import check_embedder
 from ..events import FeedbackEvent, RepairAttached, RepairPersisted
@@ -17,9 +16,6 @@ from ..store.unit import RepairUnit
 from ..types import ClassifiedFeedback, DecisionRepairDraft, RepairEvidence, RepairInput
 from .attach import attach_in
 from .deps import RepairDeps
-
-if TYPE_CHECKING:
-    from .run import _Run
 
 __all__ = ["Written", "recall_fields_of", "write_repair"]
 
@@ -91,7 +87,9 @@ def recall_fields_of(
 
 def write_repair(
     unit: RepairUnit,
-    run: _Run,
+    inp: RepairInput,
+    deps: RepairDeps,
+    started: int,
     draft: DecisionRepairDraft,
     recall: RecallFields,
     known: dict[str, str] | None = None,
@@ -105,9 +103,9 @@ def write_repair(
     marks the job done) and the events that report it in the durable log,
     so a crash leaves all of it or none of it. Returns the events to emit
     on the bus after the commit (supersede events among them; those are
-    logged batched, like every outcome event).
+    logged batched, like every outcome event). ``started``: when the run
+    began (the repair's ``ts``; 0 or less lets the store stamp it).
     """
-    inp, deps = run.inp, run.deps
     values = repair_values(
         context_hash=inp.context_hash,
         trigger=inp.trigger,
@@ -120,7 +118,7 @@ def write_repair(
         session_id=inp.session_id,
         high_value_trace_ids=draft.high_value_trace_ids,
         low_value_trace_ids=draft.low_value_trace_ids,
-        ts=run.started if run.started > 0 else None,
+        ts=started if started > 0 else None,
     )
     values.update(
         category=recall.category,
