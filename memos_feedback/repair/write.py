@@ -80,8 +80,9 @@ def recall_fields_of(
     category = category_for(
         inp.trigger, feedback.shape.value if feedback is not None else None, has_success=bool(evidence.high)
     )
-    project = inp.project if inp.project is not None else deps.recall.default_project
-    fields = RecallFields(category=category, project=project, source_text=source_text)
+    # The job's own scope: the host resolved it (its default project
+    # included) before queueing; the worker's config plays no part.
+    fields = RecallFields(category=category, project=inp.project, source_text=source_text)
     return embed_fields(fields, check_embedder(deps.embedder))
 
 
