@@ -65,13 +65,14 @@ if TYPE_CHECKING:
     from .recall import Guidance, GuidanceItem, RecallConfig, guidance_for
     from .repair.attach import attach_repair_to_policies
     from .repair.deps import RepairDeps
+    from .repair.evidence import gather_repair_evidence
     from .repair.run import run_repair
     from .runtime.audit import AuditLog
     from .runtime.queue import RepairQueue
     from .runtime.subscriber import CloseReport, FeedbackSubscriber, attach_feedback_subscriber
     from .signals import FailureBurst, FailureSignals, context_hash_of
     from .store import DecisionRepairRow, PolicyRow, Store, ToolCall, TraceRow, open_store
-    from .synthesis.evidence import RepairEvidence, cap_trace, gather_repair_evidence
+    from .synthesis.evidence import cap_trace
     from .synthesis.llm import OpenAIRepairLLM, RepairLLM
     from .synthesis.synthesize import SynthesisOutcome, synthesize_draft
     from .text.blocks import (
@@ -86,6 +87,7 @@ if TYPE_CHECKING:
         DecisionRepairDraft,
         Embedder,
         FailureRecord,
+        RepairEvidence,
         RepairInput,
         RepairResult,
         Shape,
@@ -128,7 +130,7 @@ _LAZY: dict[str, str] = {
     "RepairDeleted": "events",
     "RepairBlock": "text.blocks",
     "RepairDeps": "repair.deps",
-    "RepairEvidence": "synthesis.evidence",
+    "RepairEvidence": "types",
     "RepairInput": "types",
     "RepairJobDead": "events",
     "RepairJobDeadError": "errors",
@@ -165,7 +167,7 @@ _LAZY: dict[str, str] = {
     "classify_feedback": "classify.classifier",
     "context_hash_of": "signals",
     "event_to_dict": "events",
-    "gather_repair_evidence": "synthesis.evidence",
+    "gather_repair_evidence": "repair.evidence",
     "guidance_for": "recall",
     "merge_repair_block": "text.blocks",
     "open_store": "store",

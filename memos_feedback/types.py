@@ -9,6 +9,7 @@ that nothing a caller holds can lazily touch the database later.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import itertools
 import os
@@ -29,6 +30,7 @@ __all__ = [
     "EXTRACTED_FIELDS",
     "REPAIR_SHAPES",
     "REPAIR_SHAPE_VALUES",
+    "SCOPE_CHAR_CAP",
     "SEVERITIES",
     "TRIGGERS",
     "ClassifiedFeedback",
@@ -37,8 +39,10 @@ __all__ = [
     "Embedder",
     "FailureRecord",
     "PolicyRow",
+    "RepairEvidence",
     "RepairInput",
     "RepairResult",
+    "Scope",
     "Severity",
     "Shape",
     "ToolCall",
@@ -91,6 +95,61 @@ def new_id(prefix: str) -> str:
     return f"{prefix}{now_ms():012x}{_PID_SALT:04x}{n:06x}"
 
 
+# decision_repairs.project and .user_id are String(255).
+SCOPE_CHAR_CAP = 255
+
+
+def _scope_part(name: str, value: object) -> str | None:
+    """A project or user: a str, stripped, at most ``SCOPE_CHAR_CAP`` characters; None or blank is none."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
+    value = value.strip()
+    if len(value) > SCOPE_CHAR_CAP:
+        raise InvalidInputError(f"{name} must be at most {SCOPE_CHAR_CAP} characters, got {len(value)}")
+    return value or None
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Whose a repair is, and whose repairs a read may serve (docs/RECALL.md, "Scope").
+
+    ``project``: None is global; ``user`` (the tenant beside it): None is
+    every user's. The one normaliser: each part is stripped, blank is None,
+    anything but a str or None, or longer than ``SCOPE_CHAR_CAP``, raises
+    ``InvalidInputError``. Resolved once where the host calls in
+    (``resolve``: the host's ``RecallConfig.default_project`` when the call
+    names no project), then carried as is: by ``RepairInput`` to the worker,
+    which never applies a default of its own, and to every read.
+    """
+
+    project: str | None = None
+    user: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "project", _scope_part("project", self.project))
+        object.__setattr__(self, "user", _scope_part("user", self.user))
+
+    @classmethod
+    def resolve(
+        cls, project: str | None = None, user: str | None = None, *, default_project: str | None = None
+    ) -> Scope:
+        """The scope of a host's call: its ``project``, else ``default_project``; its ``user``."""
+        return cls(project, user).with_default(default_project)
+
+    def with_default(self, default_project: str | None) -> Scope:
+        """This scope, or, naming no project, this one in ``default_project`` (None: stays global)."""
+        if self.project is not None or default_project is None:
+            return self
+        return Scope(default_project, self.user)
+
+    @property
+    def is_unscoped(self) -> bool:
+        """Global and every user's."""
+        return self.project is None and self.user is None
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """One tool call of a trace; ``error_code`` is set when it failed."""
@@ -110,6 +169,33 @@ class TraceRow:
     reflection: str | None
     value: float
     tool_calls: tuple[ToolCall, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, slots=True)
+class RepairEvidence:
+    """Traces behind a repair, most recent first on each side.
+
+    A plain value: the repair engine reads the traces from the store and
+    synthesis chooses and reads them from here (``synthesis.evidence``).
+
+    ``relaxed`` is true when the keyword filter left both sides empty and the
+    scan was run again without it (even if that second scan found nothing).
+    """
+
+    high: tuple[TraceRow, ...]
+    low: tuple[TraceRow, ...]
+    keyword: str | None
+    relaxed: bool
+    # Traces kept for what they say rather than a literal keyword (ids).
+    similar: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.high and not self.low
+
+    def trace_ids(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(high ids, low ids)."""
+        return tuple(t.id for t in self.high), tuple(t.id for t in self.low)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,10 +317,13 @@ class RepairInput:
     episode_id: str | None = None
     failures: tuple[FailureRecord, ...] = ()
     context: str | None = None
-    # The workspace the repair belongs to (None: ``RecallConfig.default_project``,
-    # and when that is None too, global). Payloads without it load as None.
+    # Its ``Scope``, resolved by the host (the subscriber applies its
+    # ``RecallConfig.default_project`` before the job is queued; the worker
+    # applies none): the project (None: global) and the user (tenant)
+    # beside it (None: every user's). Normalised as ``Scope`` normalises.
+    # Payloads carry them as the keys ``project``/``user`` (old ones too;
+    # without them they load as None).
     project: str | None = None
-    # The user (tenant) it belongs to, beside the project (None: every user's).
     user: str | None = None
     # The agent's turn ``user_text`` answers: the classifier's context when the
     # repair re-reads the message. Payloads without it load as None.
@@ -255,13 +344,15 @@ class RepairInput:
             "session_id",
             "episode_id",
             "context",
-            "project",
-            "user",
             "agent_text",
         ):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
+        if self.project is not None or self.user is not None:
+            scope = Scope(self.project, self.user)
+            object.__setattr__(self, "project", scope.project)
+            object.__setattr__(self, "user", scope.user)
         if self.classified is not None and not isinstance(self.classified, ClassifiedFeedback):
             raise InvalidInputError(
                 f"classified must be a ClassifiedFeedback or None, got {type(self.classified).__name__}"
@@ -274,6 +365,17 @@ class RepairInput:
         if not all(isinstance(f, FailureRecord) for f in failures):
             raise InvalidInputError("failures must be FailureRecord instances")
         object.__setattr__(self, "failures", failures)
+
+    @property
+    def scope(self) -> Scope:
+        """The ``Scope`` the repair is written in."""
+        return Scope(self.project, self.user)
+
+    def scoped(self, scope: Scope) -> RepairInput:
+        """This input in ``scope``."""
+        if scope == self.scope:
+            return self
+        return dataclasses.replace(self, project=scope.project, user=scope.user)
 
 
 @dataclass(frozen=True, slots=True)

@@ -264,16 +264,18 @@ def cmd_guidance(args: argparse.Namespace) -> int:
     """Print the block a runtime would inject (or the items as JSON)."""
     from ..recall.config import RecallConfig
     from ..recall.guidance import guidance_for
+    from ..types import Scope
 
     config = RecallConfig.from_env()
+    scope = Scope.resolve(args.project, args.user, default_project=config.default_project)
     with open_db(args) as store:
         found = guidance_for(
             store,
             tool_id=args.tool,
             context=args.context,
             query=args.query,
-            project=args.project if args.project is not None else config.default_project,
-            user=args.user,
+            project=scope.project,
+            user=scope.user,
             limit=args.limit,
             embedder=_embedder(args),
             config=config,

@@ -12,7 +12,15 @@ See ALGORITHMS.md, "Outcomes".
 
 from __future__ import annotations
 
-from .estimate import OutcomeCounts, counts_for, decay, effectiveness, rank_factor
+from .estimate import (
+    HasOutcomePrior,
+    OutcomeCounts,
+    OutcomePrior,
+    counts_for,
+    decay,
+    effectiveness,
+    rank_factor,
+)
 from .states import (
     ACTIVE,
     CONTRADICTED,
@@ -35,7 +43,9 @@ __all__ = [
     "STALE",
     "STATUSES",
     "SUPERSEDED",
+    "HasOutcomePrior",
     "OutcomeCounts",
+    "OutcomePrior",
     "Served",
     "Settlement",
     "counts_for",

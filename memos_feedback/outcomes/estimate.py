@@ -19,22 +19,75 @@ Validated repairs do not decay (a person vouched for them).
 Ranking multiplies the recall score by ``p · decay / prior mean``: 1 for a
 fresh repair with no outcomes (recall's own order is unchanged), below 1
 for one that keeps failing, above 1 for one that keeps holding.
+
+The prior and the half-life are an ``OutcomePrior``, a value owned here:
+recall, which configures them (``RecallConfig.outcome_prior``), passes it
+down. The functions also take anything that has an ``outcome_prior``
+(a ``RecallConfig``), so their callers' code keeps working.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from ..errors import InvalidInputError
 from ..store.handles import Executor
 from ..store.outcomes import outcome_tallies, served_tallies
 from .states import CONTRADICTED, HELD, RECURRED
 
-if TYPE_CHECKING:  # recall imports this module; a runtime import would be circular
-    from ..recall.config import RecallConfig
+__all__ = [
+    "HasOutcomePrior",
+    "OutcomeCounts",
+    "OutcomePrior",
+    "counts_for",
+    "decay",
+    "effectiveness",
+    "rank_factor",
+]
 
-__all__ = ["OutcomeCounts", "counts_for", "decay", "effectiveness", "rank_factor"]
+_DAY_MS = 24 * 3_600 * 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomePrior:
+    """The ``Beta(held, failed)`` prior and the unvalidated half-life (module docstring)."""
+
+    held: float = 1.0
+    failed: float = 1.0
+    half_life_ms: int = 3 * _DAY_MS
+
+    def __post_init__(self) -> None:
+        for name in ("held", "failed"):
+            value = getattr(self, name)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or value <= 0
+            ):
+                raise InvalidInputError(f"OutcomePrior.{name} must be a finite number > 0, got {value!r}")
+        ms = self.half_life_ms
+        if isinstance(ms, bool) or not isinstance(ms, int) or ms <= 0:
+            raise InvalidInputError(f"OutcomePrior.half_life_ms must be an int > 0, got {ms!r}")
+
+    @property
+    def mean(self) -> float:
+        """The prior mean, ``held / (held + failed)``."""
+        return self.held / (self.held + self.failed)
+
+
+class HasOutcomePrior(Protocol):
+    """What configures an ``OutcomePrior`` (``RecallConfig`` does)."""
+
+    @property
+    def outcome_prior(self) -> OutcomePrior: ...
+
+
+def _prior(prior: OutcomePrior | HasOutcomePrior) -> OutcomePrior:
+    return prior if isinstance(prior, OutcomePrior) else prior.outcome_prior
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,27 +103,30 @@ class OutcomeCounts:
         return self.recurred + self.contradicted
 
 
-def effectiveness(counts: OutcomeCounts, cfg: RecallConfig) -> float:
+def effectiveness(counts: OutcomeCounts, prior: OutcomePrior | HasOutcomePrior) -> float:
     """Posterior mean of "following this repair holds" (module docstring)."""
-    a, b = cfg.effectiveness_prior_held, cfg.effectiveness_prior_failed
+    p = _prior(prior)
+    a, b = p.held, p.failed
     return (a + counts.held) / (a + b + counts.held + counts.failed)
 
 
-def decay(created_at: int, counts: OutcomeCounts, validated: bool, now: int, cfg: RecallConfig) -> float:
+def decay(
+    created_at: int, counts: OutcomeCounts, validated: bool, now: int, prior: OutcomePrior | HasOutcomePrior
+) -> float:
     """``0.5 ** (age / half-life)`` for unvalidated repairs; age since written or last held."""
     if validated:
         return 1.0
     since = max(created_at, counts.last_held or 0)
     age = max(0, now - since)
-    return float(0.5 ** (age / cfg.unvalidated_half_life_ms))
+    return float(0.5 ** (age / _prior(prior).half_life_ms))
 
 
 def rank_factor(
-    created_at: int, counts: OutcomeCounts, validated: bool, now: int, cfg: RecallConfig
+    created_at: int, counts: OutcomeCounts, validated: bool, now: int, prior: OutcomePrior | HasOutcomePrior
 ) -> float:
     """What recall multiplies a repair's score by (1 = no evidence either way, fresh)."""
-    prior = cfg.effectiveness_prior_held / (cfg.effectiveness_prior_held + cfg.effectiveness_prior_failed)
-    return effectiveness(counts, cfg) * decay(created_at, counts, validated, now, cfg) / prior
+    p = _prior(prior)
+    return effectiveness(counts, p) * decay(created_at, counts, validated, now, p) / p.mean
 
 
 def counts_for(

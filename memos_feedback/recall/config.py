@@ -15,6 +15,7 @@ from typing import Any
 
 from ..config import RECALL_TABLE, FeedbackConfig, toml_table
 from ..errors import ConfigError
+from ..outcomes.estimate import OutcomePrior
 
 __all__ = ["RECALL_ENV_PREFIX", "RecallConfig", "load_config"]
 
@@ -82,6 +83,15 @@ class RecallConfig:
 
     def __post_init__(self) -> None:
         _validate(self)
+
+    @property
+    def outcome_prior(self) -> OutcomePrior:
+        """The effectiveness prior and half-life, as outcomes takes them."""
+        return OutcomePrior(
+            held=self.effectiveness_prior_held,
+            failed=self.effectiveness_prior_failed,
+            half_life_ms=self.unvalidated_half_life_ms,
+        )
 
     @classmethod
     def keys(cls) -> tuple[str, ...]:

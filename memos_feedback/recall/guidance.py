@@ -299,9 +299,10 @@ def guidance_for(
             outcome_counts = counts_for(s, (p.candidate.id for p in passed))
 
     scored: list[tuple[tuple[int, int, float], Passed, float]] = []
+    prior = cfg.outcome_prior  # recall configures it; outcomes owns the estimate
     for p in passed:
         c = p.candidate
-        factor = rank_factor(c.ts, outcome_counts.get(c.id, _NO_OUTCOMES), c.validated, at, cfg)
+        factor = rank_factor(c.ts, outcome_counts.get(c.id, _NO_OUTCOMES), c.validated, at, prior)
         scored.append(((p.tier, int(c.validated), p.score * factor), p, factor))
     scored.sort(key=lambda entry: entry[0], reverse=True)
     ranked = user_word_first([(p.candidate, (p, factor)) for _, p, factor in scored], _candidate)

@@ -28,13 +28,14 @@ from ..events import (
 from ..store.handles import Connection, Executor
 from ..store.reads import newest_in_family, policy_boundaries_with_episodes, transaction_traces
 from ..store.unit import RepairUnit, repair_unit
-from ..synthesis.evidence import RepairEvidence, evidence_window, split_evidence
+from ..synthesis.evidence import evidence_window, split_evidence
 from ..synthesis.synthesize import SynthesisOutcome, synthesize_draft
 from ..text.logs import library_logger
 from ..types import (
     TRIGGERS,
     ClassifiedFeedback,
     DecisionRepairDraft,
+    RepairEvidence,
     RepairInput,
     RepairResult,
 )
@@ -187,7 +188,9 @@ def run_repair(input: RepairInput, deps: RepairDeps) -> RepairResult:
         unit.lock(input.context_hash)
         # Re-checked under the lock: another process may have written a
         # repair for this context while we were synthesizing.
-        written = None if run.in_cooldown(unit.conn) else write_repair(unit, run, draft, recall_fields)
+        written = None
+        if not run.in_cooldown(unit.conn):
+            written = write_repair(unit, input, deps, run.started, draft, recall_fields)
     if written is None:
         return run.skip("cooldown")
     return _persisted(run, draft, written)
@@ -246,7 +249,7 @@ def _stage(
     recall_fields = recall_fields_of(inp, run.deps, feedback, evidence, draft)
     # The policies' boundaries were read in this transaction: attaching
     # need not read them again (on SQLite; PostgreSQL still locks the rows).
-    return draft, write_repair(unit, run, draft, recall_fields, known=policies)
+    return draft, write_repair(unit, inp, run.deps, run.started, draft, recall_fields, known=policies)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,6 @@ event-log rows, all in one ``RepairUnit`` (store/unit.py)."""
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
 
 from ..embeddings import check_embedder
 from ..events import FeedbackEvent, RepairAttached, RepairPersisted
@@ -14,13 +13,9 @@ from ..recall.categories import category_for
 from ..recall.indexing import RecallFields, build_source_text, embed_fields
 from ..store.repositories import repair_values, write_repair_row
 from ..store.unit import RepairUnit
-from ..synthesis.evidence import RepairEvidence
-from ..types import ClassifiedFeedback, DecisionRepairDraft, RepairInput
+from ..types import ClassifiedFeedback, DecisionRepairDraft, RepairEvidence, RepairInput
 from .attach import attach_in
 from .deps import RepairDeps
-
-if TYPE_CHECKING:
-    from .run import _Run
 
 __all__ = ["Written", "recall_fields_of", "write_repair"]
 
@@ -85,14 +80,17 @@ def recall_fields_of(
     category = category_for(
         inp.trigger, feedback.shape.value if feedback is not None else None, has_success=bool(evidence.high)
     )
-    project = inp.project if inp.project is not None else deps.recall.default_project
-    fields = RecallFields(category=category, project=project, source_text=source_text)
+    # The job's own scope: the host resolved it (its default project
+    # included) before queueing; the worker's config plays no part.
+    fields = RecallFields(category=category, project=inp.project, source_text=source_text)
     return embed_fields(fields, check_embedder(deps.embedder))
 
 
 def write_repair(
     unit: RepairUnit,
-    run: _Run,
+    inp: RepairInput,
+    deps: RepairDeps,
+    started: int,
     draft: DecisionRepairDraft,
     recall: RecallFields,
     known: dict[str, str] | None = None,
@@ -106,9 +104,9 @@ def write_repair(
     marks the job done) and the events that report it in the durable log,
     so a crash leaves all of it or none of it. Returns the events to emit
     on the bus after the commit (supersede events among them; those are
-    logged batched, like every outcome event).
+    logged batched, like every outcome event). ``started``: when the run
+    began (the repair's ``ts``; 0 or less lets the store stamp it).
     """
-    inp, deps = run.inp, run.deps
     values = repair_values(
         context_hash=inp.context_hash,
         trigger=inp.trigger,
@@ -121,7 +119,7 @@ def write_repair(
         session_id=inp.session_id,
         high_value_trace_ids=draft.high_value_trace_ids,
         low_value_trace_ids=draft.low_value_trace_ids,
-        ts=run.started if run.started > 0 else None,
+        ts=started if started > 0 else None,
     )
     values.update(
         category=recall.category,

@@ -32,7 +32,7 @@ from ..signals import FailureBurst, context_hash_of
 from ..store import Store
 from ..store.durability import is_outage, probe_write
 from ..text.logs import library_logger
-from ..types import ClassifiedFeedback, RepairInput, RepairResult, now_ms
+from ..types import ClassifiedFeedback, RepairInput, RepairResult, Scope, now_ms
 from .futures import JobFutures, skipped_result
 from .hot_path import HotPath
 from .queue import EnqueueResult, RepairQueue
@@ -41,6 +41,7 @@ __all__ = ["Enqueuer", "burst_input", "not_persisted"]
 
 logger = library_logger("memos_feedback.subscriber")
 
+_UNSCOPED = Scope()
 # The tool a user's message is keyed to when no tool step is in play.
 USER_TOOL = "user"
 # A trigger the database refused this many times, while a write of a
@@ -125,8 +126,7 @@ class Enqueuer:
         context: str | None,
         episode_id: str | None,
         *,
-        project: str | None = None,
-        user: str | None = None,
+        scope: Scope = _UNSCOPED,
         agent_text: str | None = None,
     ) -> Future[RepairResult]:
         """Queue (durably) the repair a user's message calls for, keyed to the tool in play.
@@ -134,6 +134,7 @@ class Enqueuer:
         ``tool_id``/``context`` when given, else the session's newest
         recorded tool step, else the session itself. A shape that calls
         for no repair resolves at once (skipped, ``feedback-not-actionable``).
+        ``scope``: resolved by the caller; the job carries it as it is.
         """
         if session_id is not None:
             # The session's tool steps recorded before this message come
@@ -168,8 +169,8 @@ class Enqueuer:
             session_id=session_id,
             episode_id=episode_id,
             context=context,
-            project=project,
-            user=user,
+            project=scope.project,
+            user=scope.user,
             agent_text=agent_text,
             classified=feedback,
         )

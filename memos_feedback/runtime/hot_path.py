@@ -23,7 +23,7 @@ from ..config import FeedbackConfig
 from ..errors import InvalidInputError
 from ..signals import FailureBurst, FailureSignals
 from ..text.logs import library_logger
-from ..types import FailureRecord
+from ..types import FailureRecord, Scope
 from .outcomes import SubscriberOutcomes
 
 __all__ = ["HotPath"]
@@ -40,18 +40,23 @@ _BAD_CALL_LOG_EVERY = 10.0
 _STEP_BACKLOG = 10_000
 
 
-def _scope(name: str, value: Any) -> str | None:
-    """A per-call ``project`` or ``user``: a str, stripped; None or "" is none."""
-    if value is not None and not isinstance(value, str):
-        raise InvalidInputError(f"{name} must be a str or None, got {type(value).__name__}")
-    return (value or "").strip() or None
+_UNSCOPED = Scope()
 
 
 class HotPath:
     """The recorded tool steps, the bursts they made, and the count of ignored calls."""
 
-    def __init__(self, signals: FailureSignals, config: FeedbackConfig, outcomes: SubscriberOutcomes) -> None:
+    def __init__(
+        self,
+        signals: FailureSignals,
+        config: FeedbackConfig,
+        outcomes: SubscriberOutcomes,
+        *,
+        default_project: str | None = None,
+    ) -> None:
         self.config = config
+        # The host's project for a burst whose calls name none (RecallConfig.default_project).
+        self.default_project = default_project
         self._record_failure = signals.record_failure
         self._record_success = signals.record_success
         # Tool steps as the hot path recorded them, raw and unvalidated: an
@@ -164,13 +169,16 @@ class HotPath:
         record = FailureRecord(
             tool_id, context, step, reason, ts_ns // 1_000_000, session_id, episode_id, trace_id
         )
-        scope = None
+        scope = _UNSCOPED
         if project is not None or user is not None:  # most hosts scope by config, not per call
-            scope = _scope("project", project), _scope("user", user)
+            scope = Scope(project, user)
         burst = self._record_failure(record)
-        if burst is not None and scope is not None:
-            # The window is the (tool, context)'s; the repair is the scope of the call that fired it.
-            burst = dataclasses.replace(burst, project=scope[0], user=scope[1])
+        if burst is not None:
+            # The window is the (tool, context)'s; the repair is the scope of the
+            # call that fired it, resolved here: the job carries it to the worker.
+            scope = scope.with_default(self.default_project)
+            if not scope.is_unscoped:
+                burst = dataclasses.replace(burst, project=scope.project, user=scope.user)
         if session_id is not None:
             self._in_play(session_id, tool_id, context)
             if burst is not None and session_id in self._open_sessions:  # outcomes: a burst recurred

@@ -69,7 +69,7 @@ from ..store import Store
 from ..store.event_log import FeedStore
 from ..synthesis.llm import RepairLLM
 from ..text.logs import library_logger
-from ..types import ClassifiedFeedback, RepairInput, RepairResult
+from ..types import ClassifiedFeedback, RepairInput, RepairResult, Scope
 from .aio import in_worker_thread
 from .enqueuer import Enqueuer, not_persisted
 from .futures import JobFutures
@@ -192,7 +192,7 @@ class FeedbackSubscriber:
         recover_at_start(store, self.queue, self.bus, self.events, self._jobs)
         # Outcomes of served guidance: open servings and their writer.
         self.outcomes = SubscriberOutcomes(store, self.bus, self.config)
-        self._hot = HotPath(self.signals, self.config, self.outcomes)
+        self._hot = HotPath(self.signals, self.config, self.outcomes, default_project=recall.default_project)
         # The deque itself: an append is all a recorded tool step pays.
         self._steps = self._hot.steps
         self._enqueuer = Enqueuer(
@@ -340,18 +340,11 @@ class FeedbackSubscriber:
         ``project``/``user``: its scope (default: ``recall.default_project``, every user).
         """
         self._check_open()
-        check_optional_strs(
-            session_id=session_id,
-            tool_id=tool_id,
-            context=context,
-            agent_text=agent_text,
-            project=project,
-            user=user,
-        )
+        check_optional_strs(session_id=session_id, tool_id=tool_id, context=context, agent_text=agent_text)
+        scope = Scope.resolve(project, user, default_project=self.recall.default_project)  # validates them
         feedback = classify_feedback(text, agent_text=agent_text)
-        scope = {"project": (project or "").strip() or None, "user": (user or "").strip() or None}
         return feedback, self._enqueuer.user_feedback(
-            feedback, session_id, tool_id, context, episode_id, agent_text=agent_text, **scope
+            feedback, session_id, tool_id, context, episode_id, agent_text=agent_text, scope=scope
         )
 
     # Returns (feedback, concurrent Future): ``await asyncio.wrap_future(f)`` waits for the repair.
@@ -364,7 +357,7 @@ class FeedbackSubscriber:
         self._check_open()
         if not isinstance(input, RepairInput):
             raise InvalidInputError(f"run_once takes a RepairInput, got {type(input).__name__}")
-        return self._enqueuer.enqueue_now(input)
+        return self._enqueuer.enqueue_now(input.scoped(input.scope.with_default(self.recall.default_project)))
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -505,17 +498,18 @@ class FeedbackSubscriber:
         served is recorded off this thread and settled by the session's
         next signals (outcomes).
         """
+        scope = Scope.resolve(project, user, default_project=self.recall.default_project)
         guidance = guidance_for(
             self.store,
             tool_id=tool_id,
             context=context,
             query=query,
-            project=project if project is not None else self.recall.default_project,
+            project=scope.project,
             session_id=session_id,
             limit=limit,
             embedder=self._embedder,
             config=self.recall,
-            user=user,
+            user=scope.user,
             record=False,  # recorded below, by the background writer
         )
         if record and session_id is not None and session_id.strip():

@@ -1,7 +1,9 @@
 """Evidence for a repair: the session's recent traces split into high and low value.
 
-``gather_repair_evidence`` reads a generous window of the session's newest
-traces and sorts each one into at most one side:
+Synthesis never reads the store: the repair engine reads a generous window
+of the session's newest traces (``evidence_window``; ``repair.evidence``'s
+``gather_repair_evidence``) and hands them here as plain values.
+``split_evidence`` sorts each one into at most one side:
 
 * **low value** – the trace's value is below ``-min_low_value_threshold``,
   or its agent text / reflection reads like a failure (see
@@ -26,24 +28,18 @@ import dataclasses
 import functools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._checks import check_int
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError
 from ..text.logs import library_logger
-from ..types import TraceRow
-
-if TYPE_CHECKING:
-    from ..store import Store
-    from ..types import Embedder
+from ..types import Embedder, RepairEvidence, TraceRow
 
 __all__ = [
     "RepairEvidence",
     "cap_trace",
     "evidence_window",
-    "gather_repair_evidence",
     "looks_like_failure",
     "split_evidence",
 ]
@@ -94,30 +90,6 @@ _NEGATED_AFTER = re.compile(
 _EMBED_CHARS = 1_000
 _WINDOW_BEFORE = 24
 _WINDOW_AFTER = 24
-
-
-@dataclass(frozen=True, slots=True)
-class RepairEvidence:
-    """Traces behind a repair, most recent first on each side.
-
-    ``relaxed`` is true when the keyword filter left both sides empty and the
-    scan was run again without it (even if that second scan found nothing).
-    """
-
-    high: tuple[TraceRow, ...]
-    low: tuple[TraceRow, ...]
-    keyword: str | None
-    relaxed: bool
-    # Traces kept for what they say rather than a literal keyword (ids).
-    similar: tuple[str, ...] = ()
-
-    @property
-    def empty(self) -> bool:
-        return not self.high and not self.low
-
-    def trace_ids(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(high ids, low ids)."""
-        return tuple(t.id for t in self.high), tuple(t.id for t in self.low)
 
 
 def looks_like_failure(text: str | None) -> bool:
@@ -184,47 +156,6 @@ def _tail(text: str, n: int) -> str:
     return text if len(text) <= n else _LEAD + text[-n:]
 
 
-def gather_repair_evidence(
-    session_id: str,
-    keyword: str | None = None,
-    limit: int | None = None,
-    store: Store | None = None,
-    config: FeedbackConfig | None = None,
-    *,
-    embedder: Embedder | None = None,
-    about: str | None = None,
-    similarity: float = 0.5,
-) -> RepairEvidence:
-    """Split the session's recent traces into high- and low-value evidence.
-
-    ``limit`` (default ``config.evidence_limit``) bounds each side. The
-    window read from the store is ``max(6 * limit, 24)`` traces, never less
-    than the spec's ``max(6 * evidence_limit, 24)``. A blank keyword means no
-    filter. ``embedder``/``about``/``similarity``: see the module docstring;
-    the embedder is called once, only when the keyword left a side short.
-    """
-    cfg = config if config is not None else FeedbackConfig()
-    if not isinstance(cfg, FeedbackConfig):
-        raise InvalidInputError(f"config must be a FeedbackConfig, got {type(cfg).__name__}")
-    if store is None:
-        raise InvalidInputError("store is required")
-    if not isinstance(session_id, str) or not session_id.strip():
-        raise InvalidInputError(f"session_id must be a non-empty str, got {session_id!r}")
-    if keyword is not None and not isinstance(keyword, str):
-        raise InvalidInputError(f"keyword must be a str or None, got {type(keyword).__name__}")
-    traces = store.traces.list(session_id, limit=evidence_window(limit, cfg))
-    return split_evidence(
-        traces,
-        keyword,
-        limit,
-        cfg,
-        session_id=session_id,
-        embedder=embedder,
-        about=about,
-        similarity=similarity,
-    )
-
-
 def evidence_window(limit: int | None, config: FeedbackConfig) -> int:
     """How many of the session's newest traces evidence is chosen from.
 
@@ -247,8 +178,8 @@ def split_evidence(
 ) -> RepairEvidence:
     """The evidence in ``traces`` (a session's traces, newest first), already read.
 
-    What ``gather_repair_evidence`` does after its read; the worker reads
-    the traces inside its own grouped read transaction and calls this.
+    The caller reads them (``repair.evidence.gather_repair_evidence``, or
+    the worker inside its own grouped read transaction) and calls this.
     """
     per_side = _per_side_limit(limit, config)
     needle = keyword.strip() if keyword is not None and keyword.strip() else None

@@ -25,8 +25,8 @@ from typing import Protocol
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError
 from ..text.sanitize import check_text
-from ..types import EXTRACTED_FIELDS, TraceRow
-from .evidence import RepairEvidence, cap_trace
+from ..types import EXTRACTED_FIELDS, RepairEvidence, TraceRow
+from .evidence import cap_trace
 
 __all__ = [
     "REPAIR_PROMPT_VERSION",

@@ -39,8 +39,7 @@ from ..errors import InvalidInputError, LLMError, LLMTransientError
 from ..text.lessons import LESSON_CAP, lesson_problems
 from ..text.logs import library_logger
 from ..text.sanitize import check_text, sanitize_line
-from ..types import REPAIR_SHAPE_VALUES, SEVERITIES, DecisionRepairDraft, Severity
-from .evidence import RepairEvidence
+from ..types import REPAIR_SHAPE_VALUES, SEVERITIES, DecisionRepairDraft, RepairEvidence, Severity
 from .llm import RepairLLM
 from .prompts import REPAIR_SCHEMA_NAME, FeedbackSignal, build_repair_messages, check_feedback, feedback_shape
 from .template import lesson_source, template_lines

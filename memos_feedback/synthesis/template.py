@@ -24,9 +24,8 @@ import re
 
 from ..text.lessons import LESSON_CAP, has_cjk, lesson_problems
 from ..text.sanitize import sanitize_line
-from ..types import TraceRow
+from ..types import RepairEvidence, TraceRow
 from .clauses import fit_line, instruction_lines, split_sentences
-from .evidence import RepairEvidence
 from .failure import failure_line, hint_line, retry_line
 from .prompts import FeedbackSignal
 

@@ -13,9 +13,18 @@ from freezegun import freeze_time
 from sqlalchemy import func, select, update
 
 from memos_feedback.config import FeedbackConfig
+from memos_feedback.errors import InvalidInputError
 from memos_feedback.events import FeedbackBus, FeedbackEvent
 from memos_feedback.limits import CONTEXT_CHAR_CAP
-from memos_feedback.outcomes import HELD, RECURRED, OutcomeCounts, Settlement, effectiveness, rank_factor
+from memos_feedback.outcomes import (
+    HELD,
+    RECURRED,
+    OutcomeCounts,
+    OutcomePrior,
+    Settlement,
+    effectiveness,
+    rank_factor,
+)
 from memos_feedback.outcomes.ledger import history, open_servings, status_counts, write_batch
 from memos_feedback.outcomes.supersede import opposes, supersede_new, supersede_older
 from memos_feedback.recall import guidance_for
@@ -252,6 +261,21 @@ def test_ranking_sinks_what_keeps_failing_and_raises_what_holds(store: Store) ->
 
 def test_rank_factor_is_one_without_evidence() -> None:
     assert rank_factor(1_000, OutcomeCounts(), False, 1_000, RecallConfig()) == 1.0
+
+
+def test_outcome_prior_is_the_value_recall_passes_down() -> None:
+    cfg = RecallConfig(
+        effectiveness_prior_held=2.0, effectiveness_prior_failed=3.0, unvalidated_half_life_ms=DAY
+    )
+    prior = cfg.outcome_prior
+    assert prior == OutcomePrior(held=2.0, failed=3.0, half_life_ms=DAY)
+    counts = OutcomeCounts(held=2, recurred=1, last_held=0)
+    assert effectiveness(counts, prior) == effectiveness(counts, cfg) == 4 / 8
+    assert rank_factor(0, counts, False, DAY, prior) == rank_factor(0, counts, False, DAY, cfg)
+    bad_values: list[dict[str, object]] = [{"held": 0.0}, {"failed": float("nan")}, {"held": True}]
+    for bad in [*bad_values, {"half_life_ms": 0}, {"half_life_ms": 1.5}]:
+        with pytest.raises(InvalidInputError, match="OutcomePrior"):
+            OutcomePrior(**bad)  # type: ignore[arg-type]
 
 
 # -- stale, validated-not-retired, superseded --------------------------------------------------

@@ -158,7 +158,7 @@ def test_a_process_that_read_the_matrix_earlier_ranks_a_newly_embedded_repair_as
 def test_evidence_by_meaning_keeps_a_paraphrased_failure_and_leaves_unrelated_ones(
     store: Store, embedder: SentenceTransformerEmbedder
 ) -> None:
-    from memos_feedback.synthesis.evidence import gather_repair_evidence
+    from memos_feedback.repair.evidence import gather_repair_evidence
 
     said = {
         "npm ERR! code ERESOLVE npm ERR! ERESOLVE unable to resolve dependency tree, peer react@17": "npm",

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
 from memos_feedback.config import FeedbackConfig
-from memos_feedback.errors import ConfigError
+from memos_feedback.errors import ConfigError, InvalidInputError
 from memos_feedback.recall.config import RecallConfig
+from memos_feedback.runtime.queue import RepairQueue
 from memos_feedback.runtime.subscriber import FeedbackSubscriber, attach_feedback_subscriber
-from memos_feedback.store import Store
+from memos_feedback.signals import context_hash_of
+from memos_feedback.store import DecisionRepairRow, Store
+from memos_feedback.store.payloads import input_from_payload, payload_of
+from memos_feedback.types import RepairInput, Scope
 
 TOOL, CONTEXT = "bash", "bash command=npm install"
 
@@ -135,3 +140,82 @@ def test_a_user_scoped_repair_supersedes_only_its_users(store: Store, clean_env:
             assert future.result(timeout=30).repair_id is not None
         rows = {r.user: r for r in store.repairs.list()}
         assert rows["bob"].status == "active"  # alice's opposite lesson does not retire bob's
+
+
+# -- the Scope value ---------------------------------------------------------------------------
+
+
+def test_scope_normalises_once() -> None:
+    assert Scope("  shop ", " alice\t") == Scope("shop", "alice")
+    assert Scope("", "   ") == Scope() == Scope(None, None)
+    assert Scope().is_unscoped and not Scope(user="alice").is_unscoped
+    assert Scope("x" * 255).project == "x" * 255
+    with pytest.raises(InvalidInputError, match=r"^project must be a str or None, got int$"):
+        Scope(3)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match=r"^user must be a str or None, got bytes$"):
+        Scope(user=b"alice")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match=r"^project must be at most 255 characters, got 256$"):
+        Scope("x" * 256)
+    with pytest.raises(InvalidInputError, match=r"^user must be at most 255 characters, got 300$"):
+        Scope(user="u" * 300)
+
+
+def test_scope_resolves_the_hosts_default_project() -> None:
+    assert Scope.resolve(None, "alice", default_project="a") == Scope("a", "alice")
+    assert Scope.resolve("  ", None, default_project="a") == Scope("a")  # blank names no project
+    assert Scope.resolve("b", None, default_project="a") == Scope("b")
+    assert Scope.resolve(None, None, default_project=None) == Scope()
+
+
+def test_repair_input_carries_a_normalised_scope_and_old_payloads_load() -> None:
+    inp = RepairInput(trigger="manual", context_hash="h", project=" shop ", user="")
+    assert (inp.project, inp.user) == ("shop", None) and inp.scope == Scope("shop")
+    assert inp.scoped(Scope("other", "bob")).scope == Scope("other", "bob")
+    with pytest.raises(InvalidInputError, match="project must be at most 255 characters"):
+        RepairInput(trigger="manual", context_hash="h", project="p" * 256)
+    # A payload queued before Scope existed: flat project/user keys, no newer keys.
+    old = {"trigger": "manual", "context_hash": "h", "failures": [], "project": "shop", "user": "alice"}
+    assert input_from_payload(old).scope == Scope("shop", "alice")
+    assert input_from_payload(payload_of(inp)) == inp
+
+
+# -- the worker applies no default of its own ---------------------------------------------------
+
+
+def _wait_for_repairs(store: Store, n: int) -> list[DecisionRepairRow]:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        rows = store.repairs.list()
+        if len(rows) >= n:
+            return rows
+        time.sleep(0.02)
+    raise AssertionError(f"fewer than {n} repairs after 30 s")
+
+
+def test_the_worker_uses_the_scope_the_job_carries_not_its_own_default(
+    store: Store, clean_env: pytest.MonkeyPatch
+) -> None:
+    # Two jobs queued by a host (another process: only the durable queue is
+    # shared): one it resolved to global, one to its project "host".
+    _history(store, "s-1")
+    job = {
+        "context_hash": context_hash_of(TOOL, CONTEXT),
+        "tool_id": TOOL,
+        "context": CONTEXT,
+        "session_id": "s-1",
+    }
+    queue = RepairQueue(store)
+    queue.enqueue(RepairInput(trigger="user.correction", user_text="no, use pnpm instead of npm here", **job))
+    queue.enqueue(
+        RepairInput(trigger="user.correction", user_text="use yarn rather than npm", project="host", **job)
+    )
+    # A worker whose own default project is another one runs them.
+    worker = RecallConfig(default_project="worker-default")
+    with attach_feedback_subscriber(
+        store, config=FeedbackConfig(cooldown_ms=0), recall=worker, poll_interval=0.01
+    ) as sub:
+        rows = _wait_for_repairs(store, 2)
+        assert sorted((r.project or "", r.user or "") for r in rows) == [("", ""), ("host", "")]
+        # Its reads that name no project are the worker's own scope: the global repair only.
+        assert _seen(sub, "worker-default") == {r.id for r in rows if r.project is None}
+    assert sorted(j.status for j in RepairQueue(store).list()) == ["done", "done"]

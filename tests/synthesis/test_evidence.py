@@ -9,13 +9,10 @@ import pytest
 
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.errors import InvalidInputError
+from memos_feedback.repair.evidence import gather_repair_evidence
 from memos_feedback.store import Store, ToolCall, TraceRow, open_store
-from memos_feedback.synthesis.evidence import (
-    RepairEvidence,
-    cap_trace,
-    gather_repair_evidence,
-    looks_like_failure,
-)
+from memos_feedback.synthesis.evidence import cap_trace, looks_like_failure
+from memos_feedback.types import RepairEvidence
 
 SESSION = "s-1"
 

@@ -13,8 +13,8 @@ import pytest
 from memos_feedback.classify.classifier import classify_feedback
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.errors import InvalidInputError, LLMTransientError
+from memos_feedback.repair.evidence import gather_repair_evidence
 from memos_feedback.store import ToolCall, TraceRow, open_store
-from memos_feedback.synthesis.evidence import RepairEvidence, gather_repair_evidence
 from memos_feedback.synthesis.llm import OpenAIRepairLLM
 from memos_feedback.synthesis.prompts import REPAIR_PROMPT_VERSION, build_repair_messages
 from memos_feedback.synthesis.synthesize import (
@@ -24,7 +24,7 @@ from memos_feedback.synthesis.synthesize import (
     synthesis_counts,
     synthesize_draft,
 )
-from memos_feedback.types import ClassifiedFeedback, Shape
+from memos_feedback.types import ClassifiedFeedback, RepairEvidence, Shape
 from tests.support.chat_server import Behaviour, ChatServer
 
 CFG = FeedbackConfig()
