@@ -95,7 +95,11 @@ def cmd_hook(args: argparse.Namespace) -> int:
                 answer = hook_helper.ask_helper(path, raw, args.deadline, started)
             except hook_helper.HelperBroke as exc:
                 _log_to_file(args.state_dir, args.db)
-                hook_helper.logger.warning("the hook helper gave no answer (%s); answered {}", exc)
+                hook_helper.logger.warning(
+                    "the hook helper gave no answer (%s; the deadline is %.1f s); answered {}",
+                    exc,
+                    args.deadline,
+                )
                 return {}
             if answer is not None:
                 return answer

@@ -59,6 +59,9 @@ logger = logging.getLogger("memos_feedback.hooks")
 
 
 def helper_enabled() -> bool:
+    """On unless ``MEMOS_FEEDBACK_HOOK_HELPER`` says 0/off/false/no; POSIX only (Unix sockets, flock)."""
+    if os.name != "posix" or not hasattr(socket, "AF_UNIX"):
+        return False
     return os.environ.get(HELPER_ENV, "").strip().lower() not in ("0", "off", "false", "no")
 
 
