@@ -176,8 +176,11 @@ def serve(
     the client's start on this process's monotonic clock.
     """
     import fcntl
+    import signal
 
     idle = _idle_seconds() if idle is None else idle
+    # Ended by a signal, it still removes its socket (the ``finally`` below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     if not _private_dir(path.parent):
         return 1
     lock = os.open(str(path.with_suffix(".lock")), os.O_RDWR | os.O_CREAT, 0o600)

@@ -167,6 +167,19 @@ def test_a_warm_helper_answers_as_the_hook_process_would(tmp_path: Path) -> None
             time.sleep(0.1)
         else:
             raise AssertionError("the helper did not end after its socket was removed")
+        # A helper ended by SIGTERM removes its socket itself.
+        _hook(_event("SessionStart", "s5", source="startup"), flags, helper=True)  # starts another
+        for _ in range(1200):
+            if sock.exists():
+                break
+            time.sleep(0.1)
+        pid = int(pid_file.read_text())
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(300):
+            if not _running(pid):
+                break
+            time.sleep(0.1)
+        assert not _running(pid) and not sock.exists()
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
