@@ -183,3 +183,33 @@ def test_a_warm_helper_answers_as_the_hook_process_would(tmp_path: Path) -> None
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
+
+
+def test_a_helper_that_breaks_off_gets_an_empty_answer_and_a_log_line(tmp_path: Path) -> None:
+    import socket
+    import threading
+
+    db, state = f"sqlite:///{tmp_path / 'b.db'}", tmp_path / "state"
+    flags = ["--db", db, "--state-dir", str(state)]
+    sock_path = _helper_socket(flags)
+    sock_path.parent.mkdir(mode=0o700, exist_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(sock_path))
+    server.listen(1)
+
+    def break_off() -> None:  # takes the event, answers nothing
+        conn, _ = server.accept()
+        conn.recv(1 << 16)
+        conn.close()
+
+    taker = threading.Thread(target=break_off)
+    taker.start()
+    try:
+        answer, _ = _hook(_event("SessionStart", "s1", source="startup"), flags, helper=True)
+    finally:
+        taker.join(timeout=30)
+        server.close()
+        sock_path.unlink(missing_ok=True)
+    assert answer == {}
+    assert "gave no answer" in next(state.glob("hooks/*/hook.log")).read_text()
+    assert not (tmp_path / "b.db").exists()  # the event was the helper's: not done a second time here
