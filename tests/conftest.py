@@ -22,6 +22,11 @@ from memos_feedback.events import FeedbackBus
 from memos_feedback.store import Store, open_store
 from tests.support.pg import PG_URL_ENV, fresh_pg_database
 
+# Hook processes the tests start do their work themselves: a warm helper
+# (surfaces/hook_helper.py) would outlive the test. tests/surfaces/test_hook_helper.py
+# turns it on and ends the ones it starts.
+os.environ.setdefault("MEMOS_FEEDBACK_HOOK_HELPER", "0")
+
 
 def backend_params() -> list[Any]:
     """The database backends every ``store``/``db_url`` test runs against."""

@@ -131,6 +131,23 @@ def test_migrations_folder_is_found() -> None:
     assert len(revisions_base_to_head()) == len(list((folder / "versions").glob("[0-9]*.py")))
 
 
+def test_the_head_read_without_alembic_is_alembics_head() -> None:
+    assert migrate.shipped_head() == migrate.head_revision() == revisions_base_to_head()[-1]
+
+
+def test_at_head_reads_the_revision_and_upgrade_still_migrates_an_older_database(sqlite_url: str) -> None:
+    revisions = revisions_base_to_head()
+    with open_store(sqlite_url, migrate_to_head=False) as s:
+        assert not migrate.at_head(s.engine)  # no alembic_version table yet
+        migrate.upgrade(s.engine, revisions[-2])
+        assert not migrate.at_head(s.engine)
+    with open_store(sqlite_url) as s:  # the at-head check says no: Alembic migrates it
+        assert s.revision() == revisions[-1]
+        assert migrate.at_head(s.engine)
+    with open_store(sqlite_url, read_only=True) as s:
+        assert s.revision() == revisions[-1]
+
+
 # -- no drift between the migrations and the ORM models ----------------------------
 
 

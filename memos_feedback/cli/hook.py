@@ -3,6 +3,8 @@
 The hook itself reads one event on stdin and always exits 0 with a JSON
 answer (``{}`` on any error, logged to ``hook.log`` in the hook state
 directory); memos_feedback.surfaces.claude_code says what each event does.
+The work is done by a warm helper process when one is listening
+(memos_feedback.surfaces.hook_helper; ``--serve`` runs it), else here.
 """
 
 from __future__ import annotations
@@ -42,24 +44,79 @@ def _log_to_file(state_dir: str | None, db: str | None) -> None:
     top.propagate = False
 
 
-def cmd_hook(args: argparse.Namespace) -> int:
-    started = time.monotonic()
-    from ..surfaces.claude_code import HookOptions, answer_within, run_hook
+def _helper_flags(args: argparse.Namespace) -> list[str]:
+    """The flags that decide what the hook does: the helper's key, and its command line."""
+    flags: list[str] = []
+    if args.db:
+        flags += ["--db", args.db]
+    if args.state_dir:
+        flags += ["--state-dir", args.state_dir]
+    if args.project_name:
+        flags += ["--project-name", args.project_name]
+    return flags
 
-    opts = HookOptions(
-        db=args.db,
-        state_dir=args.state_dir,
-        project=args.project_name,
-        deadline=args.deadline,
-        started=started,
-    )
 
-    def compute() -> dict[str, object]:
-        _log_to_file(args.state_dir, args.db)
-        raw = sys.stdin.buffer.read(1 << 20 | 1) if sys.stdin is not None else b""
+def _serve(args: argparse.Namespace, flags: list[str]) -> int:
+    """``--serve``: the warm helper (memos_feedback.surfaces.hook_helper)."""
+    from ..surfaces import hook_helper
+    from ..surfaces.claude_code import HookOptions, run_hook, warm_up
+
+    _log_to_file(args.state_dir, args.db)
+    warm_up()
+
+    def handle(raw: bytes, started: float, deadline: float) -> dict[str, object]:
+        opts = HookOptions(
+            db=args.db,
+            state_dir=args.state_dir,
+            project=args.project_name,
+            deadline=deadline,
+            started=started,
+        )
         return run_hook(raw, opts)
 
-    answer_within(args.deadline, compute)
+    return hook_helper.serve(hook_helper.helper_socket(flags), handle)
+
+
+def cmd_hook(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    # Only the standard library until the event is handled here: the
+    # helper, when one is listening, has the rest imported already.
+    from ..surfaces import hook_helper
+
+    flags = _helper_flags(args)
+    if args.serve:
+        return _serve(args, flags)
+
+    def compute() -> dict[str, object]:
+        raw = sys.stdin.buffer.read(1 << 20 | 1) if sys.stdin is not None else b""
+        if hook_helper.helper_enabled():
+            path = hook_helper.helper_socket(flags)
+            try:
+                answer = hook_helper.ask_helper(path, raw, args.deadline, started)
+            except hook_helper.HelperBroke as exc:
+                _log_to_file(args.state_dir, args.db)
+                hook_helper.logger.warning(
+                    "the hook helper gave no answer (%s; the deadline is %.1f s); answered {}",
+                    exc,
+                    args.deadline,
+                )
+                return {}
+            if answer is not None:
+                return answer
+            hook_helper.start_helper(flags)  # for the next event; this one is done here
+        _log_to_file(args.state_dir, args.db)
+        from ..surfaces.claude_code import HookOptions, run_hook
+
+        opts = HookOptions(
+            db=args.db,
+            state_dir=args.state_dir,
+            project=args.project_name,
+            deadline=args.deadline,
+            started=started,
+        )
+        return run_hook(raw, opts)
+
+    hook_helper.answer_within(args.deadline, compute)
     return 0
 
 
@@ -132,6 +189,7 @@ def register(cli: Commands) -> None:
         "--project-name", metavar="NAME", help="the project (default: the event's working directory)"
     )
     p.add_argument("--deadline", type=seconds, default=10.0, metavar="S", help="answer within S seconds")
+    p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the warm helper
     p = cli.add("install", cmd_install, "merge the memos-feedback hooks into a settings.json", group="hook")
     _scope(p)
     p.add_argument("--state-dir", metavar="DIR", help="passed on to the hook")

@@ -401,6 +401,8 @@ def open_store(
 
 def _require_head(engine: Engine) -> None:
     """A reader's check: the schema is the one this code reads, or say what to do."""
+    if migrate.at_head(engine):
+        return
     current = migrate.current_revision(engine)
     head = migrate.head_revision()
     if current == head:

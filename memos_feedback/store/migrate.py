@@ -2,27 +2,35 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
+import re
 import zlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util.exc import CommandError
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
 
 from ..errors import SchemaError, StoreError
 from .engine import WRITE_OPTION, translate_errors
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+# Alembic is imported by the functions that run it, not here: opening a
+# store whose schema is already at head (every hook event, every process
+# but the first) reads the revision with one statement and never loads it.
+
 __all__ = [
+    "at_head",
     "current_revision",
     "downgrade",
     "head_revision",
     "is_known",
     "migrations_dir",
+    "shipped_head",
     "unknown_revision_message",
     "upgrade",
 ]
@@ -44,6 +52,8 @@ def migrations_dir() -> Path:
 
 
 def _config(connection: Connection | None = None) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(migrations_dir()).replace("%", "%%"))
     if connection is not None:
@@ -52,6 +62,8 @@ def _config(connection: Connection | None = None) -> Config:
 
 
 def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
     head = ScriptDirectory.from_config(_config()).get_current_head()
     if head is None:  # pragma: no cover - the package always ships revisions
         raise StoreError("no migrations found")
@@ -59,12 +71,17 @@ def head_revision() -> str:
 
 
 def current_revision(engine: Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
     with translate_errors("reading schema revision"), engine.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
 
 
 def is_known(revision: str) -> bool:
     """Whether this code's migrations contain ``revision``."""
+    from alembic.script import ScriptDirectory
+    from alembic.util.exc import CommandError
+
     script = ScriptDirectory.from_config(_config())
     try:
         return script.get_revision(revision) is not None
@@ -80,17 +97,72 @@ def unknown_revision_message(revision: str) -> str:
 
 
 def _check_known(conn: Connection) -> None:
+    from alembic.runtime.migration import MigrationContext
+
     rev = MigrationContext.configure(conn).get_current_revision()
     if rev is not None and not is_known(rev):
         raise SchemaError(unknown_revision_message(rev))
 
 
+_REVISION_LINE = re.compile(r"^(down_revision|revision)\s*(?::[^=]*)?=\s*(?:[\"']([^\"']+)[\"']|None)", re.M)
+
+
+@functools.cache
+def shipped_head() -> str | None:
+    """The head revision read from the migration files' ``revision`` lines, without Alembic.
+
+    The one revision no other names as its ``down_revision``; None when
+    that is not exactly one (then the caller asks Alembic). Agrees with
+    ``head_revision`` (a test holds it to it).
+    """
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    try:
+        files = sorted((migrations_dir() / "versions").glob("*.py"))
+        for path in files:
+            found = dict((m.group(1), m.group(2)) for m in _REVISION_LINE.finditer(path.read_text("utf-8")))
+            if found.get("revision"):
+                revisions.add(found["revision"])
+            if found.get("down_revision"):
+                parents.add(found["down_revision"])
+    except (OSError, StoreError, UnicodeDecodeError):
+        return None
+    heads = revisions - parents
+    return heads.pop() if len(heads) == 1 else None
+
+
+def at_head(engine: Engine) -> bool:
+    """Whether the database's revision is the head: one plain read of ``alembic_version``.
+
+    False on any doubt (no such table, no file, another revision, an error
+    reading it): the caller then runs the migrations, which decide.
+    """
+    head = shipped_head()
+    if head is None:
+        return False
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
+    except DBAPIError:
+        return False
+    return rows == [head]
+
+
 def upgrade(engine: Engine, target: str = "head") -> None:
-    """Migrate to ``target``; refuse a database whose revision we do not know."""
+    """Migrate to ``target``; refuse a database whose revision we do not know.
+
+    To ``head`` on a database already there: one read, no Alembic.
+    """
+    if target == "head" and at_head(engine):
+        return
+    from alembic import command
+
     _run(engine, lambda cfg: command.upgrade(cfg, target))
 
 
 def downgrade(engine: Engine, target: str) -> None:
+    from alembic import command
+
     _run(engine, lambda cfg: command.downgrade(cfg, target))
 
 

@@ -2,7 +2,8 @@
 
 * ``claude_code`` — ``memos-feedback hook claude-code``: one Claude Code hook
   event per process (stdin JSON in, the hook answer out), with the rolling
-  failure windows kept across processes by ``hook_state``;
+  failure windows kept across processes by ``hook_state``, and the warm
+  helper process that answers the events over a Unix socket (``hook_helper``);
 * ``hook_install`` — ``memos-feedback hook install|uninstall claude-code``:
   merges the hook entries into a ``settings.json`` and takes out exactly
   those again;

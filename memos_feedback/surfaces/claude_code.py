@@ -38,10 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import os
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -52,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import FeedbackConfig
 from ..text.logs import library_logger
 from ..text.tool_context import EXIT_LINE, bash_exit_code, claude_context_of, response_text
+from .hook_helper import answer_within
 from .hook_state import HookSession, Step, prune_stale, session_state, state_root
 
 if TYPE_CHECKING:
@@ -66,6 +64,7 @@ __all__ = [
     "hook_project",
     "last_agent_turn",
     "run_hook",
+    "warm_up",
 ]
 
 logger = library_logger("memos_feedback.hooks")
@@ -362,6 +361,22 @@ def _session_start(event: Mapping[str, Any], opts: HookOptions) -> dict[str, Any
     return _answer("SessionStart", block)
 
 
+def warm_up() -> None:
+    """Import what the database-side events use and load the classifier's model (the warm helper's start).
+
+    Nothing is read or written; a failure here is logged and the first
+    event pays the rest.
+    """
+    try:
+        from ..adapters import core  # noqa: F401  # recall's guidance for the answers
+        from ..classify.classifier import classify_feedback
+        from ..runtime import subscriber  # noqa: F401
+
+        classify_feedback("use the other one instead")  # the model and the embedder, loaded
+    except Exception:
+        logger.exception("warming up the hook helper")
+
+
 _HANDLERS: dict[str, Callable[[Mapping[str, Any], HookOptions], dict[str, Any]]] = {
     "SessionStart": _session_start,
     "UserPromptSubmit": _prompt_event,
@@ -390,42 +405,3 @@ def run_hook(raw: bytes, opts: HookOptions) -> dict[str, Any]:
     except Exception:
         logger.exception("memos-feedback hook failed (answered {}; the agent goes on)")
         return {}
-
-
-def answer_within(deadline: float, compute: Callable[[], dict[str, Any]], out: Any = None) -> None:
-    """Print ``compute()`` as JSON; if it is not done after ``deadline`` s, print ``{}`` and exit 0.
-
-    The watchdog ends the process (``os._exit``) so no thread stuck in a
-    database call can hold the agent up.
-    """
-    stream = out if out is not None else sys.stdout
-    lock = threading.Lock()
-    answered = False
-
-    def emit(payload: dict[str, Any]) -> bool:
-        nonlocal answered
-        with lock:
-            if answered:
-                return False
-            answered = True
-            stream.write(json.dumps(payload, ensure_ascii=False) + "\n")
-            stream.flush()
-            return True
-
-    def bail() -> None:
-        if emit({}):
-            logger.warning("memos-feedback hook ran past its %.1f s deadline; answered {}", deadline)
-            logging.shutdown()
-            os._exit(0)
-
-    timer = threading.Timer(deadline, bail)
-    timer.daemon = True
-    timer.start()
-    try:
-        result = compute()
-    except BaseException:
-        logger.exception("memos-feedback hook failed")
-        result = {}
-    finally:
-        timer.cancel()
-    emit(result)
