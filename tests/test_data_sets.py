@@ -33,6 +33,13 @@ def test_the_writers_feedback_sets_pass_their_checker() -> None:
     assert out.returncode == 0, out.stdout
 
 
+def test_the_hold_out_sets_pass_their_checker() -> None:
+    files = sorted(str(p) for p in (ROOT / "tests" / "data" / "holdout").glob("*.jsonl"))
+    assert len(files) >= 2
+    out = _run("check_labels.py", *files)
+    assert out.returncode == 0, out.stdout
+
+
 def test_a_broken_recall_case_is_reported(tmp_path: Path) -> None:
     case = {
         "id": "x-1",
