@@ -275,6 +275,7 @@ def evaluate(
     rows = [(rec, _run(classify, rec, context)) for rec in records]
     pairs = [(lab.shape, got.shape.value) for lab, got in rows]
     overall = _slice(rows)
+    false, missed = trigger_rates(rows)
     _, per_shape = _macro_f1(pairs)
     langs = sorted({lab.lang for lab, _ in rows if lab.lang})
     by_lang = {lang: _slice([r for r in rows if r[0].lang == lang]) for lang in langs}
@@ -302,8 +303,8 @@ def evaluate(
         by_lang=by_lang,
         errors=errors,
         extraction_misses=misses,
-        false_trigger_rate=trigger_rates(rows)[0],
-        missed_rate=trigger_rates(rows)[1],
+        false_trigger_rate=false,
+        missed_rate=missed,
     )
 
 
