@@ -465,12 +465,12 @@ def test_bad_poll_interval_or_workers_is_refused_at_construction(
     with open_store(sqlite_url) as store:
         before = our_threads()
         try:
-            sub = FeedbackSubscriber(store, config=FeedbackConfig(use_llm=False), **kwargs)
+            sub = attach_feedback_subscriber(store, config=FeedbackConfig(use_llm=False), **kwargs)
         except InvalidInputError:
             pass
         else:
             sub.close(timeout=10)
-            pytest.fail(f"FeedbackSubscriber(**{kwargs!r}) was accepted")
+            pytest.fail(f"attach_feedback_subscriber(**{kwargs!r}) was accepted")
         assert our_threads() - before == set(), "no thread may start"
 
 

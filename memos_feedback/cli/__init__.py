@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from ..errors import MemosFeedbackError
+from ..text.logs import redact_library_logs
 from ._commands import Commands, Handler, error
 
 __all__ = ["DEBUG_ENV", "build_parser", "main"]
@@ -126,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(problem)
     debug = args.debug or os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes", "on")
     handler: Handler = args.handler
+    redact_library_logs()  # the edge: whatever a command logs carries no secret
     try:
         code = handler(args)
         sys.stdout.flush()  # a closed pipe shows up here, inside the handler below

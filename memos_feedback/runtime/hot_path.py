@@ -14,10 +14,11 @@ counted, and a background thread logs a summary at most every
 from __future__ import annotations
 
 import dataclasses
+import enum
 import threading
 import time
 from collections import deque
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError
@@ -26,7 +27,7 @@ from ..text.logs import library_logger
 from ..types import FailureRecord, Scope
 from .outcomes import SubscriberOutcomes
 
-__all__ = ["HotPath"]
+__all__ = ["FailureStep", "HotPath", "Step", "StepKind", "SuccessStep"]
 
 logger = library_logger("memos_feedback.subscriber")
 
@@ -41,6 +42,25 @@ _STEP_BACKLOG = 10_000
 
 
 _UNSCOPED = Scope()
+
+
+class StepKind(enum.Enum):
+    """What a recorded step is: the first element of its record."""
+
+    FAILURE = "failure"
+    SUCCESS = "success"
+
+
+# A step as the host recorded it: its kind, then the raw, unvalidated
+# arguments. A plain tuple with a kind tag rather than a NamedTuple: building
+# a NamedTuple costs ~300 ns against ~40 ns for the tuple (measured here), and
+# the record is all ``record_tool_failure`` pays (~160 ns in all).
+# FAILURE: tool_id, context, step, reason, ts_ns, session_id, episode_id,
+# trace_id, project, user.
+FailureStep: TypeAlias = tuple[Literal[StepKind.FAILURE], Any, Any, Any, Any, int, Any, Any, Any, Any, Any]
+# SUCCESS: tool_id, context, step, session_id.
+SuccessStep: TypeAlias = tuple[Literal[StepKind.SUCCESS], Any, Any, Any, Any]
+Step: TypeAlias = FailureStep | SuccessStep
 
 
 class HotPath:
@@ -59,10 +79,9 @@ class HotPath:
         self.default_project = default_project
         self._record_failure = signals.record_failure
         self._record_success = signals.record_success
-        # Tool steps as the hot path recorded them, raw and unvalidated: an
-        # 10-tuple for a failure, a 4-tuple for a success (apply_steps_locked).
-        # Only a holder of ``lock`` pops, so steps are applied in order.
-        self.steps: deque[tuple[Any, ...]] = deque()
+        # Tool steps as the hot path recorded them (``Step``), raw and
+        # unvalidated. Only a holder of ``lock`` pops, so steps are applied in order.
+        self.steps: deque[Step] = deque()
         self.lock = threading.Lock()
         # The thread applying steps under ``lock`` (0: none), so that one
         # never waits for itself in ``catch_up``.
@@ -143,10 +162,10 @@ class HotPath:
             while steps:
                 item = popleft()
                 try:
-                    if len(item) > 4:
-                        self._apply_failure(*item)
+                    if item[0] is StepKind.FAILURE:
+                        self._apply_failure(*item[1:])
                     else:
-                        self._apply_success(*item)
+                        self._apply_success(*item[1:])
                 except Exception as exc:  # one bad step must not stop the others
                     self.bad_call(exc)
         finally:

@@ -51,43 +51,38 @@ import math
 import random
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, Final
 
-from .._checks import check_int, check_optional_strs
+from .._checks import check_optional_strs
 from ..classify.classifier import classify_feedback
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError, MemosFeedbackError, StoreError, SubscriberClosedError
 from ..events import FeedbackBus
-from ..recall.config import RecallConfig, load_config
+from ..recall.config import RecallConfig
 from ..recall.guidance import Guidance, guidance_for
-from ..signals import FailureBurst, FailureSignals
+from ..signals import FailureBurst
 from ..store import Store
-from ..store.event_log import FeedStore
 from ..synthesis.llm import RepairLLM
-from ..text.logs import library_logger
+from ..text.logs import library_logger, redact_library_logs
 from ..types import ClassifiedFeedback, RepairInput, RepairResult, Scope
 from .aio import in_worker_thread
+from .assembly import Pipeline, build_pipeline
 from .enqueuer import Enqueuer, not_persisted
 from .futures import JobFutures
-from .heartbeat import Heartbeat, recover_at_start
-from .hot_path import _STEP_BACKLOG, HotPath
-from .outcomes import SubscriberOutcomes
-from .queue import RepairQueue, default_owner
-from .workers import Workers
+from .hot_path import _STEP_BACKLOG, HotPath, StepKind
+from .queue import RepairQueue
 
 __all__ = ["CloseReport", "FeedbackSubscriber", "attach_feedback_subscriber"]
 
 logger = library_logger("memos_feedback.subscriber")
 
-# Bounds on the thread pool and the idle poll: a typo must not start
-# 100,000 threads or make a worker sleep for ever.
-MAX_WORKERS = 64
-POLL_INTERVAL_RANGE = (0.001, 60.0)
 _time_ns = time.time_ns
+# Module constants: a global load is all the kind tag costs a recorded step.
+_FAILURE: Final = StepKind.FAILURE
+_SUCCESS: Final = StepKind.SUCCESS
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,32 +105,14 @@ class CloseReport:
 _COUNTERS = ("enqueued", "deduped", "coalesced", "rejected", "done", "retried", "dead", "discarded", "failed")
 
 
-def _configs(config: object, recall: object) -> tuple[FeedbackConfig, RecallConfig]:
-    """The handle's two configs: what is not given comes from the environment, as for the CLI.
-
-    So ``MEMOS_FEEDBACK_RECALL_DEFAULT_PROJECT`` alone scopes what a
-    subscriber writes and reads (``recall.config.load_config``).
-    """
-    if config is not None and not isinstance(config, FeedbackConfig):
-        raise InvalidInputError(f"config must be a FeedbackConfig, got {type(config).__name__}")
-    if recall is not None and not isinstance(recall, RecallConfig):
-        raise InvalidInputError(f"recall must be a RecallConfig, got {type(recall).__name__}")
-    if config is None or recall is None:
-        from_env, recall_from_env = load_config()
-        return config or from_env, recall or recall_from_env
-    return config, recall
-
-
-def _number_in(name: str, value: object, low: float, high: float) -> float:
+def _timeout(name: str, value: object) -> float | None:
+    if value is None:
+        return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InvalidInputError(f"{name} must be a finite number, got {value!r}")
-    if not low <= value <= high:
-        raise InvalidInputError(f"{name} must be in [{low}, {high}], got {value!r}")
+    if not 0.0 <= value <= 1e9:
+        raise InvalidInputError(f"{name} must be in [0.0, 1000000000.0], got {value!r}")
     return float(value)
-
-
-def _timeout(name: str, value: object) -> float | None:
-    return None if value is None else _number_in(name, value, 0.0, 1e9)
 
 
 class FeedbackSubscriber:
@@ -145,80 +122,42 @@ class FeedbackSubscriber:
     the result handles are collaborators it owns (see the module docstring).
     """
 
-    def __init__(
-        self,
-        store: Store,
-        llm: RepairLLM | None = None,
-        embedder: Any = None,
-        bus: FeedbackBus | None = None,
-        config: FeedbackConfig | None = None,
-        *,
-        workers: int = 1,
-        poll_interval: float = 0.2,
-        rng: random.Random | None = None,
-        owner: str | None = None,
-        recall: RecallConfig | None = None,
-    ) -> None:
-        check_int("workers", workers, lo=1, hi=MAX_WORKERS)
-        poll = _number_in("poll_interval", poll_interval, *POLL_INTERVAL_RANGE)
-        config, recall = _configs(config, recall)
-        if not isinstance(store, Store):
-            raise InvalidInputError(f"store must be a Store, got {type(store).__name__}")
-        self.store = store
-        self.config = config
+    def __init__(self, pipeline: Pipeline) -> None:
+        """Start ``pipeline``'s threads (hosts call ``attach_feedback_subscriber``, which builds it)."""
+        if not isinstance(pipeline, Pipeline):
+            got = type(pipeline).__name__
+            raise InvalidInputError(
+                f"FeedbackSubscriber takes a Pipeline (attach_feedback_subscriber builds one), got {got}"
+            )
+        self.store = pipeline.store
+        self.config = pipeline.config
         # ``recall.default_project``: the scope of what is written and read here naming none.
-        self.recall = recall
-        self.bus = bus or FeedbackBus()
-        self.signals = FailureSignals(self.config)
-        self.queue = RepairQueue(store, self.config)
-        self.owner = owner or default_owner()
-        self._embedder = embedder
+        self.recall = pipeline.recall
+        self.bus = pipeline.bus
+        self.signals = pipeline.signals
+        self.queue = pipeline.queue
+        self.owner = pipeline.owner
+        self.events = pipeline.events
+        self.outcomes = pipeline.outcomes
+        self._embedder = pipeline.embedder
+        self._events_off = pipeline.events_off
         self._close_lock = threading.Lock()
         self._close_deadline = math.inf
         self._close_report: CloseReport | None = None
-        self._closing = threading.Event()
+        self._closing = pipeline.closing
         self._closed = False
-        # One lock for the futures, the jobs in flight and the counters.
-        self._jobs = JobFutures(store, self.queue, threading.Condition())
+        self._jobs = pipeline.jobs
         self._lock = self._jobs.lock
         self._work = self._jobs.work  # notified when there is work for the workers
-        # The durable event log (memos_feedback.feed), on unless config.events_log is off.
-        self.events: FeedStore | None = None
-        self._events_off: Callable[[], None] | None = None
-        if self.config.events_log:
-            self.events = FeedStore(store, self.config)
-            self._events_off = self.bus.on_any(self.events.buffer)
-
-        recover_at_start(store, self.queue, self.bus, self.events, self._jobs)
-        # Outcomes of served guidance: open servings and their writer.
-        self.outcomes = SubscriberOutcomes(store, self.bus, self.config)
-        self._hot = HotPath(self.signals, self.config, self.outcomes, default_project=recall.default_project)
+        self._hot = pipeline.hot
         # The deque itself: an append is all a recorded tool step pays.
         self._steps = self._hot.steps
-        self._enqueuer = Enqueuer(
-            store, self.config, self.bus, self.queue, self._hot, self._jobs, self._closing
-        )
-        run_jobs = Workers(
-            store,
-            self.config,
-            self.bus,
-            self.queue,
-            self.signals,
-            self._jobs,
-            self.events,
-            owner=self.owner,
-            llm=llm,
-            embedder=embedder,
-            poll=poll,
-            rng=rng or random.Random(),
-            closing=self._closing,
-            recall=recall,
-        )
-        self._heartbeat = Heartbeat(self.config, self.queue, self._jobs, self.owner, self._closing)
+        self._enqueuer = pipeline.enqueuer
+        self._heartbeat = pipeline.heartbeat
         if self.events is not None:
             self.events.start()  # after the rest of startup: a failed start leaves no thread behind
         loops = [("enqueuer", self._enqueuer.run), ("heartbeat", self._heartbeat.run)]
-        loops += [(f"worker-{i}", run_jobs.run) for i in range(workers)]
+        loops += [(f"worker-{i}", pipeline.workers.run) for i in range(pipeline.worker_threads)]
         self._threads = [
             threading.Thread(target=f, name=f"memos-feedback-{n}", daemon=True) for n, f in loops
         ]
@@ -258,7 +197,19 @@ class FeedbackSubscriber:
             return
         steps = self._steps
         steps.append(
-            (tool_id, context, step, reason, _time_ns(), session_id, episode_id, trace_id, project, user)
+            (
+                _FAILURE,
+                tool_id,
+                context,
+                step,
+                reason,
+                _time_ns(),
+                session_id,
+                episode_id,
+                trace_id,
+                project,
+                user,
+            )
         )
         if len(steps) > _STEP_BACKLOG:
             self._hot.catch_up()
@@ -276,7 +227,7 @@ class FeedbackSubscriber:
             self._hot.bad_call("record_tool_success after close()")
             return
         steps = self._steps
-        steps.append((tool_id, context, step, session_id))
+        steps.append((_SUCCESS, tool_id, context, step, session_id))
         if len(steps) > _STEP_BACKLOG:
             self._hot.catch_up()
 
@@ -562,15 +513,19 @@ def attach_feedback_subscriber(
     workers: int = 1,
     poll_interval: float = 0.2,
     rng: random.Random | None = None,
+    owner: str | None = None,
     recall: RecallConfig | None = None,
 ) -> FeedbackSubscriber:
-    """Start the pipeline's background threads; returns a closable handle.
+    """Build the pipeline (``assembly.build_pipeline``) and start it; returns a closable handle.
 
     ``config`` and ``recall`` not given are read from the environment
     (``recall.config.load_config``); ``recall.default_project`` is the
     scope of everything this handle writes and reads that names none.
+    The library's loggers get the secret-redacting filter here, at the
+    edge where a host calls in (the CLI installs it too).
     """
-    return FeedbackSubscriber(
+    redact_library_logs()
+    pipeline = build_pipeline(
         store,
         llm,
         embedder,
@@ -579,5 +534,7 @@ def attach_feedback_subscriber(
         workers=workers,
         poll_interval=poll_interval,
         rng=rng,
+        owner=owner,
         recall=recall,
     )
+    return FeedbackSubscriber(pipeline)

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from .._checks import check_int
 from ..errors import InvalidInputError, SchemaError, StoreBusyError, StoreError
-from ..text.logs import library_logger, redact_library_logs
+from ..text.logs import library_logger
 from ..types import DecisionRepairRow, PolicyRow, ToolCall, TraceRow
 from . import checkpoint, migrate
 from .checkpoint import WalCheckpointer
@@ -101,9 +101,6 @@ class Store:
             raise InvalidInputError(
                 f"recall_engine must be a SQLAlchemy Engine or None, got {type(recall_engine).__name__}"
             )
-        # Loggers of layers below text (classify, events) cannot attach the
-        # redacting filter themselves; every store opened attaches it to them.
-        redact_library_logs()
         self.engine = engine
         self._recall_engine = recall_engine
         self.url = check_text("url", url, empty=False)

@@ -169,13 +169,13 @@ def _answer(event: str, block: str) -> dict[str, Any]:
 
 @contextmanager
 def _pipeline(opts: HookOptions, *, workers: int = 1) -> Iterator[FeedbackSubscriber]:
-    from ..runtime.subscriber import FeedbackSubscriber
+    from ..runtime.subscriber import attach_feedback_subscriber
     from ..store import open_store
 
     config = FeedbackConfig.from_env(base=FeedbackConfig(use_llm=False))
     store = open_store(_db_url(opts))
     try:
-        sub = FeedbackSubscriber(store, config=config, workers=workers, poll_interval=0.02)
+        sub = attach_feedback_subscriber(store, config=config, workers=workers, poll_interval=0.02)
         try:
             yield sub
         finally:

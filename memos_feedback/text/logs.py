@@ -49,8 +49,28 @@ def library_logger(name: str) -> logging.Logger:
     return logger
 
 
+# Loggers of the layers below ``text`` (they cannot import this module, so
+# they call ``logging.getLogger`` themselves). Named here so that the edge can
+# attach the filter before their module is even imported: ``getLogger``
+# hands the same object, filter included, to the module later.
+# tests/text/test_logs.py keeps this list complete.
+BELOW_TEXT = (
+    "memos_feedback.classifier",
+    "memos_feedback.llm_classify",
+    "memos_feedback.events",
+    "memos_feedback.embeddings",
+    "memos_feedback.hooks",
+)
+
+
 def redact_library_logs() -> None:
-    """Attach the filter to every library logger created so far (layers below text make their own)."""
+    """Attach the filter to the library's loggers: those below ``text`` and any created so far.
+
+    Called at the edges where a host comes in (``attach_feedback_subscriber``,
+    the CLI), not by the store: opening a database is no place to change logging.
+    """
+    for name in BELOW_TEXT:
+        library_logger(name)
     for name, logger in list(logging.Logger.manager.loggerDict.items()):
         if isinstance(logger, logging.Logger) and (name == ROOT or name.startswith(ROOT + ".")):
             library_logger(name)

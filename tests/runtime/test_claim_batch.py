@@ -91,12 +91,12 @@ def test_claim_batch_config_key() -> None:
 
 
 def test_subscriber_drains_with_batched_claims(store: Store) -> None:
-    from memos_feedback.runtime.subscriber import FeedbackSubscriber
+    from memos_feedback.runtime.subscriber import attach_feedback_subscriber
 
     store.traces.add("s", agent_text="uv pip install worked", value=0.9)
     store.traces.add("s", agent_text="pip failed: resolution impossible", value=-0.9)
     config = FeedbackConfig(use_llm=False, cooldown_ms=0, claim_batch=4)
-    with FeedbackSubscriber(store, config=config, poll_interval=0.01) as sub:
+    with attach_feedback_subscriber(store, config=config, poll_interval=0.01) as sub:
         futures = [sub.run_once(job(f"ctx{i}")) for i in range(10)]
         results = [f.result(timeout=60) for f in futures]
     assert all(r.repair_id is not None for r in results)

@@ -150,14 +150,14 @@ def test_prune_done_refuses_bad_arguments(store: Store) -> None:
 
 
 def test_subscriber_housekeeping_prunes_old_done_jobs(store: Store) -> None:
-    from memos_feedback.runtime.subscriber import FeedbackSubscriber
+    from memos_feedback.runtime.subscriber import attach_feedback_subscriber
 
     queue = RepairQueue(store)
     queue.enqueue_many([manual(i) for i in range(3)])
     finish_all(queue, 3)
     backdate_done(store, 1_000)
     config = FeedbackConfig(done_retention_ms=60_000, lease_ms=400)
-    with FeedbackSubscriber(store, config=config, poll_interval=0.01) as sub:
+    with attach_feedback_subscriber(store, config=config, poll_interval=0.01) as sub:
         assert sub.flush(timeout=10)
         deadline = now_ms() + 10_000
         while direct_counts(store)["done"] and now_ms() < deadline:
@@ -166,13 +166,13 @@ def test_subscriber_housekeeping_prunes_old_done_jobs(store: Store) -> None:
 
 
 def test_retention_zero_keeps_done_jobs(store: Store) -> None:
-    from memos_feedback.runtime.subscriber import FeedbackSubscriber
+    from memos_feedback.runtime.subscriber import attach_feedback_subscriber
 
     queue = RepairQueue(store)
     queue.enqueue(manual(1))
     finish_all(queue, 1)
     backdate_done(store, 1_000)
-    with FeedbackSubscriber(store, config=FeedbackConfig(done_retention_ms=0, lease_ms=400)) as sub:
+    with attach_feedback_subscriber(store, config=FeedbackConfig(done_retention_ms=0, lease_ms=400)) as sub:
         assert sub._prune_done() is False
     assert direct_counts(store)["done"] == 1
 
