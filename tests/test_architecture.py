@@ -49,3 +49,74 @@ def test_classes_stay_under_the_line_cap() -> None:
                 if size >= MAX_CLASS_LINES:
                     big[f"{p.relative_to(PACKAGE).as_posix()}:{node.name}"] = size
     assert not big, big
+
+
+# -- the claims about the contracts ------------------------------------------------------
+
+
+def _doc() -> str:
+    return (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+
+
+def _contracts() -> list[dict[str, object]]:
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts: list[dict[str, object]] = config["tool"]["importlinter"]["contracts"]
+    return contracts
+
+
+def _contract_layers() -> list[frozenset[str]]:
+    """The layers contract, highest first, as sets of top-level names."""
+    (layers,) = [c["layers"] for c in _contracts() if c["name"] == "Layers, highest first"]
+    assert isinstance(layers, list)
+    return [
+        frozenset(part.strip().removeprefix("memos_feedback.") for part in str(layer).split("|"))
+        for layer in layers
+    ]
+
+
+def _picture_layers() -> list[frozenset[str]]:
+    block = _doc().split("## The picture", 1)[1].split("```", 2)[1]
+    rows = []
+    for line in block.splitlines():
+        if not line.strip() or line.startswith("    "):  # devtools, drawn beside the stack
+            continue
+        names = re.split(r"\s{2,}", line.strip(), maxsplit=1)[0]
+        rows.append(frozenset(n.strip() for n in names.split("│")))
+    return rows
+
+
+def test_the_picture_is_the_layers_contract() -> None:
+    assert _picture_layers() == _contract_layers()
+
+
+def test_the_package_table_names_each_entrys_layer_as_the_contract_places_it() -> None:
+    table = _doc().split("## The packages", 1)[1].split("\n\n", 2)[1]
+    where = {name: i for i, layer in enumerate(_contract_layers()) for name in layer}
+    wrong = {}
+    rows = re.findall(r"^\| `([^`]+)` \| ([^|]+) \|", table, re.MULTILINE)
+    assert len(rows) == len(_documented_entries())
+    for entry, layer in rows:
+        module, layer = entry.removesuffix("/").removesuffix(".py"), layer.strip()
+        if layer in ("—", "beside"):  # the package root, its data, and devtools: outside the stack
+            if module in where:
+                wrong[entry] = f"{layer}, but the contract places it"
+            continue
+        if where.get(module) != where.get(layer) or layer not in where:
+            wrong[entry] = layer
+    assert not wrong, wrong
+
+
+def test_the_contract_table_names_every_contract() -> None:
+    section = _doc().split("## The contracts", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| ([^|`]+?) \| ", section, re.MULTILINE)) - {"contract"}
+    assert documented == {str(c["name"]) for c in _contracts()}
+
+
+def test_annotation_imports_count_as_the_document_says() -> None:
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert config["tool"]["importlinter"]["exclude_type_checking_imports"] is False
+    assert "`exclude_type_checking_imports = false`" in " ".join(_doc().split())

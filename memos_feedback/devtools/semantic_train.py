@@ -2,7 +2,7 @@
 
     memos-feedback train [--tier semantic|ngrams|both]
 
-The same labelled lines as the n-gram tier (``train.TRAINING_FILES`` and the
+The same labelled lines as the n-gram tier (``labels.TRAINING_FILES`` and the
 six writers), the same leave-one-writer-out discipline for what is chosen
 from data: the calibration map and the abstention threshold come from
 answers on writers each fold's model was not trained on.
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..classify.learned import FORMAT as NGRAM_FORMAT
 from ..classify.learned import NGRAM_RANGE, LearnedModel, analyze
 from ..classify.semantic import FORMAT, MAX_CHARS, SEMANTIC_PATH, SemanticModel, SemanticTier, pair_vector
-from . import train
+from . import labels, ngram_train
 
 if TYPE_CHECKING:
     import numpy as np
@@ -180,13 +180,13 @@ def fit_semantic(records: Sequence[dict[str, Any]], embedder: VectorCache) -> Se
     vectorizer = TfidfVectorizer(
         analyzer=analyze, sublinear_tf=True, norm="l2", smooth_idf=True, min_df=MIN_DF
     )
-    sparse = vectorizer.fit_transform([train.model_doc(r, context=False) for r in records])
+    sparse = vectorizer.fit_transform([ngram_train.model_doc(r, context=False) for r in records])
     matrix = sp.hstack([sparse, sp.csr_matrix(_dense(records, embedder))]).tocsr()
-    clf = LogisticRegression(C=C, tol=TOL, max_iter=MAX_ITER, random_state=train.SEED)
+    clf = LogisticRegression(C=C, tol=TOL, max_iter=MAX_ITER, random_state=ngram_train.SEED)
     clf.fit(matrix, [r["shape"] for r in records])
     classes = tuple(str(c) for c in clf.classes_)
     width = sparse.shape[1]
-    coef, idf, r = clf.coef_, vectorizer.idf_, train._round
+    coef, idf, r = clf.coef_, vectorizer.idf_, ngram_train.round_weight
     features = {
         str(g): [r(float(idf[col]))] + [r(float(coef[k, col])) for k in range(len(classes))]
         for g, col in vectorizer.vocabulary_.items()
@@ -207,8 +207,10 @@ def lowo_semantic_rows(
 
     rows: list[tuple[Combined, str]] = []
     for name in writers:
-        part = SemanticTier(fit_semantic(train.training_records(data_dir, (*held, name)), embedder), embedder)
-        for rec in train.load_records(data_dir, (name,)):
+        part = SemanticTier(
+            fit_semantic(labels.training_records(data_dir, (*held, name)), embedder), embedder
+        )
+        for rec in labels.load_records(data_dir, (name,)):
             rows.append((combine_raw(rec["text"], part, rec.get("agent_text")), rec["shape"]))
     return rows
 
@@ -217,15 +219,15 @@ def _with_choices(model: SemanticModel, rows: Sequence[tuple[Combined, str]]) ->
     from ..classify.classifier import fit_calibration
 
     return model.with_meta(
-        calibration=fit_calibration(rows), abstain=train.choose_threshold(rows, ABSTAIN_TARGET)
+        calibration=fit_calibration(rows), abstain=ngram_train.choose_threshold(rows, ABSTAIN_TARGET)
     )
 
 
 def fold_semantic(data_dir: Path, held: Sequence[Path], embedder: VectorCache) -> SemanticTier:
     """The tier trained without the writers in ``held``; its calibration and threshold from the others."""
-    names = tuple(f"{train.WRITERS_DIR}/{p.name}" for p in held)
-    model = fit_semantic(train.training_records(data_dir, names), embedder)
-    inner = [w for w in train.WRITER_FILES if w not in names]
+    names = tuple(f"{labels.WRITERS_DIR}/{p.name}" for p in held)
+    model = fit_semantic(labels.training_records(data_dir, names), embedder)
+    inner = [w for w in labels.WRITER_FILES if w not in names]
     model = _with_choices(model, lowo_semantic_rows(data_dir, inner, embedder, names))
     return SemanticTier(model, embedder)
 
@@ -234,8 +236,8 @@ def fold_semantic(data_dir: Path, held: Sequence[Path], embedder: VectorCache) -
 def warmed_cache(data_dir: Path, log: Callable[[str], None] = lambda _m: None) -> Iterator[VectorCache]:
     """A ``VectorCache`` holding every training text's vector; saved on the way out."""
     cache = VectorCache()
-    files = train.TRAINING_FILES + train.WRITER_FILES
-    cache.warm(texts_to_embed(train.load_records(data_dir, files), cache), log)
+    files = labels.TRAINING_FILES + labels.WRITER_FILES
+    cache.warm(texts_to_embed(labels.load_records(data_dir, files), cache), log)
     try:
         yield cache
     finally:
@@ -246,23 +248,29 @@ def train_semantic(
     data_dir: Path | None = None, *, log: Callable[[str], None] = lambda _m: None
 ) -> SemanticModel:
     """Fit the semantic tier on every line, calibrate it leave-one-writer-out; returns the model."""
-    data_dir = data_dir or train.default_data_dir()
+    data_dir = data_dir or labels.default_data_dir()
     with warmed_cache(data_dir, log) as cache:
-        records = train.training_records(data_dir)
+        records = labels.training_records(data_dir)
         model = fit_semantic(records, cache)
         log(f"fitted on {len(records)} messages, {len(model.ngrams.features)} n-grams + e5")
-        rows = lowo_semantic_rows(data_dir, train.CALIBRATION_FILES, cache)
+        rows = lowo_semantic_rows(data_dir, labels.CALIBRATION_FILES, cache)
     model = _with_choices(model, rows)
     threshold = model.meta["abstain"]
     log(f"calibrated on {len(rows)} out-of-fold answers; abstain below repair probability {threshold}")
     return model.with_meta(
         analyzer={"kind": "char_wb", "ngram_range": list(NGRAM_RANGE), "lowercase": True},
         tfidf={"sublinear_tf": True, "smooth_idf": True, "norm": "l2", "min_df": MIN_DF},
-        estimator={"kind": "LogisticRegression", "C": C, "solver": "lbfgs", "tol": TOL, "seed": train.SEED},
+        estimator={
+            "kind": "LogisticRegression",
+            "C": C,
+            "solver": "lbfgs",
+            "tol": TOL,
+            "seed": ngram_train.SEED,
+        },
         max_chars=MAX_CHARS,
-        training_files=list(train.TRAINING_FILES + train.WRITER_FILES),
+        training_files=list(labels.TRAINING_FILES + labels.WRITER_FILES),
         training_count=len(records),
-        data_sha256=train.data_sha256(data_dir),
+        data_sha256=labels.data_sha256(data_dir),
         abstain_target=ABSTAIN_TARGET,
     )
 

@@ -21,7 +21,7 @@ from memos_feedback.classify import extract, gate, gate_data, prepare, rules
 from memos_feedback.classify.classifier import ABSTAIN_CONFIDENCE, classify_with
 from memos_feedback.classify.learned import LearnedModel, shipped_model
 from memos_feedback.devtools import gate as gate_tool
-from memos_feedback.devtools.eval import EvalReport, evaluate, load_labels
+from memos_feedback.devtools.scoring import EvalReport, evaluate, load_labels
 from memos_feedback.errors import InvalidInputError
 from memos_feedback.types import ClassifiedFeedback, Shape
 

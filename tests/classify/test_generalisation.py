@@ -8,7 +8,7 @@ guard against regressions. ``feedback_holdout``,
 used for tuning or training (only their aggregate figures were looked at,
 and they vetoed rule deletions): their floors are set below the measured
 figures and are the closest thing here to the hidden set. The learned tier
-is trained on every other set (``devtools.train.TRAINING_FILES``). See
+is trained on every other set (``devtools.labels.TRAINING_FILES``). See
 tests/data/README.md and the set's own notes (HOLDOUT.md,
 ENGLISH_HARD_PHRASINGS.md, PHRASING_VARIETY.md, HOLDOUT_MANY_VOICES.md,
 CHINESE_MIXED.md, ENGLISH_VARIETY.md, HOLDOUT_FAMILIES.md).
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from memos_feedback.devtools.eval import evaluate, load_labels
+from memos_feedback.devtools.scoring import evaluate, load_labels
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

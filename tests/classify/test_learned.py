@@ -13,7 +13,7 @@ import pytest
 from memos_feedback.classify import classifier as clf
 from memos_feedback.classify import learned
 from memos_feedback.classify.classifier import CALIBRATION_GROUPS, classify_with
-from memos_feedback.devtools import train
+from memos_feedback.devtools import labels, ngram_train, train
 from memos_feedback.types import ClassifiedFeedback, Shape
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,27 +38,29 @@ def shipped() -> dict[str, object]:
 def test_artefact_is_fresh_against_the_training_data(shipped: dict[str, object]) -> None:
     # Changing any training file without retraining fails here:
     #     python -m memos_feedback.train
-    assert shipped["data_sha256"] == train.data_sha256(DATA), "stale: run python -m memos_feedback.train"
-    assert shipped["training_files"] == list(train.TRAINING_FILES + train.WRITER_FILES)
+    assert shipped["data_sha256"] == labels.data_sha256(DATA), "stale: run python -m memos_feedback.train"
+    assert shipped["training_files"] == list(labels.TRAINING_FILES + labels.WRITER_FILES)
 
 
 def test_a_left_out_writer_is_never_trained_on() -> None:
-    assert not set(train.WRITER_FILES) & set(train.TRAINING_FILES)
-    assert set(train.CALIBRATION_FILES) <= set(train.WRITER_FILES)
-    assert len(train.WRITER_FILES) >= 6
+    assert not set(labels.WRITER_FILES) & set(labels.TRAINING_FILES)
+    assert set(labels.CALIBRATION_FILES) <= set(labels.WRITER_FILES)
+    assert len(labels.WRITER_FILES) >= 6
     # The sets were written independently: a few short lines occur in two of
     # them; leaving a writer out drops its lines wherever they occur.
-    name = train.WRITER_FILES[0]
-    held = {train._key(r["text"]) for r in train.load_records(DATA, (name,))}
-    trained = train.training_records(DATA, (name,))
-    assert held and not held & {train._key(r["text"]) for r in trained}
-    everything = train.load_records(DATA, train.TRAINING_FILES + train.WRITER_FILES)
+    name = labels.WRITER_FILES[0]
+    held = {labels._key(r["text"]) for r in labels.load_records(DATA, (name,))}
+    trained = labels.training_records(DATA, (name,))
+    assert held and not held & {labels._key(r["text"]) for r in trained}
+    everything = labels.load_records(DATA, labels.TRAINING_FILES + labels.WRITER_FILES)
     assert len(trained) <= len(everything) - len(held)
 
 
 def test_artefact_is_plain_sorted_json(shipped: dict[str, object]) -> None:
     raw = learned.MODEL_PATH.read_text(encoding="utf-8")
-    assert raw == train.to_json(learned.LearnedModel.from_json(shipped))  # sorted keys, rounded, compact
+    assert raw == ngram_train.to_json(
+        learned.LearnedModel.from_json(shipped)
+    )  # sorted keys, rounded, compact
     assert learned.MODEL_PATH.stat().st_size < 5_000_000
     features = shipped["features"]
     assert isinstance(features, dict)
@@ -192,8 +194,8 @@ def test_confidence_comes_from_the_reliability_map(shipped: dict[str, object]) -
 @pytest.mark.slow
 def test_training_reproduces_the_shipped_artefact(shipped: dict[str, object]) -> None:
     pytest.importorskip("sklearn")
-    model, _ = train.train(DATA)
-    fresh = json.loads(train.to_json(model))
+    model, _ = ngram_train.train(DATA)
+    fresh = json.loads(ngram_train.to_json(model))
     assert fresh["data_sha256"] == shipped["data_sha256"]
     assert fresh["classes"] == shipped["classes"]
     old_features = shipped["features"]
@@ -221,7 +223,7 @@ def test_combination_keeps_confident_rules() -> None:
 # The agent's previous turn as context
 # ---------------------------------------------------------------------------
 def test_context_pairs_are_resolved() -> None:
-    from memos_feedback.devtools.eval import evaluate, load_labels
+    from memos_feedback.devtools.scoring import evaluate, load_labels
 
     pairs = load_labels(DATA / "feedback_context_pairs.jsonl")
     assert len(pairs) >= 40 and all(p.agent_text for p in pairs)

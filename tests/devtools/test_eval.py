@@ -10,7 +10,13 @@ from typing import Any
 
 import pytest
 
-from memos_feedback.devtools.eval import EvalDataError, LabelledMessage, evaluate, load_labels, normalize_span
+from memos_feedback.devtools.scoring import (
+    EvalDataError,
+    LabelledMessage,
+    evaluate,
+    load_labels,
+    normalize_span,
+)
 from memos_feedback.types import ClassifiedFeedback, Shape
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -196,7 +202,7 @@ def test_cli_missing_file_exits_2(tmp_path: Path) -> None:
 # Calibration: the reliability table
 # ---------------------------------------------------------------------------
 def test_reliability_bins_by_hand() -> None:
-    from memos_feedback.devtools.eval import expected_calibration_error, reliability
+    from memos_feedback.devtools.scoring import expected_calibration_error, reliability
 
     # Stub answers at 0.9: a, c, d have the right shape, b and e not; f at 0.5 is right.
     table = reliability(RECORDS, classify=_stub)
@@ -226,8 +232,9 @@ def test_calibration_on_a_left_out_writer_is_not_over_confident_at_the_low_end()
     # reported below 0.6 must not claim more than they deliver by over 0.25.
     pytest.importorskip("sklearn")
     from memos_feedback.classify.classifier import classify_with
-    from memos_feedback.devtools.eval import reliability
-    from memos_feedback.devtools.train import WRITER_FILES, default_data_dir, fold_model
+    from memos_feedback.devtools.labels import WRITER_FILES, default_data_dir
+    from memos_feedback.devtools.ngram_train import fold_model
+    from memos_feedback.devtools.scoring import reliability
 
     path = default_data_dir() / WRITER_FILES[-1]
     model = fold_model(default_data_dir(), [path])

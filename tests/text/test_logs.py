@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-import memos_feedback  # noqa: F401  (attaches the filter to the library's loggers)
+import memos_feedback
 from memos_feedback.runtime import enqueuer
 from memos_feedback.text.logs import library_logger
 
