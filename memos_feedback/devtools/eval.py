@@ -157,8 +157,12 @@ def _tier_classifier(tier: str) -> Callable[..., ClassifiedFeedback] | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_in = list(sys.argv[1:] if argv is None else argv)
+    if args_in[:1] == ["recall"] and any(a == "--cv" or a.startswith("--cv=") for a in args_in):
+        from .recall_cv import main as recall_cv_main
+
+        return recall_cv_main(args_in[1:])
     if args_in[:1] == ["recall"]:
-        # Guidance recall has its own scorer (memos_feedback/recall/evaluate.py).
+        # Guidance recall has its own scorer (recall_eval.py).
         from .recall_eval import main as recall_main
 
         return recall_main(args_in[1:])

@@ -47,7 +47,7 @@ from ..store import Store, open_store
 from ..store.reads import repair_count
 from ..types import REPAIR_SHAPE_VALUES, FailureRecord, RepairInput, ToolCall
 
-__all__ = ["Rate", "RecallCase", "RecallReport", "evaluate_recall", "load_cases", "main"]
+__all__ = ["Rate", "RecallCase", "RecallReport", "evaluate_recall", "load_cases", "main", "packaged_embedder"]
 
 
 class RecallDataError(ValueError):
@@ -288,7 +288,8 @@ def format_report(report: RecallReport) -> str:
     return "\n".join(lines)
 
 
-def _embedder(model: str | None) -> Embedder:
+def packaged_embedder(model: str | None) -> Embedder:
+    """The semantic mode's embedder: the sentence-transformers model packaged (or ``model``)."""
     from ..embeddings import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(model)
@@ -318,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     reports: list[RecallReport] = []
     try:
         for mode in modes:
-            embedder = _embedder(args.model) if mode == "semantic" else None
+            embedder = packaged_embedder(args.model) if mode == "semantic" else None
             with tempfile.TemporaryDirectory() as tmp:
                 url = args.db or f"sqlite:///{Path(tmp) / 'recall.db'}"
                 with open_store(url) as store:
