@@ -114,13 +114,7 @@ def template_lines(
     if prefer is None:
         prefer = _success_line(evidence.high, source)
     if avoid is None and worst is not None:
-        # The failed call is the object; its error's first line, the reason.
-        # Not when the prescription runs that very call ("run X with --flag").
-        if not (prefer and action and repeats(action, lesson_body(prefer))):
-            text = _failure_text(worst)
-            # A failure that left neither text nor a failed call says nothing to quote.
-            if text.strip() or _failed_tool(worst):
-                avoid = failure_line(action, text, chinese=has_cjk(source), source=source or None)
+        avoid = _avoid_failed(worst, action, prefer, source)
     if prefer is None and evidence.low:
         # The trace itself may hold the success: the same tool run again,
         # differently, without failing; else the tool's own concrete hint.
@@ -131,6 +125,20 @@ def template_lines(
     if not any(lines):
         return None
     return lines[0], lines[1]
+
+
+def _avoid_failed(worst: TraceRow, action: str | None, prefer: str | None, source: str) -> str | None:
+    """``Avoid: <the failed call> — failed with: <its error>``: the call is the object, the error the reason.
+
+    None when the prescription runs that very call ("run X with --flag"), or
+    when the failure left neither text nor a failed call: nothing to quote.
+    """
+    if prefer and action and repeats(action, lesson_body(prefer)):
+        return None
+    text = _failure_text(worst)
+    if not (text.strip() or _failed_tool(worst)):
+        return None
+    return failure_line(action, text, chinese=has_cjk(source), source=source or None)
 
 
 def _from_user(feedback: FeedbackSignal | None, source: str) -> tuple[str | None, str | None]:

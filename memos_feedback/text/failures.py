@@ -27,6 +27,8 @@ __all__ = ["failure_message", "failure_trace_text"]
 _SCAN = 16_384
 _EXIT_ONLY = re.compile(r"^\s*Exit code -?\d+\s*$")
 _TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):?\s*$")
+# LangChain's run.error is repr(exc) with the traceback glued on: "X('m')Traceback (most …".
+_GLUED_HEADER = re.compile(r"(?<=\S)(?=Traceback \(most recent call last\))")
 # Chained exceptions: the separators between one traceback and the next.
 _CHAIN = re.compile(
     r"^\s*(?:During handling of the above exception|The above exception was the direct cause)", re.IGNORECASE
@@ -41,7 +43,8 @@ def failure_message(text: str | None) -> str:
         return ""
     if len(text) > 2 * _SCAN:
         text = f"{text[:_SCAN]}\n{text[-_SCAN:]}"
-    lines = [ln.rstrip() for ln in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    text = _GLUED_HEADER.sub("\n", text.replace("\r\n", "\n").replace("\r", "\n"))
+    lines = [ln.rstrip() for ln in text.split("\n")]
     lines = _without_tracebacks(lines)
     kept = [ln for ln in lines if ln.strip()]
     if len(kept) > 1 and _EXIT_ONLY.match(kept[0]):
