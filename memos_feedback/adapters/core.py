@@ -52,6 +52,7 @@ from ..recall import Guidance
 from ..runtime.subscriber import FeedbackSubscriber
 from ..signals import FailureBurst, context_hash_of
 from ..store import ToolCall
+from ..text.failures import failure_trace_text
 from ..text.logs import library_logger
 from ..text.tool_context import default_context_of
 from ..types import RepairResult
@@ -292,7 +293,7 @@ class AdapterCore:
             trace_id = self._write_trace(
                 session_id,
                 user_text=user_text,
-                agent_text=f"{tool_name} failed ({ctx}): {reason}",
+                agent_text=failure_trace_text(tool_name, ctx, reason, _TEXT_CAP),
                 value=-1.0,
                 call=ToolCall(tool_name, error_code or "error"),
             )

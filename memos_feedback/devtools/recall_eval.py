@@ -156,7 +156,8 @@ def write_case_repair(
     """One case's repair through the pipeline; its id, or None when the pipeline skipped it.
 
     The user's feedback first (its shape is the trigger); when that writes
-    nothing and the case has a trace, a burst of the trace's failure.
+    nothing and the case has a trace, the failure again (a trace that
+    carries the user's message, as an adapter writes it) and a burst of it.
     ``eval recall`` and ``eval lessons`` write their cases with this.
     """
     r = case.repair
@@ -185,6 +186,17 @@ def write_case_repair(
         result = run_repair(inp, deps)
         if result.repair_id is not None or not r["trace"]:
             return result.repair_id
+    if feedback:
+        # The failure came back after the message, as an adapter writes it:
+        # a trace carrying the user's last words (the burst's repair reads them).
+        store.traces.add(
+            session,
+            user_text=feedback,
+            agent_text=r["trace"],
+            value=-0.6,
+            tool_calls=[ToolCall(tool, error_code="failed")],
+            episode_id=f"ep-{case.id}",
+        )
     signals = FailureSignals(deps.config)
     reason = next((ln.strip() for ln in r["trace"].splitlines() if ln.strip()), "")[:200]
     burst = None

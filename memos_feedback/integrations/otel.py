@@ -53,6 +53,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MissingExtraError
+from ..text.failures import failure_message, failure_trace_text
 from ..text.logs import library_logger
 from ..text.tool_context import EXIT_LINE, default_context_of
 
@@ -125,13 +126,17 @@ def _attributes_of(span: ReadableSpan) -> Mapping[str, Any] | None:
 
 
 def _reason(span: ReadableSpan, attrs: Mapping[str, Any]) -> str:
-    if span.status.description:
-        return _text(span.status.description, _REASON_CAP)
+    # The message first and the traceback reduced to its exception line
+    # before the cap: a traceback cut at the cap would lose that very line.
+    described = failure_message(span.status.description)
+    if described:
+        return _text(described, _REASON_CAP)
     error_type = attrs.get("error.type")
     for event in span.events:
         if event.name == "exception" and event.attributes:
             message = event.attributes.get("exception.message")
             kind = event.attributes.get("exception.type") or error_type
+            message = failure_message(message) if isinstance(message, str) else message
             if message:
                 return _text(f"{kind}: {message}" if kind else message, _REASON_CAP)
     return _text(error_type or "tool failed", _REASON_CAP)
@@ -299,7 +304,7 @@ class FeedbackSpanProcessor(SpanProcessor):
             m = EXIT_LINE.match(reason)
             row = sub.store.traces.add(
                 session,
-                agent_text=_text(f"{tool} failed ({ctx}): {reason}", _TRACE_CAP),
+                agent_text=failure_trace_text(tool, ctx, reason, _TRACE_CAP),
                 value=-1.0,
                 tool_calls=[ToolCall(tool, f"exit {m.group(1)}" if m else "error")],
             )

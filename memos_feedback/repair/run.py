@@ -40,6 +40,7 @@ from ..types import (
     RepairResult,
 )
 from .deps import RepairDeps
+from .evidence import user_remarks
 from .write import Written, recall_fields_of, write_repair
 
 __all__ = [
@@ -61,6 +62,8 @@ class _Run:
         self.inp = inp
         self.deps = deps
         self.started = deps.clock()
+        # The user's words beside a trigger that carried none (evidence.user_remarks).
+        self.remarks: tuple[str, ...] = ()
 
     def emit(self, event: FeedbackEvent) -> None:
         if self.deps.bus is not None:
@@ -310,6 +313,7 @@ def _synthesize(
         attach_to_policy_ids=policy_ids,
         raise_transient=deps.raise_transient,
         context=inp.context,
+        remarks=run.remarks,
     )
 
 
@@ -339,6 +343,8 @@ def _read_evidence(
     )
     if feedback is None and _value_gap_too_small(evidence, cfg.value_delta):
         return "value-delta-low"
+    if not (inp.user_text and inp.user_text.strip()):
+        run.remarks = user_remarks(traces, inp.episode_id)
     return evidence, _candidate_policies(conn, inp, evidence)
 
 

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import FeedbackConfig
+from ..text.failures import failure_trace_text
 from ..text.logs import library_logger
 from ..text.tool_context import EXIT_LINE, bash_exit_code, claude_context_of, response_text
 from .hook_helper import answer_within
@@ -212,7 +213,7 @@ def _write_burst(
         m = EXIT_LINE.match(step.reason)
         row = sub.store.traces.add(
             session,
-            agent_text=f"{step.tool} failed ({step.context}): {step.reason}"[:2_000],
+            agent_text=failure_trace_text(step.tool, step.context, step.reason),
             value=-1.0,
             tool_calls=[ToolCall(step.tool, f"exit {m.group(1)}" if m else "error")],
         )

@@ -14,6 +14,9 @@ Low wins: a trace with a positive value whose tool call failed is a failure
 the agent did not notice, which is exactly what a repair is about.
 
 A keyword (the tool id, or what the user prefers/avoids) narrows the scan.
+When it leaves the high side empty, the successes of the failures' episode
+that came after the first of them are taken whatever their words: what
+worked instead seldom names the tool that failed.
 With an embedder, a trace that says the same thing in other words counts
 too: its text is compared with ``about`` (the keyword, the tool's context
 and the user's words) and kept at cosine ``>= similarity``. Normalised tool
@@ -212,6 +215,8 @@ def _evidence(
     if needle is not None and not high and not low:
         relaxed = True
         high, low = _split(traces, None, per_side, config)
+    elif needle is not None and not high:
+        high = _successes_after(traces, low, per_side, config)
     kept = tuple(t.id for t in (*high, *low) if t.id in similar and not relaxed)
     return RepairEvidence(high=high, low=low, keyword=needle, relaxed=relaxed, similar=kept)
 
@@ -299,6 +304,30 @@ def _split(
         elif trace.value > 0 and len(high) < per_side:
             high.append(trace)
     return tuple(high), tuple(low)
+
+
+def _successes_after(
+    traces: Sequence[TraceRow], low: tuple[TraceRow, ...], per_side: int, cfg: FeedbackConfig
+) -> tuple[TraceRow, ...]:
+    """Successes of the failures' episode that came after them, whatever words they use.
+
+    The keyword names the tool that failed; what worked instead is often
+    another tool ("pip install" failed, "apt-get install" did it), so it
+    never mentions it. A success in the same episode after the first
+    failure is that episode's way out (without episodes: after the last
+    failure of the session).
+    """
+    episodes = {t.episode_id for t in low if t.episode_id}
+    after = min(t.ts for t in low) if episodes else max(t.ts for t in low)
+    out: list[TraceRow] = []
+    for trace in traces:
+        if len(out) >= per_side:
+            break
+        if trace.ts < after or (episodes and trace.episode_id not in episodes):
+            continue
+        if trace.value > 0 and not is_low_value(trace, cfg):
+            out.append(trace)
+    return tuple(out)
 
 
 def _mentions(trace: TraceRow, needle: str) -> bool:

@@ -20,7 +20,7 @@ from ..text.lessons import LESSON_CAP, lesson_problems, meaningless_object
 from ..text.sanitize import SCAN_LIMIT, sanitize_line
 from .clauses import fit_line, instruction_lines, split_sentences
 
-__all__ = ["error_signature", "failure_line", "hint_line", "retry_line"]
+__all__ = ["error_signature", "failed_command", "failure_line", "hint_line", "repeats", "retry_line"]
 
 _SIGNATURE_CAP = 110
 _MIN_SIGNATURE = 48
@@ -109,9 +109,10 @@ def _shorten(line: str, cap: int = _SIGNATURE_CAP) -> str:
     return head[:at] if at >= floor else head
 
 
-def _repeats(signature: str, action: str) -> bool:
-    said, done = set(_TOKEN.findall(signature.casefold())), set(_TOKEN.findall(action.casefold()))
-    return bool(said) and len(said & done) >= 0.6 * len(said)
+def repeats(said: str, done: str) -> bool:
+    """Whether most of the words of ``said`` are words of ``done`` (it only says that again)."""
+    words, other = set(_TOKEN.findall(said.casefold())), set(_TOKEN.findall(done.casefold()))
+    return bool(words) and len(words & other) >= 0.6 * len(words)
 
 
 def _tidy(text: str) -> str:
@@ -125,7 +126,7 @@ def failure_line(action: str | None, text: str | None, *, chinese: bool, source:
     if act and meaningless_object(act) is not None:
         act = ""
     signature = error_signature(text)
-    if signature and act and _repeats(signature, act):
+    if signature and act and repeats(signature, act):
         signature = None  # the "error" only repeats what was done: no message to quote
     if act and signature:
         # What was done is the lesson's object: the error's line gives way first.
@@ -244,6 +245,26 @@ def retry_line(action: str | None, text: str | None, source: str | None) -> str 
             if line is not None and not lesson_problems(line, source):
                 return line
         failed_before = failed_before or _FAILURE_WORD.search(output) is not None
+    return None
+
+
+def failed_command(text: str | None) -> str | None:
+    """The command (a ``$ cmd`` / ``>>> expr`` line) whose output is the first to fail, or None.
+
+    Only when the text opens with a command: output that failed before any
+    command shows came from the call itself, and the commands after it are
+    the agent looking into the failure (``dmesg``, ``nvidia-smi``).
+    """
+    lines = [ln for ln in (text or "")[-SCAN_LIMIT:].splitlines() if ln.strip()]
+    if not lines or _PROMPT.match(lines[0]) is None:
+        return None
+    command: str | None = None
+    for raw in lines:
+        m = _PROMPT.match(raw)
+        if m is not None:
+            command = m.group("cmd").strip()
+        elif command and _FAILURE_WORD.search(raw):
+            return sanitize_line(command, LESSON_CAP) or None
     return None
 
 

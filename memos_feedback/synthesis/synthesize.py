@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,6 +120,7 @@ def synthesize_draft(
     attach_to_policy_ids: Iterable[str] = (),
     raise_transient: bool = False,
     context: str | None = None,
+    remarks: Sequence[str] = (),
 ) -> SynthesisOutcome:
     """Write a ``DecisionRepairDraft`` or say why not (see the module docstring).
 
@@ -127,11 +128,18 @@ def synthesize_draft(
     language the lesson is written in, and where a retry of the failing
     command is recognised. It is not repeated in the lines (the repair
     stores it beside them).
+
+    ``remarks``: the user's words beside a trigger that carried no message
+    (a failure burst), newest first, as the repair engine found them in the
+    session; the template reads them as it reads a message.
     """
     policy_ids = _check_inputs(context_hash, trigger, tool_id, evidence, config, attach_to_policy_ids)
     if context is not None:
         check_text("context", context)
     check_feedback(feedback)
+    if isinstance(remarks, (str, bytes)) or not isinstance(remarks, Sequence):
+        raise InvalidInputError("remarks must be a sequence of str")
+    remarks = tuple(check_text("remarks item", r) for r in remarks)
     if llm is not None and not isinstance(llm, RepairLLM):
         raise InvalidInputError(f"llm must have complete_json (RepairLLM), got {type(llm).__name__}")
     if not isinstance(raise_transient, bool):
@@ -180,7 +188,7 @@ def synthesize_draft(
             _count("llm-failed")
         logger.warning("LLM synthesis failed for %s, using the template: %s", context_hash, llm_error)
 
-    draft_or_none = _template_draft(base, tool_id, evidence, feedback, context)
+    draft_or_none = _template_draft(base, tool_id, evidence, feedback, context, remarks)
     if draft_or_none is None:
         reason = SKIP_LLM_FAILED if llm_error is not None else SKIP_INSUFFICIENT_EVIDENCE
         logger.info("no repair for %s: %s (no grounded text on either side)", context_hash, reason)
@@ -258,8 +266,9 @@ def _template_draft(
     evidence: RepairEvidence,
     feedback: FeedbackSignal | None,
     context: str | None,
+    remarks: Sequence[str],
 ) -> DecisionRepairDraft | None:
-    lines = template_lines(tool_id, evidence, feedback, context)
+    lines = template_lines(tool_id, evidence, feedback, context, remarks)
     if lines is None:
         return None  # nothing grounded to say on either side
     preference, anti_pattern = lines

@@ -1,18 +1,39 @@
 """The template lessons: two lines from the evidence, saying only what it supports.
 
-In order, each side taking the first that gives a line passing the lesson
-check (``text.lessons.lesson_problems``):
+Every line names an *object* — a command, a call, an option, an approach —
+never an error message alone. Each side takes the first of these that gives
+a line passing the lesson check (``text.lessons.lesson_problems``):
 
-* **the user's words** — the clause that prescribes (``Prefer:`` /
-  ``Always:``) and the one that forbids (``Never:`` / ``Avoid:``), found in
-  the message by ``clauses.instruction_lines``; then the classifier's
-  extracted fields, as lines of their own;
-* **a success** among the high-value traces — ``Prefer:`` the action that
-  worked, stated as an action;
-* **a failure** among the low-value traces — ``Avoid:`` the tool call
-  (without a user message) and the error's first meaningful line. The
-  context is not repeated in the line: the repair stores it beside its
-  lines, and recall would see every near miss in that situation as alike.
+``Prefer:``
+
+* the host's ``prefer`` field when it is the host's own words (not a span
+  of the message, which is what the classifier's fields are): the host
+  knows better than a clause read from the text;
+* **the user's prescription** — the clause that prescribes (``Prefer:`` /
+  ``Always:``), found by ``clauses.instruction_lines`` in the message, or
+  in the user's words beside a trigger that had none (``remarks``: what the
+  user said in the session of a failure burst, handed in by the repair
+  engine); a field that is a span of the message picks its clause; then
+  the classifier's corrected value and constraint;
+* **a success** among the high-value traces — the action that worked, as an
+  action (the agent's text before its reflection; the reflection may follow
+  as the reason);
+* the same tool run again without failing, or the tool's own concrete hint.
+
+A prescription that only repeats the failed action is no lesson (a task
+request beside a burst, "pip install cryptography", is not a preference).
+
+``Avoid:``
+
+* the host's ``avoid`` field, as for ``prefer``;
+* **the user's prohibition** (``Never:`` / ``Avoid:``), or the "instead of
+  X" of a prescription;
+* **the failed action** — the command of the failed trace (a ``$ cmd`` line
+  whose output failed), else the call's context (its arguments: ``Bash
+  command=cat x`` is the call ``cat x``), else the tool — with the error's
+  first meaningful line as the reason: ``Avoid: pip install cryptography —
+  failed with: …``. Written with a user message too when the message
+  forbids nothing, unless the prescription itself runs that action.
 
 A side with none of these stays empty: no placeholder is written. With
 both sides empty there is no lesson (``None``).
@@ -21,17 +42,20 @@ both sides empty there is no lesson (``None``).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-from ..text.lessons import LESSON_CAP, has_cjk, lesson_problems
+from ..text.lessons import LESSON_CAP, has_cjk, lesson_body, lesson_problems
 from ..text.sanitize import sanitize_line
 from ..types import RepairEvidence, TraceRow
-from .clauses import fit_line, instruction_lines, split_sentences
-from .failure import failure_line, hint_line, retry_line
+from .clauses import fit_line, instruction_lines, is_concrete, split_sentences
+from .failure import failed_command, failure_line, hint_line, repeats, retry_line
 from .prompts import FeedbackSignal
 
 __all__ = ["lesson_source", "template_lines"]
 
 _EXCERPT_CHARS = 1_000
+# A call's context of one argument, "command=cat x.txt": its value is the call.
+_ONE_ARG = re.compile(r"^[A-Za-z_]\w*=(?!\S*=)(.+)$")
 _WORKED = re.compile(
     r"\s+(?:works?|worked|succeeded|succeeds|passed|passes|is fine|was fine|went through|is ok|was ok)\b",
     re.IGNORECASE,
@@ -67,22 +91,30 @@ def template_lines(
     evidence: RepairEvidence,
     feedback: FeedbackSignal | None,
     context: str | None,
+    remarks: Sequence[str] = (),
 ) -> tuple[str, str] | None:
-    """``(preference, anti_pattern)``, either possibly ``""``; None when neither has a line."""
-    source = lesson_source(feedback, context)
+    """``(preference, anti_pattern)``, either possibly ``""``; None when neither has a line.
+
+    ``remarks``: the user's words beside a trigger without a message of its
+    own (a failure burst), newest first; read as the message is.
+    """
+    words = [r for r in remarks if r.strip()]
+    source = lesson_source(feedback, context if not words else words[0])
     prefer, avoid = _from_user(feedback, source)
+    for remark in words:
+        if prefer is not None and avoid is not None:
+            break
+        r_prefer, r_avoid = instruction_lines(remark)
+        prefer = prefer or (r_prefer.line if r_prefer is not None else None)
+        avoid = avoid or (r_avoid.line if r_avoid is not None else None)
+    worst = min(evidence.low, key=lambda t: t.value, default=None)
+    action = _failed_action(worst, tool_id, context) if worst is not None else None
+    if prefer is not None and action and repeats(lesson_body(prefer), action):
+        prefer = None  # "Prefer: <what failed>" is the task, not a lesson
     if prefer is None:
         prefer = _success_line(evidence.high, source)
-    if avoid is None:
-        worst = min(evidence.low, key=lambda t: t.value, default=None)
-        # A failure that left neither text nor a failed call says nothing to quote.
-        if worst is not None and (_failure_text(worst).strip() or _failed_tool(worst)):
-            # With a user message the lesson is about what they said; the
-            # situation is stored beside the lines already, and repeating
-            # it in them would make every near miss of it look alike.
-            action = None if feedback is not None else (_failed_tool(worst) or tool_id or context)
-            text = _failure_text(worst)
-            avoid = failure_line(action, text, chinese=has_cjk(source), source=source or None)
+    if avoid is None and worst is not None:
+        avoid = _avoid_failed(worst, action, prefer, source)
     if prefer is None and evidence.low:
         # The trace itself may hold the success: the same tool run again,
         # differently, without failing; else the tool's own concrete hint.
@@ -95,16 +127,37 @@ def template_lines(
     return lines[0], lines[1]
 
 
+def _avoid_failed(worst: TraceRow, action: str | None, prefer: str | None, source: str) -> str | None:
+    """``Avoid: <the failed call> — failed with: <its error>``: the call is the object, the error the reason.
+
+    None when the prescription runs that very call ("run X with --flag"), or
+    when the failure left neither text nor a failed call: nothing to quote.
+    """
+    if prefer and action and repeats(action, lesson_body(prefer)):
+        return None
+    text = _failure_text(worst)
+    if not (text.strip() or _failed_tool(worst)):
+        return None
+    return failure_line(action, text, chinese=has_cjk(source), source=source or None)
+
+
 def _from_user(feedback: FeedbackSignal | None, source: str) -> tuple[str | None, str | None]:
     if feedback is None:
         return None, None
     text = getattr(feedback, "text", "")
-    hint = feedback.prefer or feedback.correction or feedback.constraint or feedback.avoid
+    text = text if isinstance(text, str) else ""
+    # The host's own words win; a field that is a span of the message (the
+    # classifier's) only picks the clause it comes from.
+    prefer = _host_field("Prefer: ", feedback.prefer, text, source)
+    avoid = _host_field("Avoid: ", feedback.avoid, text, source)
+    hint = _span_of(feedback.prefer, text) or feedback.correction or feedback.constraint
     prefer_i, avoid_i = (
-        instruction_lines(text, hint) if isinstance(text, str) and text.strip() else (None, None)
+        instruction_lines(text, hint, _span_of(feedback.avoid, text)) if text.strip() else (None, None)
     )
-    prefer = prefer_i.line if prefer_i is not None else None
-    avoid = avoid_i.line if avoid_i is not None else None
+    if prefer is None and prefer_i is not None:
+        prefer = prefer_i.line
+    if avoid is None and avoid_i is not None:
+        avoid = avoid_i.line
     if feedback.constraint:
         # A constraint may forbid ("绝对不能加 NEXT_PUBLIC_"): read it as a clause,
         # so a prohibition never comes out as "Always: don't …".
@@ -127,6 +180,24 @@ def _from_user(feedback: FeedbackSignal | None, source: str) -> tuple[str | None
     return prefer, avoid
 
 
+def _span_of(value: str | None, text: str) -> str | None:
+    """``value`` when it is a span of ``text`` (case and spacing aside), else None."""
+    if not value or not value.strip():
+        return None
+    return value if _squash(value) in _squash(text) else None
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def _host_field(label: str, value: str | None, text: str, source: str) -> str | None:
+    """The field's own line when the host wrote it (it is no span of the message)."""
+    if not value or not value.strip() or _span_of(value, text) is not None:
+        return None
+    return _field_line(label, value, source)
+
+
 def _forbids(text: str | None) -> bool:
     return bool(text) and instruction_lines(text or "")[1] is not None
 
@@ -139,17 +210,27 @@ def _field_line(label: str, value: str | None, source: str) -> str | None:
 
 
 def _success_line(traces: tuple[TraceRow, ...], source: str) -> str | None:
+    """``Prefer: <the action that worked>`` (— <the reflection, as the reason>)."""
     best = max(traces, key=lambda t: t.value, default=None)
     if best is None:
         return None
-    for text in (best.reflection, best.agent_text):
-        sentence = next(iter(split_sentences(sanitize_line((text or "")[:_EXCERPT_CHARS]))), "")
+    found = [(_first_sentence(text), n) for n, text in enumerate((best.agent_text, best.reflection))]
+    # The agent's text says what it did, the reflection why: a concrete action first.
+    found.sort(key=lambda item: (not is_concrete(item[0]), item[1]))
+    for sentence, n in found:
         action = _as_action(sentence)
-        if action:
-            line = fit_line("Prefer: ", action)
+        if not action:
+            continue
+        reason = found[1][0] if n == 0 and len(found) > 1 else ""
+        for body in (f"{action} — {reason}" if reason and reason != sentence else "", action):
+            line = fit_line("Prefer: ", body) if body and len(body) <= LESSON_CAP - 8 else None
             if line is not None and not lesson_problems(line, source or None):
                 return line
     return None
+
+
+def _first_sentence(text: str | None) -> str:
+    return next(iter(split_sentences(sanitize_line((text or "")[:_EXCERPT_CHARS]))), "")
 
 
 def _as_action(sentence: str) -> str:
@@ -165,6 +246,26 @@ def _as_action(sentence: str) -> str:
 
 def _failed_tool(trace: TraceRow) -> str | None:
     return next((c.name for c in trace.tool_calls if c.error_code), None)
+
+
+def _failed_action(trace: TraceRow, tool_id: str | None, context: str | None) -> str | None:
+    """What was done that failed: the trace's failing command, else the call's arguments, else the tool."""
+    command = failed_command(_failure_text(trace))
+    if command:
+        return command
+    tool = _failed_tool(trace) or tool_id
+    if context and context.strip():
+        return _call_of(tool, context.strip())
+    return tool
+
+
+def _call_of(tool: str | None, context: str) -> str:
+    """``"Bash command=cat x.txt"`` → ``"cat x.txt"``: a context that names its tool, without it."""
+    rest = context
+    if tool and context.casefold().startswith(tool.casefold() + " "):
+        rest = context[len(tool) + 1 :].strip()
+    m = _ONE_ARG.match(rest)
+    return m.group(1).strip() if m is not None else rest
 
 
 def _failure_text(trace: TraceRow) -> str:

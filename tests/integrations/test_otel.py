@@ -221,7 +221,9 @@ def test_spans_from_another_sdk_path_use_the_public_attributes(subscriber: Feedb
     processor.on_end(ReadableSpan(name="no attributes at all"))
     repairs = _repairs(subscriber, processor)
     assert [(r.context, r.trigger) for r in repairs] == [("web_search query=weather paris", "failure-burst")]
-    assert subscriber.store.traces.list("otel")[0].agent_text.endswith("TimeoutError")
+    assert subscriber.store.traces.list("otel")[0].agent_text.startswith(
+        "TimeoutError\n"
+    )  # the message first
     processor.shutdown()
 
 
@@ -276,3 +278,49 @@ def test_the_documented_script_leaves_its_repair_in_the_store(tmp_path: Path) ->
         assert "timed out" in repairs[0].anti_pattern
     finally:
         store.close()
+
+
+def test_a_long_traceback_in_the_status_keeps_its_exception_line(subscriber: FeedbackSubscriber) -> None:
+    # Issue 43: OpenInference (LangChain) puts repr + the whole traceback in
+    # the status; cut at the reason's cap it lost the exception's own line.
+    require_runtime("langchain.agents", "langchain")
+    require_runtime("openinference.instrumentation.langchain", "otel")
+    from langchain_core.tools import tool
+    from openinference.instrumentation import using_session
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+
+    def push(layers: int) -> None:
+        if layers == 0:
+            raise ConnectionResetError(104, "Connection reset by peer")
+        push(layers - 1)
+
+    @tool
+    def deploy(service: str) -> str:
+        """Deploy a service."""
+        try:
+            push(12)
+        except ConnectionResetError as exc:
+            raise ConnectionError(f"registry unreachable while pushing {service}") from exc
+        return "deployed"
+
+    provider = TracerProvider()
+    processor = FeedbackSpanProcessor(subscriber)
+    provider.add_span_processor(processor)
+    instrumentor = LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        with using_session("lc-otel-tb"):
+            for _ in range(3):
+                with pytest.raises(ConnectionError):
+                    deploy.invoke({"service": "web api"})
+    finally:
+        instrumentor.uninstrument()
+    [repair] = _repairs(subscriber, processor)
+    traces = subscriber.store.traces.list("lc-otel-tb")
+    assert len(traces) == 3
+    assert all(
+        t.agent_text.startswith("ConnectionError: registry unreachable while pushing web api") for t in traces
+    )
+    assert "Traceback" not in traces[0].agent_text
+    assert "registry unreachable while pushing web api" in repair.anti_pattern
+    provider.shutdown()

@@ -253,7 +253,9 @@ def test_a_retry_that_printed_no_failure_is_the_success_to_prefer() -> None:
     assert retry_line("make deploy", "$ make deploy\nError: boom\n$ ls\nMakefile\n", None) is None
 
 
-def test_synthesis_names_the_tool_call_as_the_failed_action() -> None:
+def test_synthesis_names_the_failed_call_not_the_tool_as_the_action() -> None:
+    # Issue 43: "Avoid: shell.run — failed with: …" named the runner, not what
+    # it ran; the call's context (its arguments) is the action.
     from memos_feedback.config import FeedbackConfig
     from memos_feedback.synthesis.evidence import RepairEvidence
     from memos_feedback.synthesis.synthesize import synthesize_draft
@@ -280,5 +282,6 @@ def test_synthesis_names_the_tool_call_as_the_failed_action() -> None:
     )
     assert out.draft is not None and out.draft.preference == ""
     assert out.draft.anti_pattern == (
-        "Avoid: shell.run — failed with: fatal: could not read Username for 'https://git.example'"
+        "Avoid: go mod tidy in services/worker — failed with: fatal: could not read Username for "
+        "'https://git.example'"
     )

@@ -129,8 +129,9 @@ def test_template_from_constraint() -> None:
     draft = run(evidence(low=[LOW]), fb).draft
     assert draft is not None
     assert draft.preference == "Prefer: log every request"
-    # With a user message the failure's line stands alone (the situation is stored beside it).
-    assert draft.anti_pattern == "Avoid: pip install failed"
+    # The message forbids nothing: the failed call is the Avoid line's object
+    # (issue 43), with its error; never the error alone.
+    assert draft.anti_pattern == "Avoid: pip.install — failed with: pip install failed"
     assert draft.confidence == 0.7
     assert draft.severity == "warn"
 
