@@ -8,12 +8,13 @@ version are printed first. Targets (docs/PERFORMANCE.md, issue 15):
 ``run_repair`` median ≤ 0.5 ms and p99 ≤ 2 ms, drain ≥ 1,000 repairs/s
 with one worker.
 
-``--base DIR`` (or ``MEMOS_BENCH_BASE``): a checkout of an earlier commit
-(``git worktree add /tmp/wt-base <commit>``). ``run_repair`` and the drain
-are then measured for both, each run in a fresh process
-(``benchmarks/repair_probe.py`` with that checkout on ``PYTHONPATH``),
-alternating which goes first, and printed side by side: on a shared
-machine only figures from the same minutes compare.
+``--base NAME=DIR`` (repeatable; or ``MEMOS_BENCH_BASE``): a checkout of an
+earlier commit (``git worktree add /tmp/wt-base <commit>``) — the previous
+commit, and the last accepted speed (the tag ``speed-baseline``). ``run_repair``
+and the drain are then measured for every side, each run in a fresh process
+(``benchmarks/repair_probe.py`` with that checkout on ``PYTHONPATH``), the
+order rotating between rounds, and printed side by side with their ratio to
+MemOS's figures: on a shared machine only figures from the same minutes compare.
 """
 
 from __future__ import annotations
@@ -193,12 +194,18 @@ def probe(library: Path, kind: str, n: int, url: str | None) -> dict[str, float]
     return result
 
 
-def side_by_side(base: Path, n: int, runs: int, url: str | None) -> None:
-    """run_repair and drain for this checkout and ``base``, alternating, medians of ``runs``."""
-    sides = {"this checkout": ROOT, "base": base}
+def side_by_side(bases: dict[str, Path], n: int, runs: int, url: str | None) -> None:
+    """run_repair and drain for this checkout and each base, alternating, medians of ``runs``.
+
+    Each round runs every side once per figure, the order rotating from
+    round to round, so that no side always runs first (or last) on a
+    machine whose load drifts.
+    """
+    sides = {"this": ROOT, **bases}
+    names = list(sides)
     got: dict[str, dict[str, list[float]]] = {name: {} for name in sides}
     for r in range(runs):
-        order = list(sides) if r % 2 == 0 else list(reversed(sides))
+        order = names[r % len(names) :] + names[: r % len(names)]
         for kind in ("run_repair", "drain"):
             for name in order:
                 for key, value in probe(sides[name], kind, n, url).items():
@@ -208,29 +215,52 @@ def side_by_side(base: Path, n: int, runs: int, url: str | None) -> None:
         ("run_repair p99 ms", "p99_ms"),
         ("drain repairs/s", "repairs_per_s"),
     ]
-    print(f"side by side ({runs} runs x {n}, alternating; base = {base})")
-    print(f"{'figure':<24}{'this':>10}{'base':>10}{'base/this':>11}{'MemOS':>8}")
+    print(
+        f"side by side ({runs} rounds x {n}, rotating; "
+        + ", ".join(f"{k} = {v}" for k, v in bases.items())
+        + ")"
+    )
+    print(f"{'figure':<24}" + "".join(f"{name:>14}" for name in names) + f"{'MemOS':>8}")
     for label, key in rows:
-        new, old = statistics.median(got["this checkout"][key]), statistics.median(got["base"][key])
-        ratio = old / new if "ms" in label else new / old
+        values = [statistics.median(got[name][key]) for name in names]
         memos = MEMOS.get(label)
         reference = "" if memos is None else f"{memos:>8.2f}"
-        print(f"{label:<24}{new:>10.2f}{old:>10.2f}{ratio:>10.1f}x{reference}")
-    print("(base/this: how many times better this checkout is; for repairs/s it is this/base)")
+        print(f"{label:<24}" + "".join(f"{v:>14.3f}" for v in values) + reference)
+        if memos is not None:
+            ratios = [v / memos for v in values]
+            print(f"{'  ratio to MemOS':<24}" + "".join(f"{x:>13.2f}x" for x in ratios))
+    print("(ratio to MemOS: for ms, this/MemOS — at most 1.0x is as fast; for repairs/s, this/MemOS)")
+
+
+def _bases(values: list[str]) -> dict[str, Path]:
+    """``--base NAME=DIR`` (or a bare ``DIR``, named after it) as name -> checkout."""
+    out: dict[str, Path] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep:
+            name, path = Path(value).name, value
+        out[name] = Path(path).resolve()
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--db", help="database URL (default: a fresh SQLite file per run)")
-    parser.add_argument("--base", default=os.environ.get("MEMOS_BENCH_BASE"), help="checkout to compare with")
+    parser.add_argument(
+        "--base",
+        action="append",
+        default=[os.environ["MEMOS_BENCH_BASE"]] if os.environ.get("MEMOS_BENCH_BASE") else [],
+        help="NAME=DIR (or DIR): a checkout to compare with; repeat it (the previous commit and the "
+        "last accepted speed, tag speed-baseline)",
+    )
     args = parser.parse_args()
     n = 200 if args.quick else 1000
     runs = 3 if args.quick else 5
     for line in machine():
         print(line)
     if args.base:
-        side_by_side(Path(args.base).resolve(), n, runs, args.db)
+        side_by_side(_bases(args.base), n, runs, args.db)
         print()
     rr = [bench_run_repair(n, args.db) for _ in range(runs)]
     print(

@@ -23,6 +23,9 @@ __all__ = ["RepairEvidence", "gather_repair_evidence", "user_remarks"]
 
 # What the user said in the last few turns is what a lesson can follow.
 _MAX_REMARKS = 2
+# Distinct messages read at most (newest first): each is a classifier call
+# (~10 ms with the semantic tier) inside the repair's transaction.
+_MAX_READ = 6
 _REMARK_CHARS = 2_000
 
 
@@ -43,6 +46,8 @@ def user_remarks(traces: Sequence[TraceRow], episode_id: str | None = None) -> t
         text = trace.user_text.strip()[:_REMARK_CHARS]
         if not text or text in seen:
             continue
+        if len(seen) >= _MAX_READ:
+            break
         seen.add(text)
         if classify_feedback(text, abstain=False).shape.triggers_repair or instruction_lines(text)[1]:
             out.append(text)

@@ -133,12 +133,27 @@ def _avoid_failed(worst: TraceRow, action: str | None, prefer: str | None, sourc
     None when the prescription runs that very call ("run X with --flag"), or
     when the failure left neither text nor a failed call: nothing to quote.
     """
-    if prefer and action and repeats(action, lesson_body(prefer)):
+    if prefer and action and _runs(lesson_body(prefer), action):
         return None
     text = _failure_text(worst)
     if not (text.strip() or _failed_tool(worst)):
         return None
     return failure_line(action, text, chinese=has_cjk(source), source=source or None)
+
+
+def _runs(prescription: str, action: str) -> bool:
+    """Whether ``prescription`` runs ``action`` itself ("run pip install x --no-binary").
+
+    The action must open it (its first word is the prescription's first or
+    second, after a verb like "run"), not only be named in it: "uv for
+    ctx-03" names the failed call's context without running it, so the
+    failed call is still worth avoiding.
+    """
+    if not repeats(action, prescription):
+        return False
+    words = [w.strip("`'\"“”‘’") for w in prescription.casefold().split()[:2]]
+    first = action.casefold().split(maxsplit=1)
+    return bool(first) and first[0].strip("`'\"“”‘’") in words
 
 
 def _from_user(feedback: FeedbackSignal | None, source: str) -> tuple[str | None, str | None]:

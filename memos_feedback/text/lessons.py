@@ -25,6 +25,7 @@ empty line breaks none (saying nothing is allowed, inventing is not).
 
 from __future__ import annotations
 
+import functools
 import re
 
 from .._checks import check_int
@@ -104,6 +105,7 @@ _CUT_END = re.compile(
     r"|(?:和|或|或者|把|在|跟|从|对|与|及|并|而|但|因为|如果|就|先|再|要|用|让|给|被|将)\s*$",
     re.IGNORECASE,
 )
+_CUT_TAIL = 12
 # A colon, late in the line, followed by a scrap: "…都要带 timeout：req".
 _COLON_SCRAP = re.compile(r"[:：]\s*[^\s:：]{1,3}\s*$")
 _CUT_START = re.compile(r"^\s*(?:\.\.\.|…)")
@@ -173,6 +175,13 @@ def lesson_problems(line: str, source: str | None = None, cap: int = LESSON_CAP)
     if source is not None and not isinstance(source, str):
         raise InvalidInputError(f"source must be a str or None, got {type(source).__name__}")
     check_int("cap", cap, lo=1)
+    return _problems(line, source, cap)
+
+
+# A repair checks each candidate line, then the chosen ones again as written
+# (and the LLM path the reply's): the verdict is computed once per text.
+@functools.lru_cache(maxsize=4096)
+def _problems(line: str, source: str | None, cap: int) -> tuple[str, ...]:
     body = lesson_body(line)
     if not body:
         return ()
@@ -193,7 +202,11 @@ def lesson_problems(line: str, source: str | None = None, cap: int = LESSON_CAP)
 
 
 def _is_cut(body: str) -> bool:
-    if _CUT_START.match(body) or _CUT_END.search(body):
+    # Every ending _CUT_END knows is at most 7 characters long ("because"):
+    # searching the tail alone is enough, and a long line costs no more than
+    # a short one (the lookbehind still sees the space before the tail).
+    tail = max(0, len(body.rstrip()) - _CUT_TAIL)
+    if _CUT_START.match(body) or _CUT_END.search(body, tail):
         return True
     if _COLON_SCRAP.search(body) and len(body) > 12:
         return True
