@@ -1,6 +1,7 @@
 """Recall measured out of domain: leave one domain out.
 
-    memos-feedback eval recall --cv domain [FILE|DIR ...] [--mode lexical|semantic|both] [--curve] [--json]
+    memos-feedback eval recall --cv domain [FILE|DIR ...] [--mode lexical|semantic|both]
+        [--embedder minilm|e5] [--curve] [--json]
 
 Each file is a domain (default: every ``tests/data/recall/*.jsonl`` and
 ``tests/data/recall_dev.jsonl``), named after its stem. Every domain's
@@ -310,6 +311,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cv", choices=("domain",), required=True)
     parser.add_argument("paths", nargs="*", help="domain files or directories of them (default: tests/data)")
     parser.add_argument("--mode", choices=("lexical", "semantic", "both"), default="both")
+    parser.add_argument(
+        "--embedder",
+        choices=("minilm", "e5"),
+        default="minilm",
+        help="the semantic mode's model: the packaged all-MiniLM-L6-v2 (English) or multilingual-e5-small "
+        "(extra [e5])",
+    )
     parser.add_argument("--curve", action="store_true", help="print each domain's curve too")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
@@ -325,9 +333,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     reports = []
     try:
         for mode in modes:
-            embedder = _embedder() if mode == "semantic" else None
+            embedder = _embedder(args.embedder) if mode == "semantic" else None
             results = cross_validate(domains, embedder=embedder)
-            reports.append(report(results, mode))
+            reports.append(report(results, f"{mode} ({args.embedder})" if embedder is not None else mode))
     except MemosFeedbackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -338,5 +346,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _embedder() -> Embedder:
+def _embedder(name: str) -> Embedder:
+    if name == "e5":
+        from ..embeddings.e5 import E5Embedder
+
+        return E5Embedder()
     return packaged_embedder(None)
