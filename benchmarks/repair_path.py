@@ -220,15 +220,16 @@ def side_by_side(bases: dict[str, Path], n: int, runs: int, url: str | None) -> 
         + ", ".join(f"{k} = {v}" for k, v in bases.items())
         + ")"
     )
-    print(f"{'figure':<24}" + "".join(f"{name:>14}" for name in names) + f"{'MemOS':>8}")
+    width = max(14, *(len(name) + 2 for name in names))
+    print(f"{'figure':<24}" + "".join(f"{name:>{width}}" for name in names) + f"{'MemOS':>8}")
     for label, key in rows:
         values = [statistics.median(got[name][key]) for name in names]
         memos = MEMOS.get(label)
         reference = "" if memos is None else f"{memos:>8.2f}"
-        print(f"{label:<24}" + "".join(f"{v:>14.3f}" for v in values) + reference)
+        print(f"{label:<24}" + "".join(f"{v:>{width}.3f}" for v in values) + reference)
         if memos is not None:
             ratios = [v / memos for v in values]
-            print(f"{'  ratio to MemOS':<24}" + "".join(f"{x:>13.2f}x" for x in ratios))
+            print(f"{'  ratio to MemOS':<24}" + "".join(f"{x:>{width - 1}.2f}x" for x in ratios))
     print("(ratio to MemOS: for ms, this/MemOS — at most 1.0x is as fast; for repairs/s, this/MemOS)")
 
 
