@@ -45,7 +45,7 @@ at most a few hundred candidate rows. The ranking (ALGORITHMS.md, "Recall"):
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
 from .._checks import check_int
@@ -111,7 +111,7 @@ class GuidanceItem:
     effectiveness: float = 1.0
     # When the lesson applies (the call and the error it was written from),
     # said in front of it by ``Guidance.render`` (``recall.situation``).
-    situation: Situation = Situation()
+    situation: Situation = field(default_factory=Situation)
 
 
 @dataclass(frozen=True, slots=True)

@@ -159,7 +159,9 @@ def situation_of(tool_id: str | None, context: str | None, source_text: str | No
 @functools.lru_cache(maxsize=2_048)
 def _situation(tool_id: str | None, context: str | None, source_text: str) -> Situation:
     reasons = [ln[len(_ERROR_PREFIX) :] for ln in source_text.splitlines() if ln.startswith(_ERROR_PREFIX)]
-    trace = next((ln[len(_TRACE_PREFIX) :] for ln in source_text.splitlines() if ln.startswith(_TRACE_PREFIX)), "")
+    trace = next(
+        (ln[len(_TRACE_PREFIX) :] for ln in source_text.splitlines() if ln.startswith(_TRACE_PREFIX)), ""
+    )
     action = _action(tool_id, context)
     if reasons:
         error = next((e for e in (_error(r, action) for r in reasons) if e), None)
