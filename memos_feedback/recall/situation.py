@@ -166,7 +166,7 @@ def _situation(tool_id: str | None, context: str | None, source_text: str) -> Si
     if reasons:
         error = next((e for e in (_error(r, action) for r in reasons) if e), None)
     else:
-        error = next(iter(error_identifiers(trace)), None)
+        error = next((e for e in error_identifiers(trace) if len(e) <= _MESSAGE_CAP), None)
     return Situation(action, error, failed=bool(reasons))
 
 
@@ -183,8 +183,10 @@ def _error(reason: str, action: str | None) -> str | None:
     """
     message = failure_message(reason)
     named = error_identifiers(message)
-    if named:
-        return _part(named[0], _MESSAGE_CAP)
+    if named and len(named[0]) <= _MESSAGE_CAP:
+        # A word of a stored, sanitised line, made of name characters only:
+        # nothing to sanitise again (most of a clause's cost when done).
+        return named[0]
     signature = error_signature(message)
     if not signature:
         return None
