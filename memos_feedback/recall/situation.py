@@ -55,6 +55,38 @@ _TRACE_PREFIX = "trace: "
 _EXIT_ONLY = re.compile(r"^(?:exit(?:ed)?\s+(?:with\s+)?(?:code|status)\s*-?\d+|failed)\W*$", re.IGNORECASE)
 # A message's own label ("error: ", "fatal: ", "npm ERR! "): the clause says it failed.
 _LABEL = re.compile(r"^(?:(?:error|fatal|failed|failure|npm\s+err!)\s*:?\s+)+", re.IGNORECASE)
+# An errno-style code, which ``error_identifiers`` leaves to the gate's
+# words: ENOENT, EACCES, ERESOLVE, ECONNREFUSED.
+_ERRNO = re.compile(r"(?<![\w.-])E[A-Z]{3,15}(?![\w.-])")
+# Capitalised words of a log that have that shape and name no error.
+_NOT_ERRNO = frozenset(
+    [
+        "ERROR",
+        "ERRORS",
+        "EXIT",
+        "EXITED",
+        "EXCEPTION",
+        "EXPECTED",
+        "EVENT",
+        "EVENTS",
+        "ENTRY",
+        "EMPTY",
+        "ENABLE",
+        "ENABLED",
+        "ENDPOINT",
+        "ENGINE",
+        "ENVIRONMENT",
+        "EXAMPLE",
+        "EXECUTE",
+        "EXPORT",
+        "EXTRA",
+        "ELSE",
+        "EVERY",
+        "EDIT",
+        "EMAIL",
+        "ENTER",
+    ]
+)
 # Text that speaks to the model rather than naming a call or an error.
 _INSTRUCTION = re.compile(
     r"\b(?:ignore|disregard|forget|override|bypass)\b[^.;]{0,40}?"
@@ -130,7 +162,7 @@ def _form(action: str | None, error: str | None, failed: bool, chinese: bool) ->
 
 
 def _shown_error(error: str, chinese: bool) -> str:
-    if error_identifiers(error) == (error,):
+    if _error_name(error) == error:
         return error  # a code or a class name reads as itself
     return f"“{error}”" if chinese else f'"{error}"'
 
@@ -166,7 +198,7 @@ def _situation(tool_id: str | None, context: str | None, source_text: str) -> Si
     if reasons:
         error = next((e for e in (_error(r, action) for r in reasons) if e), None)
     else:
-        error = next((e for e in error_identifiers(trace) if len(e) <= _MESSAGE_CAP), None)
+        error = _error_name(trace)
     return Situation(action, error, failed=bool(reasons))
 
 
@@ -182,11 +214,9 @@ def _error(reason: str, action: str | None) -> str | None:
     and the program's own name in front ("cat: " after `cat foo.txt`).
     """
     message = failure_message(reason)
-    named = error_identifiers(message)
-    if named and len(named[0]) <= _MESSAGE_CAP:
-        # A word of a stored, sanitised line, made of name characters only:
-        # nothing to sanitise again (most of a clause's cost when done).
-        return named[0]
+    named = _error_name(message)
+    if named is not None:
+        return named
     signature = error_signature(message)
     if not signature:
         return None
@@ -198,6 +228,19 @@ def _error(reason: str, action: str | None) -> str | None:
         return None
     part = _part(signature, 2 * _MESSAGE_CAP)
     return _cut(part, _MESSAGE_CAP) if part else None
+
+
+def _error_name(text: str) -> str | None:
+    """The first error code or exception class ``text`` names, or None.
+
+    A word of a stored, sanitised line, made of name characters only:
+    nothing to sanitise again (most of a clause's cost when it is done).
+    """
+    named = [n for n in error_identifiers(text) if len(n) <= _MESSAGE_CAP]
+    errno = next((m for m in _ERRNO.finditer(text) if m.group(0) not in _NOT_ERRNO), None)
+    if errno is not None and (not named or errno.start() < text.find(named[0])):
+        return errno.group(0)
+    return named[0] if named else None
 
 
 def _part(text: str, cap: int) -> str | None:

@@ -67,6 +67,13 @@ def test_an_exception_class_stands_for_its_traceback() -> None:
     assert found.clause(chinese=False) == "When `python train.py` fails with ModuleNotFoundError:"
 
 
+def test_an_errno_code_is_a_name_and_an_error_word_is_not() -> None:
+    npm = "npm ERR! code ERESOLVE\nnpm ERR! ERESOLVE unable to resolve dependency tree"
+    assert _situation("Bash", "Bash command=npm install", [npm]).error == "ERESOLVE"
+    http = _situation("Bash", "Bash command=curl api", ["HTTP ERROR 500"])
+    assert http.clause(chinese=False) == 'When `curl api` fails with "HTTP ERROR 500":'
+
+
 def test_an_error_without_a_name_is_its_first_message_line_quoted() -> None:
     found = _situation("Bash", "Bash command=cat notes.txt", ["cat: notes.txt: No such file or directory"])
     # The program's own "cat: " only repeats the call.
