@@ -45,7 +45,7 @@ at most a few hundred candidate rows. The ranking (ALGORITHMS.md, "Recall"):
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
 from .._checks import check_int
@@ -56,6 +56,7 @@ from ..outcomes.ledger import record_served
 from ..signals import context_hash_of
 from ..store import Store
 from ..store.search import Candidate, search_reader
+from ..text.lessons import has_cjk
 from ..text.sanitize import sanitize_line
 from ..types import now_ms
 from .config import RecallConfig
@@ -64,6 +65,7 @@ from .frequencies import DocumentFrequencies
 from .principles import user_word_first
 from .scoring import Passed, Scorer, Weights
 from .search import CandidateRead, read_candidates
+from .situation import Situation, situation_of
 from .terms import error_identifiers, glossed, is_tool_report, query_terms
 from .vectors import Similarities, similarities
 
@@ -107,6 +109,9 @@ class GuidanceItem:
     project: str | None = None
     # Outcomes: the ranking factor from this repair's held/recurred record (1 = no evidence).
     effectiveness: float = 1.0
+    # When the lesson applies (the call and the error it was written from),
+    # said in front of it by ``Guidance.render`` (``recall.situation``).
+    situation: Situation = field(default_factory=Situation)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,11 +129,14 @@ class Guidance:
     def render(self) -> str:
         """A ``<memory-context>`` block for the next turn, or ``""`` when there is nothing.
 
-        Each item is a numbered line with its category, severity and
-        preference, then its anti-pattern indented below. Every line is one
-        line of at most ``line_cap`` characters, the repair's text in it
-        sanitised (``sanitize_line``); items that would take the block past
-        ``char_budget`` are left out.
+        Each item is a numbered line with its category, severity, the
+        situation it applies to when known (``When `pnpm build` fails with
+        ERR_X:``, in the lesson's language, only in the room the lesson
+        leaves) and its preference, then its anti-pattern indented below.
+        Every line is one line of at most ``line_cap`` characters, the
+        repair's text in it sanitised (``sanitize_line``); an item that
+        would take the block past ``char_budget`` goes without its
+        situation, and is left out if even that does not fit.
         """
         lines = [line for _, entry in self._entries() for line in entry]
         if not lines:
@@ -154,14 +162,26 @@ class Guidance:
             texts = [t for t in (prefer, avoid) if t]
             if not texts:
                 continue
-            # (A line cap shorter than the head itself cuts the head too.)
-            entry = [(head + texts[0])[: self.line_cap], *((_INDENT + t)[: self.line_cap] for t in texts[1:])]
-            cost = sum(len(ln) + 1 for ln in entry)
-            if used + cost > self.char_budget:
+            room = self.line_cap - len(head) - len(texts[0]) - 1
+            clause = item.situation.clause(chinese=has_cjk(" ".join(texts)), cap=room) if room > 0 else ""
+            entry = self._entry(head, clause, texts)
+            if clause and used + _cost(entry) > self.char_budget:
+                entry = self._entry(head, "", texts)  # the lesson before what it applies to
+            if used + _cost(entry) > self.char_budget:
                 break
             out.append((item, entry))
-            used += cost
+            used += _cost(entry)
         return out
+
+    def _entry(self, head: str, clause: str, texts: list[str]) -> list[str]:
+        """An item's lines; the clause goes between the head and the lesson it belongs to."""
+        first = f"{clause}{'' if clause.endswith('：') else ' '}{texts[0]}" if clause else texts[0]
+        # (A line cap shorter than the head itself cuts the head too.)
+        return [(head + first)[: self.line_cap], *((_INDENT + t)[: self.line_cap] for t in texts[1:])]
+
+
+def _cost(entry: list[str]) -> int:
+    return sum(len(ln) + 1 for ln in entry)
 
 
 def _opt_str(name: str, value: object) -> str | None:
@@ -333,6 +353,7 @@ def _item(p: Passed, factor: float) -> GuidanceItem:
         tool_id=c.tool_id,
         project=c.project,
         effectiveness=round(factor, 4),
+        situation=situation_of(c.tool_id, c.context, c.source_text),
     )
 
 

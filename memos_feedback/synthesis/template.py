@@ -46,6 +46,7 @@ from collections.abc import Sequence
 
 from ..text.lessons import LESSON_CAP, has_cjk, lesson_body, lesson_problems
 from ..text.sanitize import sanitize_line
+from ..text.tool_context import call_of
 from ..types import RepairEvidence, TraceRow
 from .clauses import fit_line, instruction_lines, is_concrete, split_sentences
 from .failure import failed_command, failure_line, hint_line, repeats, retry_line
@@ -55,7 +56,6 @@ __all__ = ["lesson_source", "template_lines"]
 
 _EXCERPT_CHARS = 1_000
 # A call's context of one argument, "command=cat x.txt": its value is the call.
-_ONE_ARG = re.compile(r"^[A-Za-z_]\w*=(?!\S*=)(.+)$")
 _WORKED = re.compile(
     r"\s+(?:works?|worked|succeeded|succeeds|passed|passes|is fine|was fine|went through|is ok|was ok)\b",
     re.IGNORECASE,
@@ -270,17 +270,8 @@ def _failed_action(trace: TraceRow, tool_id: str | None, context: str | None) ->
         return command
     tool = _failed_tool(trace) or tool_id
     if context and context.strip():
-        return _call_of(tool, context.strip())
+        return call_of(tool, context.strip())
     return tool
-
-
-def _call_of(tool: str | None, context: str) -> str:
-    """``"Bash command=cat x.txt"`` → ``"cat x.txt"``: a context that names its tool, without it."""
-    rest = context
-    if tool and context.casefold().startswith(tool.casefold() + " "):
-        rest = context[len(tool) + 1 :].strip()
-    m = _ONE_ARG.match(rest)
-    return m.group(1).strip() if m is not None else rest
 
 
 def _failure_text(trace: TraceRow) -> str:

@@ -16,7 +16,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["EXIT_LINE", "bash_exit_code", "claude_context_of", "default_context_of", "response_text"]
+__all__ = [
+    "EXIT_LINE",
+    "bash_exit_code",
+    "call_of",
+    "claude_context_of",
+    "default_context_of",
+    "response_text",
+]
 
 _CONTEXT_CAP = 200
 _WORD_CAP = 40
@@ -25,6 +32,8 @@ _MAX_ARGS = 16
 _VOLATILE_KEYS = frozenset({"description"})
 _EXIT_KEYS = ("exit_code", "exitCode", "returnCode", "return_code", "returncode")
 EXIT_LINE = re.compile(r"^\s*Exit code (-?\d+)")
+# A context of one argument, "command=cat x.txt": its value is the call.
+_ONE_ARG = re.compile(r"^[A-Za-z_]\w*=(?!\S*=)(.+)$")
 
 
 def _as_mapping(args: Any) -> Mapping[Any, Any]:
@@ -94,3 +103,16 @@ def response_text(response: Any) -> str:
         parts = [str(response.get(k) or "") for k in ("stderr", "stdout", "output")]
         return "\n".join(p for p in parts if p) or str(dict(response))
     return str(response)
+
+
+def call_of(tool: str | None, context: str) -> str:
+    """``"Bash command=cat x.txt"`` → ``"cat x.txt"``: a context that names its tool, without it.
+
+    What a lesson names as the action (synthesis) and what a served line
+    names as its situation (recall) are the same words.
+    """
+    rest = context
+    if tool and context.casefold().startswith(tool.casefold() + " "):
+        rest = context[len(tool) + 1 :].strip()
+    m = _ONE_ARG.match(rest)
+    return m.group(1).strip() if m is not None else rest
