@@ -55,6 +55,8 @@ from .prompts import FeedbackSignal
 __all__ = ["lesson_source", "template_lines"]
 
 _EXCERPT_CHARS = 1_000
+# Something only a call has: an option, a path, an assignment, a dotted or snake name.
+_CALL_LIKE = re.compile(r"[=/\\`$@:]|(?:^|\s)-|\w[._-]\w")
 # A call's context of one argument, "command=cat x.txt": its value is the call.
 _WORKED = re.compile(
     r"\s+(?:works?|worked|succeeded|succeeds|passed|passes|is fine|was fine|went through|is ok|was ok)\b",
@@ -269,9 +271,10 @@ def _failed_action(trace: TraceRow, tool_id: str | None, context: str | None) ->
     if command:
         return command
     tool = _failed_tool(trace) or tool_id
-    if context and context.strip():
-        return call_of(tool, context.strip())
-    return tool
+    call = call_of(tool, context.strip()) if context and context.strip() else ""
+    # A context in plain words ("api integration tests") names the task, not
+    # the call: avoiding it would tell the agent to stop doing its work.
+    return call if call and (call != context.strip() or _CALL_LIKE.search(call)) else tool
 
 
 def _failure_text(trace: TraceRow) -> str:
