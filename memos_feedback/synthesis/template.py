@@ -271,10 +271,11 @@ def _failed_action(trace: TraceRow, tool_id: str | None, context: str | None) ->
     if command:
         return command
     tool = _failed_tool(trace) or tool_id
-    call = call_of(tool, context.strip()) if context and context.strip() else ""
+    plain = (context or "").strip()
+    call = call_of(tool, plain) if plain else ""
     # A context in plain words ("api integration tests") names the task, not
     # the call: avoiding it would tell the agent to stop doing its work.
-    return call if call and (call != context.strip() or _CALL_LIKE.search(call)) else tool
+    return call if call and (call != plain or _CALL_LIKE.search(call)) else tool
 
 
 def _failure_text(trace: TraceRow) -> str:
