@@ -14,6 +14,12 @@ Tools (their descriptions below are what the client's model reads):
 Resources: ``memos-feedback://repairs`` (the newest repairs, JSON) and
 ``memos-feedback://repairs/{repair_id}`` (one repair, JSON).
 
+Everything follows the server's scope (``--project-name``, else the
+subscriber's ``default_project``, else global) exactly as ``guidance``
+does: the resources list and show, and ``review_repair`` reviews, only the
+repairs a read of that scope may see (global ones and the project's); any
+other id is "no repair with id …", as an unknown one is.
+
 Transports: stdio (the default), or streamable HTTP with ``--http`` on
 127.0.0.1; any other address needs ``--token`` (clients send
 ``Authorization: Bearer <token>``).
@@ -31,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import InvalidInputError, MemosFeedbackError, MissingExtraError, NotFoundError
 from ..text.tool_context import default_context_of
+from ..types import Scope
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -103,10 +110,28 @@ def build_server(core: AdapterCore, *, project: str | None = None) -> MCPServer[
     import anyio
 
     from ..feed.actions import review_repair as review
+    from ..store.outcomes import newest_repairs
 
     server_cls = load_sdk()
     server: MCPServer[Any] = server_cls("memos-feedback", instructions=INSTRUCTIONS)
     sub = core.subscriber
+    # The scope ``guidance`` reads with (the subscriber resolves it the same way).
+    scope = Scope.resolve(project, default_project=sub.recall.default_project)
+
+    def in_scope(repair_id: str) -> Any:
+        """The repair if this server's scope sees it; ``NotFoundError`` as for an unknown id otherwise."""
+        row = sub.store.repairs.get(repair_id)
+        if not scope.sees(row.project, row.user):
+            raise NotFoundError(f"no repair with id {repair_id!r}")
+        return row
+
+    def reviewed(repair_id: str, verdict: str) -> Any:
+        in_scope(repair_id)
+        return review(sub.store, repair_id, verdict)
+
+    def recent() -> list[Any]:
+        with sub.store.session(action="listing repairs") as s:
+            return newest_repairs(s, limit=_RECENT, visible_to=scope)
 
     async def run(fn: Any, *args: Any) -> Any:
         return await anyio.to_thread.run_sync(fn, *args)
@@ -186,7 +211,7 @@ def build_server(core: AdapterCore, *, project: str | None = None) -> MCPServer[
     async def review_repair(repair_id: str, verdict: Literal["validate", "reject"]) -> str:
         with _told_to_the_model():
             rid = _cap("repair_id", repair_id, 64)
-            row = await run(review, sub.store, rid, verdict)
+            row = await run(reviewed, rid, verdict)
             return f"repair {row.id} {'validated' if row.validated else 'rejected'}"
 
     @server.resource(
@@ -196,7 +221,7 @@ def build_server(core: AdapterCore, *, project: str | None = None) -> MCPServer[
         mime_type="application/json",
     )
     async def recent_repairs() -> str:
-        rows = await run(lambda: sub.store.repairs.list(limit=_RECENT))
+        rows = await run(recent)
         return json.dumps([_repair_json(r) for r in rows], ensure_ascii=False)
 
     @server.resource(
@@ -209,7 +234,7 @@ def build_server(core: AdapterCore, *, project: str | None = None) -> MCPServer[
         from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
         try:
-            row = await run(sub.store.repairs.get, repair_id[:64])
+            row = await run(in_scope, repair_id[:64])
         except NotFoundError as exc:  # the client reads "no repair with id ...", not a crash
             raise ResourceNotFoundError(str(exc)) from exc
         return json.dumps(_repair_json(row), ensure_ascii=False)
