@@ -22,7 +22,11 @@ other id is "no repair with id …", as an unknown one is.
 
 Transports: stdio (the default), or streamable HTTP with ``--http`` on
 127.0.0.1; any other address needs ``--token`` (clients send
-``Authorization: Bearer <token>``).
+``Authorization: Bearer <token>``). A loopback address, however spelled
+(``127.0.0.2``, ``0:0:0:0:0:0:0:1``, ``localhost``), gets the SDK's guard
+against DNS rebinding: a request whose ``Host`` is not that loopback name
+gets 421, a browser's from another ``Origin`` 403 (the SDK itself guards
+only ``127.0.0.1``, ``localhost`` and ``::1`` spelled so).
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ if TYPE_CHECKING:
     from ..adapters.core import AdapterCore
     from ..runtime.subscriber import FeedbackSubscriber
 
-__all__ = ["INSTRUCTIONS", "build_server", "check_bind", "load_sdk", "serve"]
+__all__ = ["INSTRUCTIONS", "build_server", "check_bind", "load_sdk", "rebinding_guard", "serve"]
 
 _TEXT_CAP = 4_000
 _FEEDBACK_WAIT_S = 10.0
@@ -256,13 +260,38 @@ def _repair_json(row: Any) -> dict[str, Any]:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
 
 
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def rebinding_guard(host: str) -> Any:
+    """The SDK's Host/Origin checks for a loopback ``host`` (any spelling of one); None for another.
+
+    A page on any site can make a browser send requests to a loopback
+    address through a name of its own (DNS rebinding): the checks accept
+    only the loopback names as ``Host``, and as ``Origin`` only pages served
+    from them.
+    """
+    if not _is_loopback(host):
+        return None
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    names = {"127.0.0.1", "localhost", "[::1]"}
+    # The host as given, and as a URL writes it ("[::1]" for "0:0:0:0:0:0:0:1").
+    names |= {f"[{host}]", f"[{ipaddress.ip_address(host).compressed}]"} if ":" in host else {host}
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=sorted(n + port for n in names for port in ("", ":*")),
+        allowed_origins=sorted(f"http://{n}{port}" for n in names for port in ("", ":*")),
+    )
+
+
 def check_bind(host: str, token: str | None) -> None:
     """A non-loopback address needs a token (``InvalidInputError`` otherwise)."""
-    try:
-        loopback = ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = host == "localhost"
-    if not loopback and not token:
+    if not _is_loopback(host) and not token:
         raise InvalidInputError(
             f"--host {host} is not a loopback address: give --token (clients send it as a bearer token)"
         )
@@ -308,7 +337,7 @@ def serve(
     check_bind(host, token)
     import uvicorn
 
-    app = server.streamable_http_app(host=host)
+    app = server.streamable_http_app(host=host, transport_security=rebinding_guard(host))
     if token:
         app = _guarded(app, token)
     uvicorn.run(app, host=host, port=port, log_level="warning")
