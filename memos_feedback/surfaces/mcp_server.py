@@ -45,6 +45,7 @@ from ..types import Scope
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.transport_security import TransportSecuritySettings
 
     from ..adapters.core import AdapterCore
     from ..runtime.subscriber import FeedbackSubscriber
@@ -267,7 +268,7 @@ def _is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
-def rebinding_guard(host: str) -> Any:
+def rebinding_guard(host: str) -> TransportSecuritySettings | None:
     """The SDK's Host/Origin checks for a loopback ``host`` (any spelling of one); None for another.
 
     A page on any site can make a browser send requests to a loopback
