@@ -149,6 +149,15 @@ class Scope:
         """Global and every user's."""
         return self.project is None and self.user is None
 
+    def sees(self, project: str | None, user: str | None) -> bool:
+        """Whether a read of this scope may show a repair stored with ``project`` and ``user``.
+
+        Global or of this project, and every user's or of this user: what
+        recall serves (``store.search.eligibility``) and what a surface scoped
+        to one project lists, shows and reviews.
+        """
+        return project in (None, self.project) and user in (None, self.user)
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:

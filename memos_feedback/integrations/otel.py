@@ -29,8 +29,10 @@ session share the session ``NO_SESSION`` (``"otel"``).
 attributes and appends the step to a bounded deque (``max_pending``; when
 full, the step is dropped and counted in ``dropped``); a writer thread
 writes each failure as a trace row (the repair's evidence) and records
-the steps on the subscriber in order. No exception leaves a method of the
-processor: errors are logged (the traceback at most once a minute).
+the steps on the subscriber in order; the trace's text is redacted
+(``text.secrets``), as every writer of the library's does. No exception
+leaves a method of the processor: errors are logged (the traceback at most
+once a minute).
 
 Call ``provider.shutdown()`` (or ``force_flush``) before the process exits:
 both wait for the pending steps and then for the subscriber
@@ -307,6 +309,7 @@ class FeedbackSpanProcessor(SpanProcessor):
                 agent_text=failure_trace_text(tool, ctx, reason, _TRACE_CAP),
                 value=-1.0,
                 tool_calls=[ToolCall(tool, f"exit {m.group(1)}" if m else "error")],
+                redact=True,  # the span's text is the host's: a credential in an error stays out of the table
             )
             trace_id = row.id
         sub.record_tool_failure(tool, ctx, step, reason, session_id=session, trace_id=trace_id)

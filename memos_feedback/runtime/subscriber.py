@@ -312,11 +312,13 @@ class FeedbackSubscriber:
 
     # -- lifecycle ----------------------------------------------------------
 
-    def flush(self, timeout: float | None = None) -> bool:
+    def flush(self, timeout: float | None = None, *, jobs: bool = True) -> bool:
         """Wait until buffered bursts are stored and every job this handle queued finished.
 
         Returns False when ``timeout`` (seconds) passed first. Jobs other
-        processes queued are not waited for.
+        processes queued are not waited for. ``jobs=False`` returns once the
+        bursts are stored as jobs (durable), without waiting for them to
+        run: for a caller that may be ended before a repair is written.
         """
         limit = _timeout("timeout", timeout)
         deadline = None if limit is None else time.monotonic() + limit
@@ -324,7 +326,9 @@ class FeedbackSubscriber:
         while True:
             # Order matters: what is on its way to the queue (_local_idle), then jobs.
             with self._lock:
-                idle = self._local_idle() and not self._jobs.futures and not self.outcomes.pending()
+                idle = self._local_idle() and (
+                    not jobs or (not self._jobs.futures and not self.outcomes.pending())
+                )
             if idle:
                 return True
             if deadline is not None and time.monotonic() >= deadline:

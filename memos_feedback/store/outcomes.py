@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple, cast
 
-from sqlalchemy import ColumnElement, Select, func, select
+from sqlalchemy import ColumnElement, Select, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from ..types import DecisionRepairRow
+from ..types import DecisionRepairRow, Scope
 from .engine import Prepared
 from .handles import Executor
 from .models import DecisionRepairModel, RepairOutcomeModel, RepairServedModel
@@ -199,10 +199,15 @@ def newest_repairs(
     project: str | None = None,
     user: str | None = None,
     global_only: bool = False,
+    visible_to: Scope | None = None,
 ) -> list[DecisionRepairRow]:
     """Newest repairs first: optionally of one ``status`` (``active_only``: none set and not
-    rejected), context, ``project`` (exactly) or, ``global_only``, none, and of one ``user``."""
+    rejected), context, ``project`` (exactly) or, ``global_only``, none, and of one ``user``;
+    ``visible_to``: those a read of that scope may show (``Scope.sees``)."""
     stmt = select(M).order_by(M.ts.desc(), M.id.desc()).limit(limit)
+    if visible_to is not None:
+        for column, value in ((M.project, visible_to.project), (M.user_id, visible_to.user)):
+            stmt = stmt.where(column.is_(None) if value is None else or_(column.is_(None), column == value))
     if context_hash is not None:
         stmt = stmt.where(M.context_hash == context_hash)
     if global_only:

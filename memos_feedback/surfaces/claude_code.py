@@ -11,17 +11,24 @@ stdin and reads the answer from stdout. Per event:
   it completes a burst (or a repair is still to be written, or it is a
   success where guidance was served: that settles the serving) does the
   hook open the database: it writes the
-  failures of the window as traces (the repair's evidence), queues the
-  repair and runs it in this process within the deadline. A job the
-  deadline cut short stays queued and the session's next hook runs it.
+  failures of the window as traces (the repair's evidence, redacted, each
+  under an id of its own step, so hooks racing for one burst write it
+  once), queues the repair and runs it in this process within the
+  deadline. A job the deadline cut short stays queued and the session's
+  next hook runs it.
 * ``UserPromptSubmit`` — classifies the prompt (with the agent's last turn
   from the transcript when there is one), queues the repair it calls for
-  and waits for it within the deadline, and answers with the guidance for
-  the session's situation (its newest failing contexts and the prompt) as
-  ``additionalContext``.
+  (before running what else is queued) and waits for it within the
+  deadline, and answers with the guidance for the session's situation (its
+  newest failing contexts and the prompt) as ``additionalContext``.
 * ``SessionStart`` — the project's guidance as ``additionalContext``: the
   repairs recall finds for the contexts of the newest repairs, scoped to
   the project; it also runs any repair left queued.
+
+A burst, and a correction, is marked due in the session's state before the
+hook opens the database and struck off once its job is stored
+(``hook_state``): a hook the deadline ends before that leaves it to the
+session's next hook, whatever its event, which queues it first.
 
 Both answers leave out the repairs a hook already injected into the
 session's context (the state file remembers them): the first prompt of a
@@ -37,6 +44,7 @@ breaks the agent. ``answer_within`` makes sure of the deadline.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import time
@@ -46,14 +54,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._failpoints import failpoint
 from ..config import FeedbackConfig
 from ..text.failures import failure_trace_text
 from ..text.logs import library_logger
 from ..text.tool_context import EXIT_LINE, bash_exit_code, claude_context_of, response_text
 from .hook_helper import answer_within
-from .hook_state import HookSession, Step, prune_stale, session_state, state_root
+from .hook_state import HeldPrompt, HookSession, Step, prune_stale, session_state, state_root
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from ..recall import Guidance
     from ..runtime.subscriber import FeedbackSubscriber
 
@@ -199,36 +210,106 @@ def _run_queued(sub: FeedbackSubscriber, opts: HookOptions) -> bool:
     return sub.drain(opts.remaining() / 2)
 
 
-def _write_burst(
-    sub: FeedbackSubscriber, st: HookSession, session: str, opts: HookOptions, project: str | None
-) -> bool:
-    """The window's failures as traces, then the burst through the subscriber; True when written."""
+def _trace_id(session: str, step: Step) -> str:
+    """A failure's trace id: the same in every hook that writes it (racing hooks, a cut burst's)."""
+    key = f"{session}\n{step.step}\n{step.ts}".encode("utf-8", "surrogatepass")
+    return "tr_" + hashlib.blake2b(key, digest_size=12).hexdigest()
+
+
+def _has_trace(sub: FeedbackSubscriber, trace_id: str) -> bool:
+    from ..errors import NotFoundError
+
+    try:
+        sub.store.traces.get(trace_id)
+    except NotFoundError:
+        return False
+    return True
+
+
+def _trace_once(sub: FeedbackSubscriber, session: str, step: Step) -> None:
+    """The failure's trace row, written unless it is there already (redacted, as every writer's)."""
+    from ..errors import StoreError
     from ..store import ToolCall
 
-    newest = st.recent[-1]
-    trace_id = None
-    for step in st.recent:
-        if step.ok or step.step <= st.traced or (step.tool, step.context) != (newest.tool, newest.context):
-            continue  # a later burst of the same failures does not write them twice
-        m = EXIT_LINE.match(step.reason)
-        row = sub.store.traces.add(
+    trace_id = _trace_id(session, step)
+    if _has_trace(sub, trace_id):
+        return
+    m = EXIT_LINE.match(step.reason)
+    try:
+        sub.store.traces.add(
             session,
             agent_text=failure_trace_text(step.tool, step.context, step.reason),
             value=-1.0,
             tool_calls=[ToolCall(step.tool, f"exit {m.group(1)}" if m else "error")],
+            id=trace_id,
+            redact=True,
         )
-        trace_id = row.id
-    _replay(sub, st.recent[:-1])
+    except StoreError:
+        if not _has_trace(sub, trace_id):  # else another hook wrote it in between
+            raise
+
+
+def _write_burst(
+    sub: FeedbackSubscriber, window: list[Step], session: str, opts: HookOptions, project: str | None
+) -> bool:
+    """The window's failures as traces (each once), then the burst through the subscriber.
+
+    True when its job is stored: a repair still running is the queue's, not this hook's.
+    """
+    newest = window[-1]
+    for step in window:
+        if not step.ok and (step.tool, step.context) == (newest.tool, newest.context):
+            _trace_once(sub, session, step)
+    _replay(sub, window[:-1])
     sub.record_tool_failure_now(
         newest.tool,
         newest.context,
         newest.step,
         newest.reason,
         session_id=session,
-        trace_id=trace_id,
+        trace_id=_trace_id(session, newest),
         project=project,
     )
-    return sub.flush(opts.remaining())
+    return sub.flush(opts.remaining(), jobs=False)
+
+
+def _finish_owed(
+    sub: FeedbackSubscriber,
+    root: Path,
+    session: str,
+    snapshot: HookSession,
+    opts: HookOptions,
+    project: str | None,
+    fresh: HeldPrompt | None = None,
+) -> tuple[bool, Future[Any] | None]:
+    """Queue what the session owes the database (``hook_state``), then strike it off.
+
+    The bursts and corrections of ``snapshot``: this hook's own and any a
+    hook cut short by its deadline left. ``fresh`` is this hook's
+    correction as typed (the state holds it redacted). Returns whether all
+    were stored, and the future of ``fresh``'s repair.
+    """
+    bursts = [k for k in snapshot.bursts_due if _write_burst(sub, snapshot.window(k), session, opts, project)]
+    sent: list[str] = []
+    future: Future[Any] | None = None
+    for held in snapshot.prompts_due:
+        p = fresh if fresh is not None and held.id == fresh.id else held
+        try:
+            _, f = sub.submit_user_feedback(
+                p.text, session, p.tool, p.context, agent_text=p.agent_text, project=p.project
+            )
+        except Exception:  # held still: the next hook tries again
+            logger.exception("queueing a correction the session held")
+            continue
+        sent.append(held.id)
+        if p is fresh:
+            future = f
+    if bursts or sent:
+        with session_state(root, session) as st:
+            st.bursts_stored(bursts)
+            st.prompts_stored(sent)
+    done = len(bursts) == len(snapshot.bursts_due) and len(sent) == len(snapshot.prompts_due)
+    return done, future
 
 
 def _replay(sub: FeedbackSubscriber, steps: list[Step]) -> None:
@@ -256,31 +337,31 @@ def _tool_event(event: Mapping[str, Any], name: str, opts: HookOptions) -> dict[
         code = bash_exit_code(response) if tool == "Bash" else None
         ok = not code
         reason = "" if ok else f"Exit code {code}\n{response_text(response)}"
-    ctx = claude_context_of(tool, args)
     session = _session_id(event)
     config = FeedbackConfig.from_env()
     root = state_root(opts.state_dir, _db_url(opts))
     with session_state(root, session) as st:
-        st.add(tool, ctx, ok, reason, keep=config.failure_window)
+        # As stored: the context redacted, like every pair the state holds.
+        step = st.add(tool, claude_context_of(tool, args), ok, reason, keep=config.failure_window)
         burst = None if ok else st.burst(config)
+        if burst is not None:
+            st.owe_burst(step.step)  # until its job is stored: a hook cut before that leaves it to the next
+            st.pending = True
         # A success where guidance was served settles that it held; a burst, that it recurred.
-        settle = st.settle((tool, ctx)) if ok or burst is not None else False
-        if burst is None and not st.pending and not settle:
+        settle = st.settle((step.tool, step.context)) if ok or burst is not None else False
+        if not st.owes() and not st.pending and not settle:
             return {}  # the common case: no database at all
         snapshot = HookSession.from_json(st.to_json())
+    failpoint("hook.before_database")
     # The database work runs outside the lock: the session's parallel hooks go on meanwhile.
     with _pipeline(opts) as sub:
-        if burst is not None:
-            written = _write_burst(sub, snapshot, session, opts, hook_project(event, opts.project))
-        else:
-            if settle:  # on the servings the subscriber reloaded at start
-                sub.record_tool_success(tool, ctx, snapshot.recent[-1].step, session_id=session)
-            written = sub.flush(opts.remaining())
+        if settle and burst is None:  # on the servings the subscriber reloaded at start
+            sub.record_tool_success(step.tool, step.context, step.step, session_id=session)
+        written, _ = _finish_owed(sub, root, session, snapshot, opts, hook_project(event, opts.project))
+        written = sub.flush(opts.remaining()) and written
         written = _run_queued(sub, opts) and written
     with session_state(root, session) as st:
         st.pending = not written
-        if burst is not None:
-            st.traced = max(st.traced, snapshot.recent[-1].step)
     return {}
 
 
@@ -295,18 +376,25 @@ def _prompt_event(event: Mapping[str, Any], opts: HookOptions) -> dict[str, Any]
     root = state_root(opts.state_dir, _db_url(opts))
     with session_state(root, session) as st:
         failing = st.failing(_SESSION_CONTEXTS)
-    tool, ctx = failing[0] if failing else (None, None)
+        tool, ctx = failing[0] if failing else (None, None)
+        # Held (redacted) until its job is stored: a hook cut before that leaves it to the next.
+        held = st.owe_prompt(prompt, tool, ctx, project, agent_turn)
+        st.pending = True
+        snapshot = HookSession.from_json(st.to_json())
+    failpoint("hook.before_database")
+    fresh = dataclasses.replace(held, text=prompt, agent_text=agent_turn)
     with _pipeline(opts) as sub:
-        queued_ok = _run_queued(sub, opts)
-        _, future = sub.submit_user_feedback(
-            prompt, session, tool, ctx, agent_text=agent_turn, project=project
-        )
-        try:
-            future.result(timeout=opts.remaining(1.0))
-            written = True
-        except Exception as exc:  # a timeout or a failed repair: the answer goes on
-            logger.info("the prompt's repair is not written yet: %s", exc)
-            written = future.done()
+        # The correction is queued first (committed), the queue's other jobs run after.
+        queued_ok, future = _finish_owed(sub, root, session, snapshot, opts, project, fresh)
+        queued_ok = _run_queued(sub, opts) and queued_ok
+        written = False
+        if future is not None:
+            try:
+                future.result(timeout=opts.remaining(1.0))
+                written = True
+            except Exception as exc:  # a timeout or a failed repair: the answer goes on
+                logger.info("the prompt's repair is not written yet: %s", exc)
+                written = future.done()
         found = _guidance(sub, failing, prompt, project, session)
         sub.flush(opts.remaining())
     with session_state(root, session) as st:
@@ -341,7 +429,11 @@ def _session_start(event: Mapping[str, Any], opts: HookOptions) -> dict[str, Any
     project = hook_project(event, opts.project)
     root = state_root(opts.state_dir, _db_url(opts))
     prune_stale(root)
+    with session_state(root, session) as st:
+        snapshot = HookSession.from_json(st.to_json())  # a resumed session may owe the database work
     with _pipeline(opts) as sub:
+        if snapshot.owes():
+            _finish_owed(sub, root, session, snapshot, opts, project)
         _run_queued(sub, opts)
         contexts: list[tuple[str, str]] = []
         for repair in sub.store.repairs.list(limit=50):

@@ -27,7 +27,17 @@ all on one line). Uninstall removes exactly the entries whose command is a
 memos-feedback hook (and the groups and events it leaves empty), nothing
 else; a file left holding nothing at all is deleted rather than left as
 ``{}``. ``--dry-run`` prints the unified diff instead of writing. A file
-that is not a JSON object is an error, never overwritten.
+that is not a JSON object, or whose ``hooks`` or an event's value there is
+not what Claude Code reads (an object, a list), is an error, never
+overwritten.
+
+The file is edited in place: a symlink (a dotfiles checkout) is written
+through, to its target, never replaced by a file (nor deleted: emptied, it
+holds ``{}``); the target keeps its mode (settings with API keys in ``env``
+are often 0600); the new text replaces the old atomically (a temporary file
+beside the target, then ``os.replace``). Numbers keep their spelling:
+``1e999`` stays ``1e999`` (Python's ``json`` would write ``Infinity``, which
+is not JSON), ``1.50`` stays ``1.50``.
 """
 
 from __future__ import annotations
@@ -36,7 +46,9 @@ import difflib
 import json
 import os
 import shlex
+import stat
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +107,17 @@ def _ours(entry: Any) -> bool:
     return isinstance(entry, dict) and HOOK_MARK in str(entry.get("command", ""))
 
 
-def _load(path: Path) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class _Number:
+    """A non-integer number (or NaN, Infinity) as the file spells it: written back as it was."""
+
+    text: str
+
+
+_JSON_KINDS = {dict: "an object", str: "a string", bool: "a boolean", type(None): "null"}
+
+
+def _load(path: Path, installing: bool) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -103,7 +125,7 @@ def _load(path: Path) -> dict[str, Any]:
     if not text.strip():
         return {}
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_float=_Number, parse_constant=_Number)
     except ValueError as exc:
         raise InvalidInputError(f"{path} is not valid JSON ({exc}); fix or move it first") from None
     if not isinstance(data, dict):
@@ -111,6 +133,10 @@ def _load(path: Path) -> dict[str, Any]:
     hooks = data.get("hooks", {})
     if not isinstance(hooks, dict):
         raise InvalidInputError(f"{path}: 'hooks' is not an object; fix it first")
+    for event in _EVENTS if installing else ():
+        if event in hooks and not isinstance(hooks[event], list):
+            kind = _JSON_KINDS.get(type(hooks[event]), "a number")
+            raise InvalidInputError(f"{path}: 'hooks.{event}' is {kind}, not a list; fix it first")
     return data
 
 
@@ -148,8 +174,7 @@ def _with_ours(settings: dict[str, Any], command: str) -> dict[str, Any]:
         group: dict[str, Any] = {"hooks": [entry]}
         if event in _TOOL_EVENTS:
             group = {"matcher": "*", **group}
-        groups = hooks.get(event)
-        hooks[event] = [*(groups if isinstance(groups, list) else []), group]
+        hooks[event] = [*hooks.get(event, []), group]  # a list: ``_load`` refuses anything else
     out["hooks"] = hooks
     return out
 
@@ -174,7 +199,21 @@ def _indent_of(text: str) -> int | str | None:
 
 def _dumps(data: dict[str, Any], old: str) -> str:
     indent = _indent_of(old)
-    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    # Each _Number goes out as a string holding a mark, and the quoted mark is
+    # then swapped for the number's own text (json writes no raw text itself).
+    nonce = os.urandom(8).hex()
+    numbers: dict[str, str] = {}
+
+    def mark(value: object) -> str:
+        if not isinstance(value, _Number):
+            raise TypeError(f"{type(value).__name__} is not JSON")
+        raw = f"\x00{nonce}:{len(numbers)}"
+        numbers[json.dumps(raw)] = value.text  # as json writes it: "\u0000…", quotes and all
+        return raw
+
+    text = json.dumps(data, indent=indent, ensure_ascii=False, default=mark)
+    for key, number in numbers.items():
+        text = text.replace(key, number, 1)
     return text + "\n" if (old.endswith("\n") or not old) else text
 
 
@@ -183,7 +222,7 @@ def planned(path: Path, command: str | None) -> tuple[str, str]:
 
     The text after is ``""`` when uninstalling leaves the file with nothing in it.
     """
-    before = _load(path)
+    before = _load(path, installing=command is not None)
     after = _with_ours(before, command) if command is not None else _without_ours(before)
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     if after == before and old:
@@ -191,6 +230,33 @@ def planned(path: Path, command: str | None) -> tuple[str, str]:
     if command is None and not after:
         return old, ""
     return old, _dumps(after, old)
+
+
+def _write_in_place(path: Path, text: str) -> None:
+    """``text`` as the file's content: through a symlink to its target, its mode kept, atomically."""
+    target = Path(os.path.realpath(path))  # a dotfiles symlink stays a symlink
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode: int | None = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        mode = None  # a new file: the umask's mode, as any editor's
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        # Created private, so the settings are never readable by others in between.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with open(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _apply(path: Path, command: str | None, dry_run: bool) -> str:
@@ -203,12 +269,11 @@ def _apply(path: Path, command: str | None, dry_run: bool) -> str:
     if dry_run or old == new:
         return diff
     if not new and command is None:  # nothing of the user's was in it: no "{}" left behind
-        path.unlink()
-        return diff
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(new, encoding="utf-8")
-    os.replace(tmp, path)
+        if not path.is_symlink():
+            path.unlink()
+            return diff
+        new = "{}\n"  # a symlink's target is the user's file: emptied, not deleted
+    _write_in_place(path, new)
     return diff
 
 

@@ -16,9 +16,17 @@ hook to the database. Replaying the stored steps into a fresh
 
 The durable things — the traces of a burst, its repair job, the repair —
 are in the database as ever; losing this directory loses at most the
-failures of windows not yet full. Files live under
-``<state dir>/<database key>/`` (one set per database); files untouched for
-``STALE_AFTER_S`` are deleted when a session starts.
+failures of windows not yet full. What a hook owes the database is marked
+here before it opens the database and struck off once it is stored: a
+burst until its job is queued (``bursts_due``), a correction until its job
+is (``prompts_due``). A hook the deadline ends half-way leaves the marks,
+and the session's next hook, whatever its event, does that work first.
+
+Nothing here holds a secret: contexts, error texts and held prompts are
+stored redacted (``text.secrets``), as every table of the library does;
+a file an earlier version wrote is redacted when it is next read. Files
+live under ``<state dir>/<database key>/`` (one set per database); files
+untouched for ``STALE_AFTER_S`` are deleted when a session starts.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from typing import Any
 from ..config import FeedbackConfig
 from ..signals import FailureBurst, FailureSignals
 from ..text.logs import library_logger
+from ..text.secrets import redact_secrets, stored_optional, stored_text
 from ..types import FailureRecord
 
 try:  # POSIX; elsewhere the atomic replace alone guards the file
@@ -45,6 +54,7 @@ except ImportError:  # pragma: no cover - Windows
 
 __all__ = [
     "STALE_AFTER_S",
+    "HeldPrompt",
     "HookSession",
     "Step",
     "database_key",
@@ -62,6 +72,13 @@ _SERVED_CAP = 16
 _INJECTED_CAP = 64
 _FILE_CAP = 1 << 20  # a state file larger than this is not ours: start afresh
 _PRUNE_SCAN_CAP = 10_000
+# A burst still due keeps its window's steps; one due longer than this many steps is given up.
+_DUE_STEPS_CAP = 64
+_PROMPTS_DUE_CAP = 8
+_PROMPT_CAP = 4_000
+_AGENT_TEXT_CAP = 2_000
+# The file format: 2 is the first whose texts are redacted (older files are redacted on read).
+_VERSION = 2
 
 
 @dataclass(slots=True)
@@ -76,6 +93,42 @@ class Step:
     ts: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class HeldPrompt:
+    """A correction whose job is not stored yet: what ``submit_user_feedback`` needs, redacted."""
+
+    id: str
+    text: str
+    tool: str | None = None
+    context: str | None = None
+    project: str | None = None
+    agent_text: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "text": self.text,
+            "tool": self.tool,
+            "context": self.context,
+            "project": self.project,
+            "agent_text": self.agent_text,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> HeldPrompt | None:
+        if not isinstance(data, dict):
+            return None
+        pid, text = data.get("id"), data.get("text")
+        if not (isinstance(pid, str) and pid and isinstance(text, str) and text.strip()):
+            return None
+
+        def opt(key: str) -> str | None:
+            value = data.get(key)
+            return value if isinstance(value, str) else None
+
+        return cls(pid, text, opt("tool"), opt("context"), opt("project"), opt("agent_text"))
+
+
 @dataclass(slots=True)
 class HookSession:
     """What one session's hooks remember (module docstring).
@@ -87,15 +140,73 @@ class HookSession:
     ``injected`` — the repairs whose lines a hook already put into this
     session's context: ``SessionStart`` and ``UserPromptSubmit`` both answer
     with guidance, often for the same repairs, and the model should read a
-    repair once, not once per hook.
+    repair once, not once per hook. ``bursts_due`` — the steps of bursts
+    whose job is not known to be stored (the newest per tool and context:
+    a newer burst's window holds the older one's evidence); ``prompts_due``
+    — corrections whose job is not known to be stored. Both are marked
+    before a hook opens the database and struck off once the job is in it.
     """
 
     step: int = 0
     recent: list[Step] = field(default_factory=list)
     pending: bool = False
-    traced: int = 0  # steps up to this one are in the database as traces already
     served: list[tuple[str, str]] = field(default_factory=list)
     injected: list[str] = field(default_factory=list)
+    bursts_due: list[int] = field(default_factory=list)
+    prompts_due: list[HeldPrompt] = field(default_factory=list)
+
+    def owes(self) -> bool:
+        """Whether a burst or a correction still waits for its job to be stored."""
+        return bool(self.bursts_due or self.prompts_due)
+
+    def owe_burst(self, step: int) -> None:
+        """The burst ``step`` made is due (it replaces an older due burst of its tool and context)."""
+        pair = self._pair(step)
+        self.bursts_due = [s for s in self.bursts_due if self._pair(s) != pair] + [step]
+
+    def bursts_stored(self, steps: list[int]) -> None:
+        """Strike off the bursts of ``steps`` (and older ones of their tool and context)."""
+        newest: dict[tuple[str, str] | None, int] = {}
+        for step in steps:
+            pair = self._pair(step)
+            newest[pair] = max(step, newest.get(pair, step))
+        self.bursts_due = [s for s in self.bursts_due if s > newest.get(self._pair(s), -1)]
+
+    def window(self, step: int) -> list[Step]:
+        """The steps up to ``step``: the window its burst was made in."""
+        return [s for s in self.recent if s.step <= step]
+
+    def _pair(self, step: int) -> tuple[str, str] | None:
+        for s in self.recent:
+            if s.step == step:
+                return (s.tool, s.context)
+        return None
+
+    def owe_prompt(
+        self,
+        text: str,
+        tool: str | None,
+        context: str | None,
+        project: str | None,
+        agent_text: str | None,
+    ) -> HeldPrompt:
+        """Hold a correction (redacted) until its job is stored; returns what is held."""
+        held = HeldPrompt(
+            os.urandom(6).hex(),
+            stored_text(text, _PROMPT_CAP),
+            tool,
+            context,
+            project,
+            stored_optional(agent_text, _AGENT_TEXT_CAP),
+        )
+        self.prompts_due.append(held)
+        if len(self.prompts_due) > _PROMPTS_DUE_CAP:
+            gone = self.prompts_due.pop(0)
+            logger.warning("hook state: a correction held since an earlier hook was given up (%s)", gone.id)
+        return held
+
+    def prompts_stored(self, ids: list[str]) -> None:
+        self.prompts_due = [p for p in self.prompts_due if p.id not in ids]
 
     def inject(self, repair_ids: list[str]) -> None:
         """Remember that these repairs are in the session's context now."""
@@ -118,10 +229,25 @@ class HookSession:
         return False
 
     def add(self, tool: str, context: str, ok: bool, reason: str, keep: int) -> Step:
+        """Append a step, its context and error text redacted; returns the step as stored.
+
+        The window keeps the last ``keep`` steps, and those of a due burst's window.
+        """
         self.step += 1
-        st = Step(self.step, tool, context, ok, reason[:_REASON_CAP], time.time_ns() // 1_000_000)
+        st = Step(
+            self.step,
+            tool,
+            redact_secrets(context),
+            ok,
+            stored_text(reason, _REASON_CAP) if reason else "",
+            time.time_ns() // 1_000_000,
+        )
         self.recent.append(st)
-        del self.recent[:-keep]
+        if self.bursts_due and self.step - min(self.bursts_due) >= _DUE_STEPS_CAP:
+            logger.warning("hook state: bursts due for %d steps were given up", _DUE_STEPS_CAP)
+            self.bursts_due = [s for s in self.bursts_due if self.step - s < _DUE_STEPS_CAP]
+        floor = min(self.bursts_due, default=self.step) - keep
+        self.recent = [s for s in self.recent if s.step > floor]
         return st
 
     def failing(self, limit: int = 3) -> list[tuple[str, str]]:
@@ -147,18 +273,22 @@ class HookSession:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "v": _VERSION,
             "step": self.step,
             "recent": [[s.step, s.tool, s.context, s.ok, s.reason, s.ts] for s in self.recent],
             "pending": self.pending,
-            "traced": self.traced,
             "served": [list(p) for p in self.served],
             "injected": list(self.injected),
+            "bursts_due": list(self.bursts_due),
+            "prompts_due": [p.to_json() for p in self.prompts_due],
         }
 
     @classmethod
     def from_json(cls, data: Any) -> HookSession:
         if not isinstance(data, dict):
             return cls()
+        # Written before texts were redacted: redacted now (and so on the next write).
+        scrub = redact_secrets if data.get("v") != _VERSION else str
         recent = []
         for row in data.get("recent") or []:
             if isinstance(row, list) and len(row) == 6:
@@ -170,19 +300,22 @@ class HookSession:
                     and tool
                     and isinstance(ctx, str)
                 ):
-                    recent.append(Step(step, tool, ctx, bool(ok), str(reason), ts if type(ts) is int else 0))
+                    ts = ts if type(ts) is int else 0
+                    recent.append(Step(step, tool, scrub(ctx), bool(ok), scrub(str(reason)), ts))
         step = data.get("step")
+        prompts = [HeldPrompt.from_json(p) for p in data.get("prompts_due") or []]
         return cls(
             step=step if type(step) is int and step >= 0 else max((s.step for s in recent), default=0),
             recent=recent,
             pending=bool(data.get("pending")),
-            traced=data["traced"] if type(data.get("traced")) is int else 0,
             served=[
                 (p[0], p[1])
                 for p in data.get("served") or []
                 if isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
             ][-_SERVED_CAP:],
             injected=[r for r in data.get("injected") or [] if isinstance(r, str) and r][-_INJECTED_CAP:],
+            bursts_due=[s for s in data.get("bursts_due") or [] if type(s) is int and s > 0],
+            prompts_due=[p for p in prompts if p is not None][-_PROMPTS_DUE_CAP:],
         )
 
 
@@ -205,20 +338,21 @@ def state_root(explicit: str | None, db_url: str) -> Path:
     return Path(base) / "hooks" / database_key(db_url)
 
 
-def _read(path: Path) -> HookSession:
+def _read(path: Path) -> Any:
+    """The file's JSON, or None when there is none (or it is not ours)."""
     try:
         with open(path, "rb") as f:
             raw = f.read(_FILE_CAP + 1)
     except FileNotFoundError:
-        return HookSession()
+        return None
     if len(raw) > _FILE_CAP:
         logger.warning("hook state %s is larger than %d bytes; starting afresh", path, _FILE_CAP)
-        return HookSession()
+        return None
     try:
-        return HookSession.from_json(json.loads(raw))
+        return json.loads(raw)
     except ValueError:
         logger.warning("hook state %s is not valid JSON; starting afresh", path)
-        return HookSession()
+        return None
 
 
 def _write(path: Path, state: HookSession) -> None:
@@ -236,8 +370,10 @@ def session_state(root: Path, session_id: str) -> Iterator[HookSession]:
     path = folder / f"{_digest(session_id)}.json"
     with open(folder / f"{path.stem}.lock", "a+b") as lock:
         _lock(lock.fileno())
-        state = _read(path)
-        before = state.to_json()
+        data = _read(path)
+        state = HookSession.from_json(data)
+        # Compared with what the file holds: a file of an older format is rewritten.
+        before = data if data is not None else state.to_json()
         yield state
         if state.to_json() != before:
             _write(path, state)

@@ -14,9 +14,19 @@ Tools (their descriptions below are what the client's model reads):
 Resources: ``memos-feedback://repairs`` (the newest repairs, JSON) and
 ``memos-feedback://repairs/{repair_id}`` (one repair, JSON).
 
+Everything follows the server's scope (``--project-name``, else the
+subscriber's ``default_project``, else global) exactly as ``guidance``
+does: the resources list and show, and ``review_repair`` reviews, only the
+repairs a read of that scope may see (global ones and the project's); any
+other id is "no repair with id …", as an unknown one is.
+
 Transports: stdio (the default), or streamable HTTP with ``--http`` on
 127.0.0.1; any other address needs ``--token`` (clients send
-``Authorization: Bearer <token>``).
+``Authorization: Bearer <token>``). A loopback address, however spelled
+(``127.0.0.2``, ``0:0:0:0:0:0:0:1``, ``localhost``), gets the SDK's guard
+against DNS rebinding: a request whose ``Host`` is not that loopback name
+gets 421, a browser's from another ``Origin`` 403 (the SDK itself guards
+only ``127.0.0.1``, ``localhost`` and ``::1`` spelled so).
 """
 
 from __future__ import annotations
@@ -31,14 +41,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import InvalidInputError, MemosFeedbackError, MissingExtraError, NotFoundError
 from ..text.tool_context import default_context_of
+from ..types import Scope
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.transport_security import TransportSecuritySettings
 
     from ..adapters.core import AdapterCore
     from ..runtime.subscriber import FeedbackSubscriber
 
-__all__ = ["INSTRUCTIONS", "build_server", "check_bind", "load_sdk", "serve"]
+__all__ = ["INSTRUCTIONS", "build_server", "check_bind", "load_sdk", "rebinding_guard", "serve"]
 
 _TEXT_CAP = 4_000
 _FEEDBACK_WAIT_S = 10.0
@@ -103,10 +115,28 @@ def build_server(core: AdapterCore, *, project: str | None = None) -> MCPServer[
     import anyio
 
     from ..feed.actions import review_repair as review
+    from ..store.outcomes import newest_repairs
 
     server_cls = load_sdk()
     server: MCPServer[Any] = server_cls("memos-feedback", instructions=INSTRUCTIONS)
     sub = core.subscriber
+    # The scope ``guidance`` reads with (the subscriber resolves it the same way).
+    scope = Scope.resolve(project, default_project=sub.recall.default_project)
+
+    def in_scope(repair_id: str) -> Any:
+        """The repair if this server's scope sees it; ``NotFoundError`` as for an unknown id otherwise."""
+        row = sub.store.repairs.get(repair_id)
+        if not scope.sees(row.project, row.user):
+            raise NotFoundError(f"no repair with id {repair_id!r}")
+        return row
+
+    def reviewed(repair_id: str, verdict: str) -> Any:
+        in_scope(repair_id)
+        return review(sub.store, repair_id, verdict)
+
+    def recent() -> list[Any]:
+        with sub.store.session(action="listing repairs") as s:
+            return newest_repairs(s, limit=_RECENT, visible_to=scope)
 
     async def run(fn: Any, *args: Any) -> Any:
         return await anyio.to_thread.run_sync(fn, *args)
@@ -186,7 +216,7 @@ def build_server(core: AdapterCore, *, project: str | None = None) -> MCPServer[
     async def review_repair(repair_id: str, verdict: Literal["validate", "reject"]) -> str:
         with _told_to_the_model():
             rid = _cap("repair_id", repair_id, 64)
-            row = await run(review, sub.store, rid, verdict)
+            row = await run(reviewed, rid, verdict)
             return f"repair {row.id} {'validated' if row.validated else 'rejected'}"
 
     @server.resource(
@@ -196,7 +226,7 @@ def build_server(core: AdapterCore, *, project: str | None = None) -> MCPServer[
         mime_type="application/json",
     )
     async def recent_repairs() -> str:
-        rows = await run(lambda: sub.store.repairs.list(limit=_RECENT))
+        rows = await run(recent)
         return json.dumps([_repair_json(r) for r in rows], ensure_ascii=False)
 
     @server.resource(
@@ -209,7 +239,7 @@ def build_server(core: AdapterCore, *, project: str | None = None) -> MCPServer[
         from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
         try:
-            row = await run(sub.store.repairs.get, repair_id[:64])
+            row = await run(in_scope, repair_id[:64])
         except NotFoundError as exc:  # the client reads "no repair with id ...", not a crash
             raise ResourceNotFoundError(str(exc)) from exc
         return json.dumps(_repair_json(row), ensure_ascii=False)
@@ -231,13 +261,38 @@ def _repair_json(row: Any) -> dict[str, Any]:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
 
 
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def rebinding_guard(host: str) -> TransportSecuritySettings | None:
+    """The SDK's Host/Origin checks for a loopback ``host`` (any spelling of one); None for another.
+
+    A page on any site can make a browser send requests to a loopback
+    address through a name of its own (DNS rebinding): the checks accept
+    only the loopback names as ``Host``, and as ``Origin`` only pages served
+    from them.
+    """
+    if not _is_loopback(host):
+        return None
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    names = {"127.0.0.1", "localhost", "[::1]"}
+    # The host as given, and as a URL writes it ("[::1]" for "0:0:0:0:0:0:0:1").
+    names |= {f"[{host}]", f"[{ipaddress.ip_address(host).compressed}]"} if ":" in host else {host}
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=sorted(n + port for n in names for port in ("", ":*")),
+        allowed_origins=sorted(f"http://{n}{port}" for n in names for port in ("", ":*")),
+    )
+
+
 def check_bind(host: str, token: str | None) -> None:
     """A non-loopback address needs a token (``InvalidInputError`` otherwise)."""
-    try:
-        loopback = ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = host == "localhost"
-    if not loopback and not token:
+    if not _is_loopback(host) and not token:
         raise InvalidInputError(
             f"--host {host} is not a loopback address: give --token (clients send it as a bearer token)"
         )
@@ -283,7 +338,7 @@ def serve(
     check_bind(host, token)
     import uvicorn
 
-    app = server.streamable_http_app(host=host)
+    app = server.streamable_http_app(host=host, transport_security=rebinding_guard(host))
     if token:
         app = _guarded(app, token)
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -23,10 +23,11 @@ What is recognised, in order (docs/SECURITY.md has the corpus and figures):
 5. ``Authorization:`` headers and ``Bearer …`` (the scheme word stays);
 6. assignments, flags and query parameters whose name says secret
    (``DB_PASSWORD=…``, ``"api_key": "…"``, ``--db-password …``,
-   ``-storepass …``, ``?sig=…``, ``密码：…``, "the token is …"; the name
-   stays, so the text still says what was there), and the context forms in
-   ``text.secret_forms`` (name/value entries, XML, tools' short password
-   flags, the partner of a key id) — unless the value is a reference
+   ``-storepass …``: ``text.secret_names``; ``?sig=…``, ``密码：…``, "the
+   token is …"; the name stays, so the text still says what was there), and
+   the context forms in ``text.secret_forms`` (name/value entries, XML,
+   tools' short password flags, the partner of a key id) — unless the
+   value is a reference
    (``$VAR``, ``${VAR}``, ``{{ … }}``, a path), a mask or example
    (``********``, ``<token>``, ``YOUR_API_KEY``) or code;
 7. free-standing blobs of random bytes: a run of 32+ base64 characters
@@ -52,6 +53,7 @@ import re
 
 from ..limits import clean_text
 from .secret_forms import REDACTED, is_placeholder, redact_forms
+from .secret_names import NAME_WORDS, redact_named
 
 __all__ = ["REDACTED", "redact_optional", "redact_secrets", "redact_value", "stored_optional", "stored_text"]
 
@@ -117,36 +119,6 @@ _AUTH_HEADER = re.compile(
     re.IGNORECASE,
 )
 _BEARER = re.compile(r"\b(Bearer)[ \t]{1,4}+[A-Za-z0-9._~+/=\-]{8,4096}+", re.IGNORECASE)
-# A name that ends in a secret's word, right before ":" or "=", matched
-# on the lower-cased text at a hit of one of ``_NAME_WORDS``; the start of
-# the name is whatever precedes the word ("DB_PASSWORD", "webhookSecret").
-_NAME_WORDS = ("pass", "pwd", "secret", "token", "key", "credential", "dsn", "connection", "auth")
-_ASSIGNMENT = re.compile(
-    r"(?:password|passwd|passphrase|pass|pwd|secret|token|key|credentials|credential|dsn"
-    r"|connection_string|connectionstring|connection-string|auth)"
-    # "s" and "[0]": "clientPasswords[0]=…"; "secret_key_base" (Rails)
-    r"((?:s|_base)?(?:\[[0-9]{1,3}\])?\\?[\"']?[ \t]{0,24}+[:=][ \t]{0,4}+)"
-    # a quote may be escaped: JSON inside a JSON string ("SecretString": "{\"password\":\"…\"}")
-    r"(\\?[\"']|)([^\s\"'`,;&<>…，。；！？、（）「」]{1,512}+)"
-)
-# What must come before "key" for it to name a secret ("api_key", not "sort_key").
-_SETTING_WORD = re.compile(r"[a-z]{2,12}")
-_SECRET_REF = re.compile(r"(?:existing|kube|k8s|use|from|ref)[_\-.]?$")
-_PAGE_TOKEN = re.compile(r"(?:page|cursor|continuation|pagination|sync|resume|idempotency|next|etag)[_\-.]?$")
-_KEY_KIND = re.compile(
-    r"(?:api|access|private|auth|account|signing|encryption|master|session|secret|storage|license|app|client"
-    r"|consumer|jwt|hmac|cookie|webhook|service|subscription|admin|write|read|deploy|sas|shared)[_\-.]?$"
-)
-# Command-line flags followed by a space: "--password hunter2" (on the lower-cased text).
-# The flag's name ends in a secret's word ("--db-password", "-storepass", "--api-key").
-_FLAG = re.compile(
-    r"-(-?(?:[a-z0-9]{1,24}[\-_]?){0,3}?(?:password|passwd|pass|passin|passout|token|secret|api-key|apikey"
-    r"|private-key|passphrase|pwd)[ \t]{1,4}+)([\"']?)(?!-)([^\s\"']{1,512}+)"
-)
-# Words a flag is followed by in prose about it ("Using --password via the CLI is insecure").
-_PROSE_WORDS = frozenset(
-    {"via", "on", "in", "is", "the", "with", "from", "for", "or", "and", "flag", "option"}
-)
 _USER_FLAG = re.compile(
     r"(?<![A-Za-z0-9_\-])((?:-u|--user|-a|--auth)[ \t]{1,4}+[\"']?[^\s:\"']{1,128}+:)[^\s\"']{1,256}+"
 )
@@ -250,8 +222,8 @@ def _redact_plain(text: str) -> str:
         text = _AUTH_HEADER.sub(_auth_header, text)
     if "bearer" in low:
         text = _BEARER.sub(_bearer, text)
-    if any(word in low for word in _NAME_WORDS):
-        text = _named_values(text, _lower_same_length(text))
+    if any(word in low for word in NAME_WORDS):
+        text = redact_named(text, _lower_same_length(text))
         if " is " in low or " was " in low or "是" in text or "为" in text or "改" in text:
             text = _PROSE.sub(_prose, text)
     if "-u " in text or "--user " in text or "-a " in text or "--auth " in text:
@@ -343,112 +315,6 @@ def _lower_same_length(text: str) -> str:
     if len(low) == len(text):
         return low
     return "".join(lc if len(lc := ch.lower()) == 1 else ch for ch in text)
-
-
-def _named_values(text: str, low: str) -> str:
-    """``text`` with the values of secret-named assignments and flags redacted.
-
-    The names are found with ``str.find`` (C speed), and the patterns are
-    only tried where a name's word is: a 10 kB log with no secret-looking
-    name costs a few microseconds.
-    """
-    hits: set[int] = set()
-    for word in _NAME_WORDS:
-        at = low.find(word)
-        while at != -1:
-            hits.add(at)
-            at = low.find(word, at + 1)
-    spans: list[tuple[int, int]] = []
-    covered = 0
-    for at in sorted(hits):
-        if at < covered:
-            continue
-        span = _assignment_value(low, text, at) or _flag_value(low, text, at)
-        if span is not None:
-            spans.append(span)
-            covered = span[1]
-    if not spans:
-        return text
-    out, last = [], 0
-    for start, end in spans:
-        out.append(text[last:start])
-        out.append(REDACTED)
-        last = end
-    out.append(text[last:])
-    return "".join(out)
-
-
-def _assignment_value(low: str, text: str, at: int) -> tuple[int, int] | None:
-    match = _ASSIGNMENT.match(low, at)
-    if match is None:
-        return None
-    word = low[at : match.start(1)]
-    before = low[max(0, at - 16) : at]
-    if word == "key" and not _KEY_KIND.search(before):
-        return None
-    if word in ("pass", "auth") and before[-1:].isalpha():
-        return None  # "bypass", "compass", "oauth"
-    if match.group(1).startswith("s") and word in ("key", "token", "pass"):
-        return None  # "max_tokens: 4096", "keys: [...]"
-    if word == "secret" and _SECRET_REF.search(before):
-        return None  # "existingSecret=db-creds", "secretRef": the name of where a secret is
-    if word == "token" and _PAGE_TOKEN.search(before):
-        return None  # a pagination or idempotency token is a position, not a credential
-    if word == "auth" and match.end(3) - match.start(3) < 12:
-        return None  # "auth: jwt", "auth: basic": a setting; a credential is longer
-    if _in_resource_name(low, at):
-        return None
-    value = text[match.start(3) : match.end(3)]
-    if _is_reference(value.rstrip(")]}:")) or value.startswith("-----") or not value.strip("={["):
-        return None
-    if ":" in match.group(1) and _SETTING_WORD.fullmatch(value):
-        return None  # "passwd: files", "credentials: include": a setting's word
-    if _line_assignment(low, at):
-        # NAME=value on a line of its own (.env, shell): the value runs to the
-        # first blank, whatever characters it holds.
-        end = match.start(3)
-        while end < len(text) and not text[end].isspace():
-            end += 1
-        return match.start(2), end
-    # A quoted value loses its quotes with it ('token="x"' -> 'token=[redacted]').
-    quote, end = match.group(2), match.end(3)
-    if quote.startswith("\\") and low[end - 1 : end + 1] == quote:
-        end -= 1  # the value ran into its escaped closing quote
-    if quote and low[end : end + len(quote)] == quote:
-        end += len(quote)
-    return match.start(2), end
-
-
-def _in_resource_name(low: str, at: int) -> bool:
-    # "arn:aws:secretsmanager:…:secret:prod/db": a resource's name, not its value.
-    start = max(low.rfind(" ", 0, at), low.rfind("\n", 0, at), low.rfind('"', 0, at)) + 1
-    return low.startswith("arn:", start)
-
-
-def _line_assignment(low: str, at: int) -> bool:
-    start = low.rfind("\n", 0, at) + 1
-    head = low[start:at].lstrip()
-    head = head.removeprefix("export ").lstrip()
-    return all(ch.isalnum() or ch == "_" for ch in head) and low.find("=", at, at + 40) != -1
-
-
-def _flag_value(low: str, text: str, at: int) -> tuple[int, int] | None:
-    start = at
-    while start > 0 and (low[start - 1].isalnum() or low[start - 1] in "_-") and at - start < 40:
-        start -= 1
-    while start < at and low[start] != "-":
-        start += 1
-    if start >= at and low[start : start + 1] != "-":
-        return None
-    if start > 0 and not low[start - 1].isspace():
-        return None
-    match = _FLAG.match(low, start)
-    if match is None:
-        return None
-    value = text[match.start(3) : match.end(3)]
-    if _is_reference(value) or value in _PROSE_WORDS:
-        return None  # "--password via the CLI is insecure": prose about the flag
-    return match.start(3), match.end(3)
 
 
 def _zh_secret(match: re.Match[str]) -> str:

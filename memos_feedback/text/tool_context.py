@@ -16,6 +16,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .secrets import redact_secrets
+
 __all__ = [
     "EXIT_LINE",
     "bash_exit_code",
@@ -27,6 +29,7 @@ __all__ = [
 
 _CONTEXT_CAP = 200
 _WORD_CAP = 40
+_SCAN_CAP = 1024  # what is read of a word or a context that is cut
 _MAX_ARGS = 16
 # Claude writes a new free-text description for every retry of a Bash command.
 _VOLATILE_KEYS = frozenset({"description"})
@@ -50,9 +53,16 @@ def _as_mapping(args: Any) -> Mapping[Any, Any]:
     return {"input": args}
 
 
+def _cut(text: str, cap: int) -> str:
+    # Redacted before it is cut: a token cut short, or a URL cut before the "@" after its
+    # password, is no longer recognisable by whoever redacts the context later. Text that
+    # fits is left as it is (and redacted whole by its writer).
+    return text if len(text) <= cap else redact_secrets(text[:_SCAN_CAP])[:cap]
+
+
 def _head(text: str) -> str:
     words = [w for w in text.split() if not w.startswith("-")][:2]
-    return " ".join(w[:_WORD_CAP] for w in words)
+    return " ".join(_cut(w, _WORD_CAP) for w in words)
 
 
 def default_context_of(tool_name: str, args: Any) -> str:
@@ -70,7 +80,7 @@ def default_context_of(tool_name: str, args: Any) -> str:
         head = _head(value) if isinstance(value, str) else ""
         if head:
             parts.append(f"{key}={head}")
-    return " ".join(parts)[:_CONTEXT_CAP]
+    return _cut(" ".join(parts), _CONTEXT_CAP)
 
 
 def claude_context_of(tool_name: str, args: Any) -> str:

@@ -58,6 +58,19 @@ def test_default_context_keeps_the_stable_part_of_the_arguments() -> None:
     assert default_context_of("t", {"flags": "--a --b", "n": 3, "xs": ["a"]}) == "t"
 
 
+def test_a_context_cut_short_is_redacted_before_the_cut() -> None:
+    """Issue 44 finding 1: a word or a context the cap cuts is redacted first, so no part of a
+    token (nor a URL's password cut off from its "@") is left for a later redaction to miss."""
+    token = "ghp_" + "Zq7LmR2xWv9KpT4sNb8YcHd3FgJ6uE1oAi5B"
+    ctx = default_context_of("bash", {"command": f"curl https://x:{token}@github.com/acme/app.git"})
+    assert ctx == "bash command=curl https://x:[redacted]@github.com/acme/app"
+    long_user = "https://release-bot-of-the-shop:S3cretPassw0rd@gitlab.example.com/x.git"
+    assert "S3cret" not in default_context_of("git", {"remote": long_user})
+    args = {f"a{n}": f"word{n} {long_user}" for n in range(6)}
+    assert "S3cret" not in default_context_of("git", args)
+    assert default_context_of("bash", {"command": "cat " + "x" * 60}) == "bash command=cat " + "x" * 40
+
+
 def test_custom_context_of_decides_what_counts_as_one_burst(subscriber: FeedbackSubscriber) -> None:
     seen: list[tuple[str, Any]] = []
 

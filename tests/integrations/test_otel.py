@@ -16,6 +16,7 @@ import pytest
 from memos_feedback.runtime.subscriber import FeedbackSubscriber, attach_feedback_subscriber
 from memos_feedback.store import Store, open_store
 from tests.support.runtimes import require_runtime
+from tests.test_secrets_at_rest import TOKEN, _dump
 
 require_runtime("opentelemetry.sdk.trace", "otel")
 
@@ -77,6 +78,31 @@ def test_genai_execute_tool_spans_that_fail_three_times_write_a_repair(
     ]
     traces = subscriber.store.traces.list("conv-1")
     assert len(traces) == 3 and all("upstream search timed out" in t.agent_text for t in traces)
+    provider.shutdown()
+
+
+def test_a_token_in_a_failing_span_stays_out_of_the_traces(subscriber: FeedbackSubscriber) -> None:
+    """Issue 44 finding 1: three failing tool spans (the OTel SDK) whose arguments and error carry
+    a GitHub token make their traces and repair; no table keeps the token."""
+    provider = TracerProvider()
+    processor = FeedbackSpanProcessor(subscriber)
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("test")
+    url = f"https://x:{TOKEN}@github.com/acme/app.git"
+    for n in range(3):
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "git",
+            "gen_ai.tool.call.arguments": json.dumps({"remote": url, "attempt": n}),
+            "gen_ai.conversation.id": "conv-secret",
+        }
+        with tracer.start_as_current_span("execute_tool git", attributes=attributes) as span:
+            span.set_status(Status(StatusCode.ERROR, f"fatal: unable to access '{url}/': error: 403"))
+    repairs = _repairs(subscriber, processor)
+    assert [r.trigger for r in repairs] == ["failure-burst"]
+    traces = subscriber.store.traces.list("conv-secret")
+    assert len(traces) == 3 and all("403" in t.agent_text for t in traces)
+    assert TOKEN[4:20] not in _dump(subscriber.store)  # nor any part of it
     provider.shutdown()
 
 

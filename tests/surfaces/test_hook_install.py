@@ -180,3 +180,65 @@ def test_install_and_uninstall_keep_the_files_indentation(tmp_path: Path, monkey
             assert "\n" not in installed.strip(), "a one-line file stays on one line"
         assert main(["hook", "uninstall", "claude-code"]) == 0
         assert path.read_text() == own, "uninstall gives the user's file back as it was"
+
+
+def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "memos_feedback", "hook", *args, "claude-code"],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def _strict(text: str) -> Any:
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_install_edits_in_place_keeping_mode_symlink_and_numbers(tmp_path: Path) -> None:
+    """Issue 44 finding 3, through the real command: a 0600 settings file that is a symlink into
+    a dotfiles folder, holding 1e999 and 1.50, stays 0600, stays a symlink, keeps its numbers
+    as written (no "Infinity"), and uninstall gives the same text back."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    target = dotfiles / "claude-settings.json"
+    own = (
+        '{\n  "env": {"ANTHROPIC_API_KEY": "sk-ant-x"},\n  "cleanupPeriodDays": 1e999,\n  "ratio": 1.50\n}\n'
+    )
+    target.write_text(own)
+    target.chmod(0o600)
+    link = tmp_path / ".claude" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(target)
+
+    proc = _cli(tmp_path, "install")
+    assert proc.returncode == 0, proc.stderr
+    assert link.is_symlink() and link.resolve() == target.resolve()
+    assert oct(target.stat().st_mode & 0o777) == "0o600"
+    text = target.read_text()
+    assert "1e999" in text and "1.50" in text and "Infinity" not in text
+    assert "SessionStart" in _strict(text)["hooks"]
+    assert [p.name for p in dotfiles.iterdir()] == [target.name], "no temporary file left"
+
+    assert _cli(tmp_path, "uninstall").returncode == 0
+    assert link.is_symlink() and oct(target.stat().st_mode & 0o777) == "0o600"
+    assert _strict(target.read_text()) == _strict(own) and "1e999" in target.read_text()
+
+
+def test_an_event_that_is_not_a_list_is_refused_and_the_file_left_alone(tmp_path: Path) -> None:
+    """Issue 44 finding 3: install refuses, in one line and a non-zero exit, a settings file whose
+    event holds something other than a list, instead of replacing it."""
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    own = json.dumps({"hooks": {"PostToolUse": {"matcher": "Write", "hooks": []}}}, indent=2)
+    path.write_text(own)
+    path.chmod(0o640)
+    proc = _cli(tmp_path, "install")
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1
+    assert "'hooks.PostToolUse' is an object, not a list" in proc.stderr
+    assert path.read_text() == own and oct(path.stat().st_mode & 0o777) == "0o640"

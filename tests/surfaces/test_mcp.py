@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -147,14 +153,6 @@ def test_http_elsewhere_than_loopback_needs_a_token(tmp_path: Path) -> None:
     assert proc.returncode == 1 and "give --token" in proc.stderr and proc.stderr.count("\n") == 1
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def _http_session(url: str, token: str) -> None:
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
@@ -174,22 +172,33 @@ async def _http_session(url: str, token: str) -> None:
         assert _text(out).startswith("recorded: npm worked")
 
 
-def test_streamable_http_with_a_token(tmp_path: Path) -> None:
-    import time
-    import urllib.error
-    import urllib.request
-
-    port, token = _free_port(), "s3cret-token"
+@contextlib.contextmanager
+def _http_server(tmp_path: Path, host: str, *flags: str) -> Iterator[str]:
+    """``mcp --http`` on ``host`` (a free port), once it answers; yields its URL."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as s:
+        s.bind((host, 0))
+        port = int(s.getsockname()[1])
     server = subprocess.Popen(
-        [*MCP, "--http", "--port", str(port), "--token", token, "--db", f"sqlite:///{tmp_path / 'f.db'}"],
+        [
+            *MCP,
+            "--http",
+            "--host",
+            host,
+            "--port",
+            str(port),
+            *flags,
+            "--db",
+            f"sqlite:///{tmp_path / 'f.db'}",
+        ],
         env={**os.environ, "PYTHONPATH": str(REPO)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    url = f"http://127.0.0.1:{port}/mcp"
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
     try:
         deadline = time.monotonic() + 60
-        while True:  # until it listens (a 401 is an answer)
+        while True:  # until it listens (a 4xx is an answer)
             try:
                 urllib.request.urlopen(url, timeout=2)
             except urllib.error.HTTPError:
@@ -198,7 +207,50 @@ def test_streamable_http_with_a_token(tmp_path: Path) -> None:
                 assert server.poll() is None, server.stderr.read() if server.stderr else ""
                 assert time.monotonic() < deadline, "the server did not start"
                 time.sleep(0.2)
-        anyio.run(_http_session, url, token)
+        yield url
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_streamable_http_with_a_token(tmp_path: Path) -> None:
+    with _http_server(tmp_path, "127.0.0.1", "--token", "s3cret-token") as url:
+        anyio.run(_http_session, url, "s3cret-token")
+
+
+def _initialize(url: str, headers: dict[str, str]) -> int:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **headers,
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+@pytest.mark.parametrize("host", ["127.0.0.2", "127.1.2.3", "0:0:0:0:0:0:0:1"])
+def test_a_loopback_alias_without_a_token_refuses_a_foreign_host(tmp_path: Path, host: str) -> None:
+    """Issue 44 finding 4: bound to a loopback address the SDK does not know by that spelling, the
+    server still checks Host and Origin (DNS rebinding): a request naming another host is refused."""
+    with _http_server(tmp_path, host) as url:
+        own = url.split("/")[2]
+        assert _initialize(url, {"Host": "attacker.example:80"}) == 421
+        assert _initialize(url, {"Host": own, "Origin": "http://attacker.example"}) == 403
+        assert _initialize(url, {"Host": own, "Origin": f"http://{own}"}) == 200
