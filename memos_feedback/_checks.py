@@ -3,9 +3,18 @@ argument is reported (``InvalidInputError`` naming the argument)."""
 
 from __future__ import annotations
 
+import math
+
 from .errors import InvalidInputError
 
-__all__ = ["check_int", "check_optional_strs", "check_step", "check_str", "check_tool_context"]
+__all__ = [
+    "check_int",
+    "check_number",
+    "check_optional_strs",
+    "check_step",
+    "check_str",
+    "check_tool_context",
+]
 
 
 def check_str(name: str, value: object) -> None:
@@ -32,6 +41,15 @@ def check_int(name: str, value: object, *, lo: int | None = None, hi: int | None
             raise InvalidInputError(f"{name} must be <= {hi}, got {value}")
         raise InvalidInputError(f"{name} must be an int in [{lo}, {hi}], got {value}")
     return value
+
+
+def check_number(name: str, value: object, low: float, high: float) -> float:
+    """``value`` as a finite float within ``[low, high]``, or ``InvalidInputError``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidInputError(f"{name} must be a finite number, got {value!r}")
+    if not low <= value <= high:
+        raise InvalidInputError(f"{name} must be in [{low}, {high}], got {value!r}")
+    return float(value)
 
 
 def check_step(value: object) -> None:

@@ -2,23 +2,14 @@
 
     memos-feedback eval LABELS.jsonl [--errors N] [--by-lang] [--json] [--no-context]
     memos-feedback eval recall CASES.jsonl [--mode lexical|semantic|both] [--json]
+    memos-feedback eval recall --cv domain [FILE|DIR ...] [...]   (``recall_cv.py``: leave one domain out)
     memos-feedback eval calibration [LABELS.jsonl ...] [--json]
     memos-feedback eval --cv writer [--json] [--shipped]      (``cv.py``: leave one writer out)
     memos-feedback eval lessons CASES.jsonl [...] [--show] [--json]
 
-Figures, as ``feedback-shapes.md`` ("How a classifier is scored") defines them:
-
-* trigger accuracy: share of messages whose "triggers a repair" bit (the
-  shape's ``triggers_repair``) is predicted right;
-* macro F1: unweighted mean of the per-shape F1. A shape that has neither
-  labels nor predictions in the scored set (possible in a small per-language
-  slice) is left out of the mean instead of counting as 0 or 1;
-* extraction exact match: over the messages whose label has at least one of
-  ``prefer`` / ``avoid`` / ``correction`` / ``constraint``, the share where
-  *every labelled field* equals the prediction after trimming, case-folding
-  and removing surrounding quotes and punctuation. A field the label does
-  not have is not compared: the spec only requires fields "where the message
-  contains them", so an extra guess is not an error here.
+The figures (trigger accuracy, macro F1, extraction exact match) are
+defined in ``scoring.py``, as ``feedback-shapes.md`` ("How a classifier is
+scored") defines them.
 
 A line may carry ``agent_text`` (the agent's previous turn); it is passed to
 the classifier as context unless ``--no-context`` is given

@@ -10,14 +10,13 @@ can build a pipeline — without the facade's threads.
 
 from __future__ import annotations
 
-import math
 import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .._checks import check_int
+from .._checks import check_int, check_number
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError
 from ..events import FeedbackBus
@@ -92,7 +91,7 @@ def build_pipeline(
     Raises ``InvalidInputError`` on a bad argument; starts no thread.
     """
     check_int("workers", workers, lo=1, hi=MAX_WORKERS)
-    poll = _number_in("poll_interval", poll_interval, *POLL_INTERVAL_RANGE)
+    poll = check_number("poll_interval", poll_interval, *POLL_INTERVAL_RANGE)
     config, recall = _configs(config, recall)
     if not isinstance(store, Store):
         raise InvalidInputError(f"store must be a Store, got {type(store).__name__}")
@@ -162,11 +161,3 @@ def _configs(config: object, recall: object) -> tuple[FeedbackConfig, RecallConf
         from_env, recall_from_env = load_config()
         return config or from_env, recall or recall_from_env
     return config, recall
-
-
-def _number_in(name: str, value: object, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InvalidInputError(f"{name} must be a finite number, got {value!r}")
-    if not low <= value <= high:
-        raise InvalidInputError(f"{name} must be in [{low}, {high}], got {value!r}")
-    return float(value)

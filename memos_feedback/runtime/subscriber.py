@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final
 
-from .._checks import check_optional_strs
+from .._checks import check_number, check_optional_strs
 from ..classify.classifier import classify_feedback
 from ..config import FeedbackConfig
 from ..errors import InvalidInputError, MemosFeedbackError, StoreError, SubscriberClosedError
@@ -106,13 +106,7 @@ _COUNTERS = ("enqueued", "deduped", "coalesced", "rejected", "done", "retried", 
 
 
 def _timeout(name: str, value: object) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InvalidInputError(f"{name} must be a finite number, got {value!r}")
-    if not 0.0 <= value <= 1e9:
-        raise InvalidInputError(f"{name} must be in [0.0, 1000000000.0], got {value!r}")
-    return float(value)
+    return None if value is None else check_number(name, value, 0.0, 1e9)
 
 
 class FeedbackSubscriber:
