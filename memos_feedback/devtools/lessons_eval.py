@@ -17,10 +17,22 @@ lines (no LLM). Then:
   (case-folded, quotes and back-ticks ignored), and a side the reference
   leaves empty because nothing names it (``prefer: ""``) has no line
   either — an invented preference is a miss. An extra ``Avoid:`` line
-  where the reference has none is not compared (the failure is evidence).
+  where the reference has none is not compared (the failure is evidence);
+* **per side**, the share of cases whose ``Avoid:`` (``Prefer:``) line
+  names the reference's avoid (prefer) object, by token overlap of the
+  objects (``lesson_match``: the share of the reference object's tokens in
+  the line, at least ``MATCH_SHARE``), over the cases whose reference
+  names one; and the ``Avoid:`` lines whose object is an error message
+  alone (``error-alone``).
 
-Figures by language and by trigger (``user`` message / ``burst`` only);
-``--show`` lists the offending lines and the object misses.
+Figures by language, by trigger (``user`` message / ``burst`` only) and by
+domain (a file is a domain, named after its stem), with each side's macro
+average over the domains and its worst domain: nothing in the template is
+fitted, so a domain's figure is already what it does on a domain it was not
+written from, unless its cases were read while writing the rules
+(``tests/data/recall/README.md`` says which were). ``--show`` lists the
+offending lines, the object misses and each side's worst cases (lowest
+overlap first).
 """
 
 from __future__ import annotations
@@ -38,11 +50,14 @@ from ..config import FeedbackConfig
 from ..repair.deps import RepairDeps
 from ..store import Store, open_store
 from ..text.lessons import RULES, lesson_problems
+from .lesson_match import MATCH_SHARE, error_alone, object_overlap
 from .recall_eval import write_case_repair
 
 __all__ = ["LessonCase", "LessonReport", "evaluate_lessons", "load_lesson_cases", "main", "object_match"]
 
 _QUOTES = "`\"'“”‘’「」"
+# Cases listed per side under ``--show``, the lowest overlap first.
+_SHOW_WORST = 15
 
 
 class LessonDataError(ValueError):
@@ -56,6 +71,7 @@ class LessonCase:
     project: str | None
     repair: dict[str, str]
     expected: dict[str, str] | None
+    domain: str = ""
 
     @property
     def trigger(self) -> str:
@@ -89,8 +105,34 @@ class LessonReport:
     broken: Share = field(default_factory=Share)
     by_rule: dict[str, list[dict[str, str]]] = field(default_factory=lambda: {r: [] for r in RULES})
     match: dict[str, Share] = field(default_factory=dict)
+    sides: dict[str, Share] = field(default_factory=dict)
+    error_alone: list[dict[str, str]] = field(default_factory=list)
     misses: list[dict[str, str]] = field(default_factory=list)
+    side_cases: list[dict[str, Any]] = field(default_factory=list)
     not_written: list[str] = field(default_factory=list)
+
+    def domains(self, side: str) -> dict[str, float]:
+        """Each domain's share of ``side`` matches (domains with a reference on that side)."""
+        prefix = f"{side} domain="
+        return {
+            key[len(prefix) :]: share.hits / share.total
+            for key, share in self.sides.items()
+            if key.startswith(prefix) and share.total
+        }
+
+    def side_summary(self) -> dict[str, dict[str, Any]]:
+        """Per side: over all cases, the macro average over domains and the worst domain."""
+        out: dict[str, dict[str, Any]] = {}
+        for side in ("avoid", "prefer"):
+            by_domain = self.domains(side)
+            worst = min(by_domain, key=lambda d: by_domain[d]) if by_domain else None
+            out[side] = {
+                "all": self.sides.get(side, Share()).as_dict(),
+                "macro": sum(by_domain.values()) / len(by_domain) if by_domain else None,
+                "worst": by_domain[worst] if worst is not None else None,
+                "worst_domain": worst,
+            }
+        return out
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -99,6 +141,9 @@ class LessonReport:
             "broken": self.broken.as_dict(),
             "by_rule": {rule: len(lines) for rule, lines in self.by_rule.items()},
             "object_match": {key: share.as_dict() for key, share in sorted(self.match.items())},
+            "side_match": {key: share.as_dict() for key, share in sorted(self.sides.items())},
+            "sides": self.side_summary(),
+            "error_alone": len(self.error_alone),
             "not_written": self.not_written,
         }
 
@@ -109,11 +154,11 @@ def load_lesson_cases(paths: Sequence[str | Path]) -> list[LessonCase]:
         with open(path, encoding="utf-8") as fh:
             for n, raw in enumerate(fh, start=1):
                 if raw.strip():
-                    cases.append(_parse(raw, f"{Path(path).name}:{n}"))
+                    cases.append(_parse(raw, f"{Path(path).name}:{n}", Path(path).stem))
     return cases
 
 
-def _parse(raw: str, where: str) -> LessonCase:
+def _parse(raw: str, where: str, domain: str) -> LessonCase:
     try:
         obj = json.loads(raw)
         repair = obj["repair"]
@@ -125,7 +170,7 @@ def _parse(raw: str, where: str) -> LessonCase:
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
         raise LessonDataError(f"{where}: {exc}") from None
     return LessonCase(
-        str(obj.get("id", where)), str(obj.get("lang", "")), obj.get("project"), repair, expected
+        str(obj.get("id", where)), str(obj.get("lang", "")), obj.get("project"), repair, expected, domain
     )
 
 
@@ -174,6 +219,9 @@ def evaluate_lessons(cases: Sequence[LessonCase], store: Store) -> LessonReport:
                 any_broken = True
                 report.by_rule[rule].append({"id": case.id, "line": line})
         report.broken.add(any_broken)
+        if error_alone(lines[1]):
+            report.error_alone.append({"id": case.id, "line": lines[1]})
+        _score_sides(report, case, *lines)
         hit = object_match(case, *lines)
         if hit is None:
             continue
@@ -193,6 +241,61 @@ def evaluate_lessons(cases: Sequence[LessonCase], store: Store) -> LessonReport:
     return report
 
 
+def _score_sides(report: LessonReport, case: LessonCase, preference: str, anti_pattern: str) -> None:
+    """Each side whose reference names an object: its token overlap with the matching line."""
+    exp = case.expected or {}
+    for side, line in (("prefer", preference), ("avoid", anti_pattern)):
+        overlap = object_overlap(exp.get(f"{side}_object", ""), line)
+        if overlap is None:
+            continue
+        hit = overlap >= MATCH_SHARE
+        keys = (
+            side,
+            f"{side} lang={case.lang}",
+            f"{side} trigger={case.trigger}",
+            f"{side} domain={case.domain}",
+        )
+        for key in keys:
+            report.sides.setdefault(key, Share()).add(hit)
+        report.side_cases.append(
+            {
+                "id": case.id,
+                "side": side,
+                "overlap": round(overlap, 3),
+                "line": line,
+                "want": exp[f"{side}_object"],
+            }
+        )
+
+
+def _worst(report: LessonReport, side: str, n: int) -> list[dict[str, Any]]:
+    rows = [c for c in report.side_cases if c["side"] == side and c["overlap"] < MATCH_SHARE]
+    return sorted(rows, key=lambda c: (c["overlap"], c["id"]))[:n]
+
+
+def _side_lines(report: LessonReport, show: bool) -> list[str]:
+    out = [f"each side names the reference's object (token overlap >= {MATCH_SHARE}):"]
+    for side, summary in report.side_summary().items():
+        share = report.sides.get(side, Share())
+        macro = "-" if summary["macro"] is None else f"{summary['macro']:.3f}"
+        worst = "-" if summary["worst"] is None else f"{summary['worst']:.3f} ({summary['worst_domain']})"
+        out.append(f"  {side:<7} all {share}   domain macro {macro}   worst {worst}")
+        out += [
+            f"    {key[len(side) + 1 :]:<28} {s}"
+            for key, s in sorted(report.sides.items())
+            if key.startswith(side + " ")
+        ]
+    out.append(f"avoid lines that are an error message alone: {len(report.error_alone)}")
+    if show:
+        out += [f"      {h['id']}: {h['line']}" for h in report.error_alone]
+        for side in ("avoid", "prefer"):
+            out.append(f"worst {side} cases:")
+            for c in _worst(report, side, _SHOW_WORST):
+                out.append(f"  {c['id']} ({c['overlap']:.2f}): want {c['want']!r}")
+                out.append(f"      {c['line'] or f'(no {side} line)'}")
+    return out
+
+
 def format_lessons(report: LessonReport, *, show: bool = False) -> str:
     out = [
         f"cases {report.cases}, repairs written {report.written}",
@@ -205,6 +308,8 @@ def format_lessons(report: LessonReport, *, show: bool = False) -> str:
     if report.match:
         out.append("object matches the reference:")
         out += [f"  {key:<22} {share}" for key, share in sorted(report.match.items())]
+    if report.sides:
+        out += _side_lines(report, show)
     if show and report.misses:
         out.append("object misses:")
         for m in report.misses:
@@ -241,6 +346,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.show:
             payload["lines"] = report.by_rule
             payload["misses"] = report.misses
+            payload["error_alone_lines"] = report.error_alone
+            payload["worst"] = {side: _worst(report, side, _SHOW_WORST) for side in ("avoid", "prefer")}
         print(json.dumps(payload, ensure_ascii=False, indent=2))
     else:
         print(format_lessons(report, show=args.show))

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memos_feedback.devtools.eval import main as eval_main
+from memos_feedback.devtools.lesson_match import MATCH_SHARE, error_alone, object_overlap, object_tokens
 from memos_feedback.devtools.lessons_eval import evaluate_lessons, load_lesson_cases, object_match
 from memos_feedback.errors import InvalidInputError
 from memos_feedback.store import open_store
@@ -229,6 +230,11 @@ def test_eval_lessons_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     payload = json.loads(capsys.readouterr().out)
     assert payload["cases"] == 5 and set(payload["by_rule"]) == set(RULES)
     assert "misses" in payload and "lines" in payload
+    sides = payload["sides"]
+    assert set(sides) == {"avoid", "prefer"}
+    for side in ("avoid", "prefer"):
+        assert sides[side]["all"]["total"] >= len(payload["worst"][side])
+        assert all(c["overlap"] < MATCH_SHARE for c in payload["worst"][side])
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"repair": {}}\n', encoding="utf-8")
     assert eval_main(["lessons", str(bad)]) == 2
@@ -285,3 +291,44 @@ def test_synthesis_names_the_failed_call_not_the_tool_as_the_action() -> None:
         "Avoid: go mod tidy in services/worker — failed with: fatal: could not read Username for "
         "'https://git.example'"
     )
+
+
+# -- per-side object match (eval lessons) --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reference", "line", "share"),
+    [
+        ("--forcerun deseq2", "Prefer: rerun with `--forcerun deseq2` only", 1.0),
+        ("numpy>=2.0", "Prefer: build against numpy>=2.0 in [build-system]", 1.0),
+        ("adb logcat -d", "Prefer: dump it with adb logcat -c first", 2 / 3),
+        ("pnpm install", "Avoid: npm install", 0.5),
+        ("改用 pnpm", "优先：改用 pnpm 安装依赖", 1.0),
+        ("kube-dns", "Avoid: default-deny egress", 0.0),
+    ],
+)
+def test_object_overlap_is_the_share_of_the_reference_tokens(reference: str, line: str, share: float) -> None:
+    assert object_overlap(reference, line) == pytest.approx(share)
+
+
+def test_object_tokens_keep_code_whole_and_pair_chinese() -> None:
+    assert object_tokens("`/shared/models/` and numpy>=2.0") == {"/shared/models/", "and", "numpy>=2.0"}
+    assert object_tokens("重网格") == {"重网", "网格"}
+    assert object_overlap("", "Prefer: x") is None
+    assert object_overlap("x", "Prefer: ") == 0.0  # the label is not the object
+
+
+@pytest.mark.parametrize(
+    ("line", "alone"),
+    [
+        ("Avoid: ConnectionResetError: [Errno 104] Connection reset by peer", True),
+        ("Avoid: error[E0382]: borrow of moved value", True),
+        ("Avoid: npm ERR! code ERESOLVE", True),
+        ("Avoid: TS2307: Cannot find module 'x'", True),
+        ("Avoid: time.sleep(5) before reading the socket — still flaky: ConnectionResetError", False),
+        ("Never: retry the upload in a loop", False),
+        ("Avoid: errors.Is on a wrapped value", False),
+    ],
+)
+def test_an_avoid_line_that_is_an_error_message_alone_is_counted(line: str, alone: bool) -> None:
+    assert error_alone(line) is alone
