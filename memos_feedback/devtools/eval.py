@@ -157,6 +157,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .recall_eval import main as recall_main
 
         return recall_main(args_in[1:])
+    if args_in[:1] == ["lessons"] and any(a == "--cv" or a.startswith("--cv=") for a in args_in):
+        from .clause_train import main as clause_cv_main
+
+        return clause_cv_main(args_in[1:])
     if args_in[:1] == ["lessons"]:
         from .lessons_eval import main as lessons_main
 

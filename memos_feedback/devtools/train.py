@@ -1,10 +1,12 @@
 """``memos-feedback train``: fit the classifier's learned tiers and write their artefacts.
 
-    memos-feedback train [--data-dir tests/data] [--tier both|semantic|ngrams] [--out PATH] [--check]
+    memos-feedback train [--data-dir tests/data] [--tier both|semantic|ngrams|clauses] [--out PATH] [--check]
     python -m memos_feedback.devtools.train [same options]   (the same code: ``add_arguments`` / ``run``)
 
 The semantic tier is fitted by ``semantic_train``, the n-gram tier by
 ``ngram_train``; the labelled files both read are named in ``labels``.
+``--tier clauses`` fits the lesson clause scorer instead (``clause_train``,
+from the recall corpus's references; never part of ``both``).
 scikit-learn is needed here only (``pip install 'memos-feedback[train]'``).
 """
 
@@ -30,10 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=Path, default=None, help="labelled data (default: tests/data)")
     parser.add_argument(
         "--tier",
-        choices=("both", "semantic", "ngrams"),
+        choices=("both", "semantic", "ngrams", "clauses"),
         default=None,
         help="which artefact to write: the semantic tier (needs the e5 extra), the n-gram tier, or both "
-        "(the default; with --out, the n-gram tier, as before there were two)",
+        "(the default; with --out, the n-gram tier, as before there were two); or the lesson clause scorer",
     )
     parser.add_argument("--out", type=Path, default=None, help="artefact path (one tier only)")
     parser.add_argument(
@@ -54,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         raise TrainingUnavailableError("--out names one artefact: pass --tier semantic or --tier ngrams")
     paths = {tier: Path(args.out) if args.out else _default_path(tier) for tier in tiers}
     if args.check:
-        return max(_check(path, data_dir) for path in paths.values())
+        return max(_check(path, data_dir, tier) for tier, path in paths.items())
     try:
         import sklearn  # type: ignore[import-untyped]  # noqa: F401
     except ImportError:
@@ -71,14 +73,21 @@ def run(args: argparse.Namespace) -> int:
 
 def _default_path(tier: str) -> Path:
     from ..classify.semantic import SEMANTIC_PATH
+    from ..synthesis.clause_scorer import WEIGHTS_PATH
 
-    return SEMANTIC_PATH if tier == "semantic" else MODEL_PATH
+    return {"semantic": SEMANTIC_PATH, "clauses": WEIGHTS_PATH}.get(tier, MODEL_PATH)
 
 
-def _check(path: Path, data_dir: Path) -> int:
-    current = json.loads(path.read_text(encoding="utf-8")).get("data_sha256")
-    if current != data_sha256(data_dir):
-        print(f"{path} is stale; retrain with: memos-feedback train")
+def _check(path: Path, data_dir: Path, tier: str) -> int:
+    if tier == "clauses":
+        from .clause_train import stale
+
+        is_stale = stale(path, data_dir)
+    else:
+        is_stale = json.loads(path.read_text(encoding="utf-8")).get("data_sha256") != data_sha256(data_dir)
+    if is_stale:
+        again = "memos-feedback train --tier clauses" if tier == "clauses" else "memos-feedback train"
+        print(f"{path} is stale; retrain with: {again}")
         return 1
     print(f"{path} is up to date")
     return 0
@@ -90,6 +99,10 @@ def _train_tier(tier: str, data_dir: Path) -> str:
 
     if tier == "ngrams":
         return to_json(train(data_dir, log=log)[0])
+    if tier == "clauses":
+        from .clause_train import fitted_json
+
+        return fitted_json(data_dir)
     from ..embeddings.e5 import E5_EXTRA_HINT, e5_available
 
     if not e5_available():

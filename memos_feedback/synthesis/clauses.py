@@ -12,15 +12,17 @@ words. ``instruction_lines(text)`` finds them:
   or carries a modal ("use", "run", "should", "always", "用", "改用",
   "必须" …) prescribes; a clause with neither continues the instruction
   before it (a list of objects, "and then install");
-* the first forbidding clause becomes ``Never: …`` (English "don't"),
-  else ``Avoid: …``; the first prescribing one becomes ``Prefer: …``
-  (``Always: …`` when it says "always"). The cue words themselves are
-  dropped, so a prohibition never reads "Always: don't …";
+* of each side's clauses, the one the learned score ranks first
+  (``clause_scorer``: the rules propose, the score picks) becomes the line:
+  a forbidding one ``Never: …`` (English "don't"), else ``Avoid: …``; a
+  prescribing one ``Prefer: …`` (``Always: …`` when it says "always"). The
+  cue words themselves are dropped, so a prohibition never reads
+  "Always: don't …";
 * a line whose object is a demonstrative or one or two characters is not a
   lesson (``meaningless_object``); the next candidate is tried.
 
-The classifier's extracted span, when it has one, picks the sentence to
-read first: the clause it comes from is the lesson's object.
+The classifier's extracted span, when it has one, is one of the score's
+features: the clause it comes from is likelier the lesson's object.
 """
 
 from __future__ import annotations
@@ -29,8 +31,16 @@ import re
 from dataclasses import dataclass
 
 from ..text.lessons import LESSON_CAP, has_cjk, lesson_problems
+from .clause_scorer import Candidate, pick
 
-__all__ = ["Instruction", "fit_line", "instruction_lines", "is_concrete", "split_sentences"]
+__all__ = [
+    "Instruction",
+    "fit_line",
+    "instruction_lines",
+    "is_concrete",
+    "side_candidates",
+    "split_sentences",
+]
 
 # A full stop ends a sentence before a space, except in "e.g." / "i.e." / "etc." / "vs.".
 _SENTENCE = re.compile(r"(?<=[。！？!?；;\n])|(?<!e\.g\.)(?<!i\.e\.)(?<!etc\.)(?<!vs\.)(?<=[.])\s+(?=\S)")
@@ -142,36 +152,46 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
 
 
+def side_candidates(text: str) -> dict[str, list[Candidate]]:
+    """Every clause of ``text`` that prescribes (``prefer``) or forbids (``avoid``), in the user's order."""
+    sentences = split_sentences(text)
+    out: dict[str, list[Candidate]] = {"prefer": [], "avoid": []}
+    for at, sentence in enumerate(sentences):
+        for polarity, clause in _instructions(sentence):
+            if polarity not in out:
+                continue
+            firm = polarity == "avoid" or bool(
+                _MODAL_EN.search(clause) or _PRESCRIBE_ZH_STRONG.search(clause)
+            )
+            concrete = _CONCRETE.search(clause) is not None
+            out[polarity].append(Candidate(clause, at, len(sentences), concrete, firm))
+    return out
+
+
 def instruction_lines(
     text: str, hint: str | None = None, avoid_hint: str | None = None
 ) -> tuple[Instruction | None, Instruction | None]:
     """``(prefer, avoid)``: the lines the message's instructions make, either may be None.
 
-    ``hint`` / ``avoid_hint``: the classifier's spans for each side, which
-    break ties between equally concrete clauses.
+    The rules find each side's candidates (``side_candidates``); the learned
+    score (``clause_scorer``) orders them, and the best one that makes a
+    lesson line is taken. ``hint`` / ``avoid_hint``: the classifier's spans
+    for each side, one of the score's features.
     """
-    found = [item for sentence in split_sentences(text) for item in _instructions(sentence)]
-
-    # A clause that names something concrete (a command, a flag, a file, a
-    # value) is a better lesson than one that only says "do it properly";
-    # then the one the classifier's span comes from; then the user's order.
-    # A firm cue ("always", "must", "一律", "统一用") outranks a light one ("用").
-    def rank(item: tuple[str, str]) -> tuple[bool, bool, bool]:
-        polarity, clause = item
-        side_hint = avoid_hint if polarity == "avoid" else hint
-        firm = polarity == "avoid" or _MODAL_EN.search(clause) or _PRESCRIBE_ZH_STRONG.search(clause)
-        return (not _CONCRETE.search(clause), not firm, not (side_hint and side_hint in clause))
-
-    found.sort(key=rank)
-    prefer: Instruction | None = None
+    found = side_candidates(text)
     avoid: Instruction | None = None
-    for polarity, clause in found:
-        if polarity == "avoid" and avoid is None:
-            avoid = _avoid_line(clause, text)
-        elif polarity == "prefer" and prefer is None:
-            prefer = _prefer_line(clause, text)
-            if avoid is None and prefer is not None:
+    for k in pick("avoid", found["avoid"], avoid_hint):
+        avoid = _avoid_line(found["avoid"][k].clause, text)
+        if avoid is not None:
+            break
+    prefer: Instruction | None = None
+    for k in pick("prefer", found["prefer"], hint):
+        clause = found["prefer"][k].clause
+        prefer = _prefer_line(clause, text)
+        if prefer is not None:
+            if avoid is None:
                 avoid = _instead_line(clause, text)
+            break
     return prefer, avoid
 
 

@@ -56,6 +56,9 @@ __all__ = ["lesson_source", "template_lines"]
 
 _EXCERPT_CHARS = 1_000
 # Something only a call has: an option, a path, an assignment, a dotted or snake name.
+# A name in a call or a rule: a program, a flag, a file (3+ characters, "-" "." "_" "/" inside).
+_NAME = re.compile(r"[a-z0-9][a-z0-9_./-]*[a-z0-9]")
+_PLAIN_VERBS = frozenset({"run", "the", "and", "for", "with", "sudo"})
 _CALL_LIKE = re.compile(r"[=/\\`$@:]|(?:^|\s)-|\w[._-]\w")
 # A call's context of one argument, "command=cat x.txt": its value is the call.
 _WORKED = re.compile(
@@ -117,6 +120,8 @@ def template_lines(
         prefer = _success_line(evidence.high, source)
     if avoid is None and worst is not None:
         avoid = _avoid_failed(worst, action, prefer, source)
+    elif avoid is not None and worst is not None:
+        avoid = _with_instance(avoid, action, prefer)
     if prefer is None and evidence.low:
         # The trace itself may hold the success: the same tool run again,
         # differently, without failing; else the tool's own concrete hint.
@@ -141,6 +146,34 @@ def _avoid_failed(worst: TraceRow, action: str | None, prefer: str | None, sourc
     if not (text.strip() or _failed_tool(worst)):
         return None
     return failure_line(action, text, chinese=has_cjk(source), source=source or None)
+
+
+def _with_instance(avoid: str, action: str | None, prefer: str | None) -> str:
+    """The user's prohibition, and the failed call it was said about when the line does not quote it.
+
+    "Never: run whatever clang-format is on the PATH (as in `clang-format -i
+    src/*.c`)": the rule in the user's words, the instance in the agent's —
+    the call is what the agent will be about to run again. Not when the
+    prescription runs that call itself, not for a bare tool name, and only
+    when both fit one lesson line.
+    """
+    if not action or not _CALL_LIKE.search(action) or repeats(action, lesson_body(avoid)):
+        return avoid
+    if not _shares_a_name(lesson_body(avoid), action) or (prefer and _runs(lesson_body(prefer), action)):
+        return avoid
+    body = avoid.rstrip(" .。")
+    tail = f"（例如 {action}）" if has_cjk(body) else f" (as in {action})"
+    return body + tail if len(body) + len(tail) <= LESSON_CAP else avoid
+
+
+def _shares_a_name(rule: str, action: str) -> bool:
+    """Whether the rule names something the call names (its program, a flag, a file): it is about it.
+
+    "don't paper over it with a retry loop" after a failed ``python sync.py``
+    forbids an approach, not the call: quoting the call would forbid the task.
+    """
+    names = {w for w in _NAME.findall(action.casefold()) if w not in _PLAIN_VERBS}
+    return any(w in names for w in _NAME.findall(rule.casefold()))
 
 
 def _runs(prescription: str, action: str) -> bool:

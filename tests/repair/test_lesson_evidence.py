@@ -155,3 +155,45 @@ def test_a_task_request_beside_a_burst_is_not_a_lesson(store: Store) -> None:
     assert result.draft is not None, result.skipped_reason
     assert result.draft.preference == ""
     assert result.draft.anti_pattern.startswith(f"Avoid: {PIP} — failed with:")
+
+
+def test_a_prohibition_in_general_words_quotes_the_failed_call(store: Store) -> None:
+    # The user's rule names the program, not the call; the call the agent ran
+    # (and will run again) is the instance the Avoid line quotes after it.
+    store.traces.add(
+        "s-f",
+        agent_text="$ black --line-length 120 .\nerror: cannot format vendor/lib.py: INTERNAL ERROR",
+        value=-1.0,
+        tool_calls=[ToolCall("shell.run", "exit 123")],
+        episode_id="ep-f",
+        ts=1_000,
+    )
+    inp = RepairInput(
+        trigger="user.correction",
+        context_hash=context_hash_of("shell.run", "format the repo"),
+        tool_id="shell.run",
+        user_text="Don't run black over the whole tree. Vendored code stays untouched. Use make fmt instead.",
+        session_id="s-f",
+        context="format the repo",
+    )
+    result = run_repair(inp, RepairDeps(store=store, config=CONFIG))
+    assert result.draft is not None, result.skipped_reason
+    assert (
+        result.draft.anti_pattern == "Never: run black over the whole tree (as in black --line-length 120 .)"
+    )
+    assert result.draft.preference.startswith("Prefer: ") and "make fmt" in result.draft.preference
+
+
+def test_the_failed_call_is_not_quoted_when_the_prohibition_already_names_it(store: Store) -> None:
+    _failed_pip(store, "s-g", 1_000)
+    inp = RepairInput(
+        trigger="user.correction",
+        context_hash=context_hash_of("shell.run", PIP),
+        tool_id="shell.run",
+        user_text=f"never run {PIP} here, use apk add py3-cryptography",
+        session_id="s-g",
+        context=PIP,
+    )
+    result = run_repair(inp, RepairDeps(store=store, config=CONFIG))
+    assert result.draft is not None, result.skipped_reason
+    assert "(as in" not in result.draft.anti_pattern and PIP in result.draft.anti_pattern
