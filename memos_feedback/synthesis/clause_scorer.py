@@ -13,7 +13,7 @@ and in the message, its length, and whether the classifier's span comes
 from it.
 
 The weights are data (``clause_weights.json``), fitted by ``memos-feedback
-train clauses`` on the recall corpus's references (leave one domain out
+train --tier clauses`` on the recall corpus's references (leave one domain out
 for the figure of record: ALGORITHMS.md, "Lessons"); scoring is a dot
 product, with no dependency at run time. Ties keep the user's order.
 """
