@@ -100,9 +100,8 @@ def weights() -> dict[str, tuple[float, ...]]:
     """The shipped weights per side (``prefer``, ``avoid``), in ``FEATURES`` order."""
     raw = json.loads(WEIGHTS_PATH.read_text(encoding="utf-8"))
     if tuple(raw["features"]) != FEATURES:
-        raise ConfigError(
-            "clause_weights.json was fitted on other features; run `memos-feedback train clauses`"
-        )
+        why = "fitted on other features; run `memos-feedback train --tier clauses`"
+        raise ConfigError("clause_weights.json", raw["features"], why)
     return {side: tuple(float(w) for w in raw["weights"][side]) for side in ("prefer", "avoid")}
 
 
