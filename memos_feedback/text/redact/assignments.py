@@ -1,29 +1,27 @@
-"""Secrets named right before their value: assignments and command-line flags.
+"""Values given right after a secret's name: assignments and flags by name.
 
-``DB_PASSWORD=…``, ``"api_key": "…"``, ``secret: …``, ``--db-password …``,
-``-storepass …``: the name stays (the text still says what was there) and
-the value becomes ``[redacted]``, unless it is a reference, a mask, an
-example or code (``text.secret_forms.is_placeholder``). Part of
-``text.secrets.redact_secrets``, which calls ``redact_named`` when the text
-holds one of ``NAME_WORDS``.
+``DB_PASSWORD=…``, ``"api_key": "…"``, ``secret: …``, ``Password=…;`` in a
+connection string, ``--db-password …``, ``-storepass …``: the name stays
+(the text still says what was there) and the value goes, unless a filter
+calls it a placeholder.
 
-Linear: the names are found with ``str.find``, each pattern is tried once
-at a name's word and reads a bounded stretch after it, and what a rule
-needs before a hit (where its line and its word start) is found by
-searching forward from the previous hit, never back to the start.
+Linear: the names are found with ``str.find`` on the lower-cased text, each
+pattern is tried once at a name's word and reads a bounded stretch after
+it, and where a hit's line and word start is found by searching forward
+from the previous hit, never back to the start (``_Starts``).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
-from .secret_forms import REDACTED, is_placeholder
+from .engine import Detector, Scan, Span
+from .filters import is_placeholder, is_prose_word
 
-__all__ = ["NAME_WORDS", "redact_named"]
+__all__ = ["NamedValues"]
 
-# A name that ends in a secret's word, right before ":" or "=", matched
-# on the lower-cased text at a hit of one of ``NAME_WORDS``; the start of
-# the name is whatever precedes the word ("DB_PASSWORD", "webhookSecret").
+# A name that ends in a secret's word, right before ":" or "=".
 NAME_WORDS = ("pass", "pwd", "secret", "token", "key", "credential", "dsn", "connection", "auth")
 _ASSIGNMENT = re.compile(
     r"(?:password|passwd|passphrase|pass|pwd|secret|token|key|credentials|credential|dsn"
@@ -41,53 +39,58 @@ _KEY_KIND = re.compile(
     r"(?:api|access|private|auth|account|signing|encryption|master|session|secret|storage|license|app|client"
     r"|consumer|jwt|hmac|cookie|webhook|service|subscription|admin|write|read|deploy|sas|shared)[_\-.]?$"
 )
-# Command-line flags followed by a space: "--password hunter2" (on the lower-cased text).
-# The flag's name ends in a secret's word ("--db-password", "-storepass", "--api-key").
+# Command-line flags followed by a blank: "--password hunter2", "--db-password", "-storepass".
 _FLAG = re.compile(
     r"-(-?(?:[a-z0-9]{1,24}[\-_]?){0,3}?(?:password|passwd|pass|passin|passout|token|secret|api-key|apikey"
     r"|private-key|passphrase|pwd)[ \t]{1,4}+)([\"']?)(?!-)([^\s\"']{1,512}+)"
 )
-# Words a flag is followed by in prose about it ("Using --password via the CLI is insecure").
-_PROSE_WORDS = frozenset(
-    {"via", "on", "in", "is", "the", "with", "from", "for", "or", "and", "flag", "option"}
-)
+_NAME_CAP = 128
 
 
-def redact_named(text: str, low: str) -> str:
-    """``text`` with the values of secret-named assignments and flags redacted.
+class NamedValues(Detector):
+    """The value after a secret-named key, setting, variable or flag."""
 
-    The names are found with ``str.find`` (C speed), and the patterns are
-    only tried where a name's word is: a 10 kB log with no secret-looking
-    name costs a few microseconds.
-    """
-    hits: set[int] = set()
-    for word in NAME_WORDS:
-        at = low.find(word)
-        while at != -1:
-            hits.add(at)
-            at = low.find(word, at + 1)
-    spans: list[tuple[int, int]] = []
-    covered = 0
-    # Where a hit's line and word start: found by searching forward from
-    # the last hit, never back to the text's start from every hit (that
-    # was quadratic on a long line of "password=x password=x …").
-    starts = _Starts(low)
-    for at in sorted(hits):
-        if at < covered:
-            continue
-        span = _assignment_value(low, text, at, starts) or _flag_value(low, text, at)
-        if span is not None:
-            spans.append(span)
-            covered = span[1]
-    if not spans:
-        return text
-    out, last = [], 0
-    for start, end in spans:
-        out.append(text[last:start])
-        out.append(REDACTED)
-        last = end
-    out.append(text[last:])
-    return "".join(out)
+    name = "named_values"
+    examples = (
+        ("DB_PASSWORD=hunter2!x\nnext line", "hunter2!x"),
+        ('{"api_key": "Zq7LmR2xWv9K"}', "Zq7LmR2xWv9K"),
+        ("Server=db;Database=app;User Id=sa;Password=Tr0ub4dor&3;", "Tr0ub4dor&3"),
+        ("helm install x --set a.passwords[0]=Zq7LmR2x", "Zq7LmR2x"),
+        ("keytool -list -storepass Zq7LmR2x", "Zq7LmR2x"),
+        ("mysqldump --password Zq7LmR2x app", "Zq7LmR2x"),
+        ('[client]\npassword = "Xy7#kq2Lm9"', "Xy7#kq2Lm9"),
+    )
+    lookalikes = (
+        "password: ********",
+        "API_KEY=YOUR_API_KEY",
+        "api_key: Optional[str] = None",
+        "password = os.environ['DB_PASSWORD']",
+        "max_tokens: 4096",
+        "sort_key=created_at",
+        "Run docker login -u bot -p ***\nWARNING! Using --password via the CLI is insecure.",
+        "next_page_token=CiAKGjBpNDd2Nmp2Zml2cXRtcGVuOHI",
+        "passwd: files",
+    )
+
+    def spans(self, scan: Scan) -> Iterable[Span]:
+        low, text = scan.low, scan.text
+        hits: list[int] = []
+        for word in NAME_WORDS:
+            at = low.find(word)
+            while at != -1:
+                hits.append(at)
+                at = low.find(word, at + 1)
+        if not hits:
+            return
+        covered = 0
+        starts = _Starts(low)
+        for at in sorted(set(hits)):
+            if at < covered:
+                continue
+            span = _assignment_value(low, text, at, starts) or _flag_value(low, text, at)
+            if span is not None:
+                yield span
+                covered = span[1]
 
 
 class _Last:
@@ -99,7 +102,7 @@ class _Last:
         self.text, self.char, self.seen, self.upto = text, char, -1, 0
 
     def before(self, at: int) -> int:
-        if at < self.upto:  # not the ascending order ``redact_named`` asks in: search afresh
+        if at < self.upto:  # not the ascending order hits come in: search afresh
             return self.text.rfind(self.char, 0, at)
         found = self.text.rfind(self.char, self.upto, at)
         if found != -1:
@@ -123,34 +126,31 @@ class _Starts:
         return max(self.space.before(at), self.newline.before(at), self.quote.before(at)) + 1
 
 
-def _assignment_value(low: str, text: str, at: int, starts: _Starts) -> tuple[int, int] | None:
-    match = _ASSIGNMENT.match(low, at)
-    if match is None:
-        return None
+def _not_a_secret_name(low: str, at: int, match: re.Match[str], starts: _Starts) -> bool:
     word = low[at : match.start(1)]
     before = low[max(0, at - 16) : at]
-    if word == "key" and not _KEY_KIND.search(before):
+    return (
+        (word == "key" and not _KEY_KIND.search(before))
+        or (word in ("pass", "auth") and before[-1:].isalpha())  # "bypass", "compass", "oauth"
+        or (match.group(1).startswith("s") and word in ("key", "token", "pass"))  # "max_tokens: 4096"
+        or (word == "secret" and _SECRET_REF.search(before) is not None)  # "existingSecret=db-creds"
+        or (word == "token" and _PAGE_TOKEN.search(before) is not None)  # a position, not a credential
+        or (word == "auth" and match.end(3) - match.start(3) < 12)  # "auth: jwt": a setting
+        or low.startswith("arn:", starts.word(at))  # "arn:…:secret:prod/db": a resource's name
+    )
+
+
+def _assignment_value(low: str, text: str, at: int, starts: _Starts) -> Span | None:
+    match = _ASSIGNMENT.match(low, at)
+    if match is None or _not_a_secret_name(low, at, match, starts):
         return None
-    if word in ("pass", "auth") and before[-1:].isalpha():
-        return None  # "bypass", "compass", "oauth"
-    if match.group(1).startswith("s") and word in ("key", "token", "pass"):
-        return None  # "max_tokens: 4096", "keys: [...]"
-    if word == "secret" and _SECRET_REF.search(before):
-        return None  # "existingSecret=db-creds", "secretRef": the name of where a secret is
-    if word == "token" and _PAGE_TOKEN.search(before):
-        return None  # a pagination or idempotency token is a position, not a credential
-    if word == "auth" and match.end(3) - match.start(3) < 12:
-        return None  # "auth: jwt", "auth: basic": a setting; a credential is longer
-    if low.startswith("arn:", starts.word(at)):
-        return None  # "arn:aws:secretsmanager:…:secret:prod/db": a resource's name, not its value
     value = text[match.start(3) : match.end(3)]
     if is_placeholder(value.rstrip(")]}:")) or value.startswith("-----") or not value.strip("={["):
         return None
     if ":" in match.group(1) and _SETTING_WORD.fullmatch(value):
         return None  # "passwd: files", "credentials: include": a setting's word
     if _line_assignment(low, at, starts.line(at)):
-        # NAME=value on a line of its own (.env, shell): the value runs to the
-        # first blank, whatever characters it holds.
+        # NAME=value on a line of its own (.env, shell): the value runs to the first blank.
         end = match.start(3)
         while end < len(text) and not text[end].isspace():
             end += 1
@@ -167,9 +167,8 @@ def _assignment_value(low: str, text: str, at: int, starts: _Starts) -> tuple[in
 def _line_assignment(low: str, at: int, start: int) -> bool:
     """Whether the name at ``at`` opens its line (``start``), after blanks and an ``export``.
 
-    Read backwards from ``at`` over the name (at most ``_NAME_CAP``
-    characters) and the blanks before it, never over the whole line: a long
-    line of assignments costs each of them its own characters only.
+    Read backwards over the name (at most ``_NAME_CAP`` characters) and the
+    blanks before it, never over the whole line.
     """
     if low.find("=", at, at + 40) == -1:
         return False
@@ -186,29 +185,24 @@ def _line_assignment(low: str, at: int, start: int) -> bool:
     return False
 
 
-_NAME_CAP = 128
-
-
 def _blanks_before(low: str, i: int, start: int) -> int:
     while i > start and low[i - 1].isspace():
         i -= 1
     return i
 
 
-def _flag_value(low: str, text: str, at: int) -> tuple[int, int] | None:
+def _flag_value(low: str, text: str, at: int) -> Span | None:
     start = at
     while start > 0 and (low[start - 1].isalnum() or low[start - 1] in "_-") and at - start < 40:
         start -= 1
     while start < at and low[start] != "-":
         start += 1
-    if start >= at and low[start : start + 1] != "-":
-        return None
-    if start > 0 and not low[start - 1].isspace():
+    if (start >= at and low[start : start + 1] != "-") or (start > 0 and not low[start - 1].isspace()):
         return None
     match = _FLAG.match(low, start)
     if match is None:
         return None
     value = text[match.start(3) : match.end(3)]
-    if is_placeholder(value) or value in _PROSE_WORDS:
+    if is_placeholder(value) or is_prose_word(value):
         return None  # "--password via the CLI is insecure": prose about the flag
     return match.start(3), match.end(3)

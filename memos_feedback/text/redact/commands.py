@@ -1,0 +1,154 @@
+"""Passwords on command lines: by each tool's own flag or position, and what a command prints.
+
+``TOOL_FLAGS`` and ``TOOL_POSITIONS`` are tables, not code: a tool's name
+(a regular expression) and the flag whose value, or the words after which
+the argument, is its password. Flags named for a secret whatever the tool
+(``--password``, ``-storepass``) are ``assignments.NamedValues``'. Also
+here: ``-u user:password`` (curl), ``mysql -pSECRET``, Oracle's
+``user/password@db``, a secure string made from plain text (PowerShell),
+what is echoed into ``--password-stdin``, and the line a secret-printing
+command prints (``kubectl get secret … | base64 -d``, ``vault kv get
+-field=…``, ``cat ~/.pgpass``).
+
+A flag with no value, or followed by a word of the sentence ("instead of
+-p on the command line"), is prose about the flag: ``filters.is_prose_word``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .filters import is_placeholder, is_prose_word
+from .rules import Rule, RuleDetector
+
+__all__ = ["TOOL_FLAGS", "TOOL_POSITIONS", "CommandLines"]
+
+_BLANK = "[ \\t]{1,4}+"
+# (tool, flag, what lies between the flag and the value): the value is the password.
+TOOL_FLAGS: tuple[tuple[str, str, str], ...] = (
+    ("sshpass", "-[pP]", _BLANK),
+    ("mongo(?:sh|dump|restore|export|import)?", "-[pP]", _BLANK),
+    ("(?:un)?zip", "-[pP]", _BLANK),
+    ("7za?", "-p", "[ \\t]{0,4}+"),  # "7z a -pS3cret x.7z": glued or not
+    ("(?:un)?rar", "-p", "[ \\t]{0,4}+"),
+    ("login", "-p", _BLANK),
+    ("(?:redis|keydb|valkey)-cli", "-a", _BLANK),
+    ("(?:sqlcmd|bcp|osql|isql)", "-P", _BLANK),
+    ("ldap[a-z]{0,12}", "-w", _BLANK),
+    ("openssl", "-k", _BLANK),
+    ("ssh-keygen", "-[NP]", _BLANK),
+    ("(?:psexec|paexec)(?:\\.exe)?", "-p", _BLANK),
+    ("rdesktop", "-p", _BLANK),
+    ("snmp[a-z]{0,12}", "-[AX]", _BLANK),  # SNMPv3 auth and privacy passphrases
+    ("xfreerdp", "/p:", ""),
+    ("smbclient", "-U", _BLANK + "[^\\s%]{1,64}+%"),
+)
+# A tool and the words before its password: the next argument is the password.
+_B = _BLANK
+TOOL_POSITIONS: tuple[str, ...] = (
+    rf"rabbitmqctl{_B}(?:add_user|change_password){_B}\S{{1,128}}+",
+    rf"htpasswd{_B}-[a-zA-Z]{{0,4}}b[a-zA-Z]{{0,4}}{_B}\S{{1,256}}+{_B}\S{{1,128}}+",
+    rf"net{_B}user{_B}\S{{1,128}}+",
+    rf"net{_B}use{_B}(?:[A-Za-z]:{_B})?\\\\\S{{1,256}}+(?:{_B}/user:\S{{1,128}}+)?",
+    rf"poetry{_B}config{_B}http-basic\.\S{{1,128}}+{_B}\S{{1,128}}+",
+    rf"wpa_passphrase{_B}\S{{1,128}}+",
+    r"nmcli\b[^\n|;&]{0,200}?[ \t](?:password|wifi-sec\.psk)",
+    rf"ConvertTo-SecureString(?:{_B}-String)?",
+)
+_VALUE = "([\"']?)([^\\s\"']{1,256}+)"
+_TOOL_FLAG = re.compile(
+    "(?<![\\w\\-])(?:"
+    + "|".join(f"{tool}\\b[^\\n|;&]{{0,200}}?[ \\t]{flag}{between}" for tool, flag, between in TOOL_FLAGS)
+    + ")"
+    + _VALUE
+)
+# A positional argument that is a word after "-" ("-AsPlainText") is the tool's next flag.
+_NOT_A_FLAG = "(?![\"']?--?[A-Za-z][A-Za-z\\-]{0,40}+(?:[\\s\"'`=:]|$))"
+_TOOL_POSITION = re.compile(
+    "(?<![\\w\\-])(?:" + "|".join(TOOL_POSITIONS) + ")[ \\t]{1,4}+" + _NOT_A_FLAG + _VALUE
+)
+_TOOLS = ("sshpass", "mongo", "zip", "7z", "rar", "login", "-cli", "sqlcmd", "bcp", "osql", "isql",
+          "ldap", "openssl", "ssh-keygen", "psexec", "paexec", "rdesktop", "xfreerdp", "snmp",
+          "smbclient")  # fmt: skip
+_POSITION_TOOLS = ("rabbitmqctl", "htpasswd", "net use", "http-basic.", "wpa_passphrase", "nmcli",
+                   "convertto-securestring")  # fmt: skip
+_USER_FLAG = re.compile(
+    r"(?<![A-Za-z0-9_\-])(?:-u|--user|-a|--auth)[ \t]{1,4}+[\"']?[^\s:\"']{1,128}+:([^\s\"']{1,256}+)"
+)
+# "mysql -uroot -pS3cret": the password glued to -p.
+_MYSQL_P = re.compile(r"\bmysql(?:dump|admin|sh)?\b[^\n]{0,200}?\s-p(?![\s\[])(\S{1,256}+)")
+# What is echoed into a tool's --password-stdin is the password.
+_STDIN = re.compile(
+    r"\b(?:echo|printf)[ \t]{1,4}+[\"']?([^\s\"'|]{1,256}+)[\"']?[ \t]{0,4}+\|[^\n]{0,200}?--password-stdin"
+)
+# Oracle tools take "user/password@db" as their first argument.
+_SLASH_LOGIN = re.compile(
+    r"(?<![\w\-])(?:sqlplus|sqlldr|rman|expdp|impdp)[ \t]{1,4}+(?:-[A-Za-z]{1,8}[ \t]{1,4}+){0,2}"
+    r"[A-Za-z0-9_$#]{1,64}+/([^\s@/\"']{1,256}+)"
+)
+# A command that prints a secret's value: the next line is that value.
+_PRINTS_SECRET = re.compile(
+    r"^(?:\$|%|>)[ \t][^\n]{0,300}?(?:get[ \t]{1,4}+secret[^\n]{0,300}?(?:base64[ \t]{1,4}+(?:-d|--decode)"
+    r"|base64decode|@base64d)|vault[ \t]{1,4}+(?:kv[ \t]{1,4}+get|read)[^\n]{0,200}?-field="
+    r"|secrets[ \t]{1,4}+versions[ \t]{1,4}+access|get-secret-value[^\n]{0,200}?--output[ \t]{1,4}+text"
+    r"|keyvault[ \t]{1,4}+secret[ \t]{1,4}+show[^\n]{0,200}?tsv|\bop[ \t]{1,4}+read|config:get"
+    r"|(?:cat|echo)[ \t]{1,4}+\S{0,200}?(?:\.key|\.pgpass|_key|secret|token|password|passwd|pwd)\b)"
+    r"[^\n]{0,300}\n([^\s$#][^\s]{3,512}+)$",
+    re.MULTILINE | re.IGNORECASE,
+)
+_PRINTS_WORDS = ("secret", "vault", "cat ", "echo ", " op ", "config:get")
+
+
+def _argument(match: re.Match[str], group: int) -> bool:
+    value = match.group(group)
+    return not (is_placeholder(value) or is_prose_word(value))
+
+
+# A printed ~/.pgpass line: only its last field is the password (``entries.NamedEntries``).
+_PGPASS_LINE = re.compile(r"[^\s:#]{1,255}+:(?:[0-9]{1,5}|\*):[^\s:]{1,128}+:[^\s:]{1,128}+:")
+
+
+def _printed(match: re.Match[str], group: int) -> bool:
+    value = match.group(group)
+    return not (is_placeholder(value) or _PGPASS_LINE.match(value))
+
+
+class CommandLines(RuleDetector):
+    """Passwords given to tools on a command line, and what secret-printing commands print."""
+
+    name = "command_lines"
+    rules = (
+        Rule(_TOOL_FLAG, group=2, guard=_TOOLS, pre=(" -", "\t-", "/p:"), accept=_argument),
+        Rule(_TOOL_POSITION, group=2, guard=_POSITION_TOOLS, accept=_argument),
+        Rule(_USER_FLAG, guard=("-u ", "--user ", "-a ", "--auth "), pre=(" -", "\t-")),
+        Rule(_MYSQL_P, guard=("mysql",)),
+        Rule(_STDIN, guard=("--password-stdin",), pre="|"),
+        Rule(_SLASH_LOGIN, guard=("sqlplus", "sqlldr", "rman", "expdp", "impdp"), pre="/"),
+        Rule(_PRINTS_SECRET, guard=_PRINTS_WORDS, pre="$%>", accept=_printed),
+    )
+    examples = (
+        ("sshpass -p 'Zq7LmR2x' ssh ann@h", "Zq7LmR2x"),
+        ("redis-cli -h h -p 6379 -a Zq7LmR2x ping", "Zq7LmR2x"),
+        ("7z a -pS3cr3tZip backup.7z data/", "S3cr3tZip"),
+        ("ssh-keygen -t ed25519 -N Tg4mWq92x -f id", "Tg4mWq92x"),
+        ("rabbitmqctl add_user app Zq7LmR2x", "Zq7LmR2x"),
+        ('$pw = ConvertTo-SecureString "Tg4#mWq92" -AsPlainText -Force', "Tg4#mWq92"),
+        ("curl -u ann:Tg4mWq92x https://api", "Tg4mWq92x"),
+        ("mysql -uroot -pS3cretPw db", "S3cretPw"),
+        ("sqlplus scott/Tg4#mWq92@orcl", "Tg4#mWq92"),
+        ("echo Tg4mWq92x | docker login -u ann --password-stdin", "Tg4mWq92x"),
+        (
+            "$ kubectl get secret api -o jsonpath='{.data.token}' | base64 -d\nQw3rty-Zx9!vb\n$ ",
+            "Qw3rty-Zx9!vb",
+        ),
+        ("smbclient //srv/share -U ann%Tg4mWq92x", "Tg4mWq92x"),
+    )
+    lookalikes = (
+        "Prefer: docker login --password-stdin instead of -p on the command line",
+        "docker login -u bot -p ***",
+        'mysql -u root -p"${MYSQL_PWD}" -h db',
+        "redis-cli -h h -p 6379 ping",
+        "sqlplus / as sysdba",
+        "$ echo $HOME\n/home/ann",
+        "ssh-keygen -t ed25519 -N '' -f id",
+    )

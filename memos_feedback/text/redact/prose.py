@@ -1,0 +1,77 @@
+"""Secrets told in sentences: "the password is …", "user admin / S3cret!".
+
+Only a value that looks like a credential goes (a digit, or both cases and
+a symbol): "the token is expired." is prose.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .engine import Span
+from .filters import is_placeholder
+from .rules import Rule, RuleDetector
+
+__all__ = ["ProseSecrets"]
+
+_PROSE = re.compile(
+    r"\b(?:password|passphrase|passcode|token|secret|api key|access key|secret key)"
+    r"(?:[ \t]{1,4}+(?:for|of)[ \t]{1,4}+[^\s]{1,64}+)?[ \t]{1,4}+"
+    r"(?:is|was|是|为|改成|改为|改為)[ \t]{1,4}+([!-~]{6,256}+)",
+    re.IGNORECASE,
+)
+# A user and a password side by side after a word for account: "admin / S3cret!", "账号 root 密码 …".
+_ACCOUNT_PAIR = re.compile(
+    r"(?:账户|账号|帐号|用户名|用户|(?<![A-Za-z])(?:login|account|user(?:name)?))"
+    r"[ \t:：]{1,4}+[A-Za-z0-9_.@\-]{1,64}+[ \t]{0,4}+(?:/|:|：)[ \t]{0,4}+([!-~]{6,256}+)",
+    re.IGNORECASE,
+)
+_ACCOUNT_WORDS = ("账户", "账号", "帐号", "用户", "login", "account", "user")
+_KEBAB = re.compile(r"[a-z]{1,32}(?:-[a-z0-9]{1,32}){1,8}")
+_TRAILING = ".,;:!?)"
+
+
+def _told(match: re.Match[str], group: int) -> bool:
+    value = match.group(group).rstrip(_TRAILING)
+    has_digit = any(ch.isdigit() for ch in value)
+    mixed = value != value.lower() and value != value.upper() and not value.isalnum()
+    return not (is_placeholder(value) or len(value) < 6 or not (has_digit or mixed) or value.isdigit())
+
+
+def _without_trailing(match: re.Match[str], group: int) -> Span:
+    start = match.start(group)
+    return start, start + len(match.group(group).rstrip(_TRAILING))
+
+
+def _paired(match: re.Match[str], group: int) -> bool:
+    value = match.group(group)
+    # A path ("user/repo"), a port, a word or a region ("us-east-1") is no
+    # password: it needs a digit and a letter, and more than kebab-case.
+    return (
+        any(c.isdigit() for c in value)
+        and any(c.isalpha() for c in value)
+        and "/" not in value
+        and _KEBAB.fullmatch(value) is None
+        and not is_placeholder(value)
+    )
+
+
+class ProseSecrets(RuleDetector):
+    """Passwords and tokens given in a sentence, or beside a user's name."""
+
+    name = "prose"
+    rules = (
+        Rule(_PROSE, guard=("pass", "token", "secret", " key"), accept=_told, span=_without_trailing),
+        Rule(_ACCOUNT_PAIR, guard=_ACCOUNT_WORDS, pre="/:：", accept=_paired),
+    )
+    examples = (
+        ("the password for root is Tg4#mWq92", "Tg4#mWq92"),
+        ("FYI the token is Zq7LmR2xWv9K.", "Zq7LmR2xWv9K"),
+        ("login: admin / S3cret!2024", "S3cret!2024"),
+    )
+    lookalikes = (
+        "the token is expired.",
+        "the password is stored in the vault",
+        "user: ann/dotfiles",
+        "account: prod / us-east-1",
+    )
