@@ -76,7 +76,8 @@ _USER_FLAG = re.compile(
     r"(?<![A-Za-z0-9_\-])(?:-u|--user|-a|--auth)[ \t]{1,4}+[\"']?[^\s:\"']{1,128}+:([^\s\"']{1,256}+)"
 )
 # "mysql -uroot -pS3cret": the password glued to -p.
-_MYSQL_P = re.compile(r"\bmysql(?:dump|admin|sh)?\b[^\n]{0,200}?\s-p(?![\s\[])(\S{1,256}+)")
+# The first glued -p is the one read, redacted or not: a second pass reads the same one.
+_MYSQL_P = re.compile(r"\bmysql(?:dump|admin|sh)?\b[^\n]{0,200}?\s-p(\S{1,256}+)")
 # What is echoed into a tool's --password-stdin is the password.
 _STDIN = re.compile(
     r"\b(?:echo|printf)[ \t]{1,4}+[\"']?([^\s\"'|]{1,256}+)[\"']?[ \t]{0,4}+\|[^\n]{0,200}?--password-stdin"

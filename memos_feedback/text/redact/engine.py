@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from .filters import REDACTED
 
-__all__ = ["Detector", "PairDetector", "Scan", "Span", "redact_with"]
+__all__ = ["Detector", "PairDetector", "Scan", "Span", "find_spans", "redact_with"]
 
 Span = tuple[int, int]
 
@@ -79,8 +79,11 @@ class PairDetector(Detector):
 
 def redact_with(text: str, detectors: Sequence[Detector]) -> str:
     """``text`` with the spans of every detector replaced by ``[redacted]``."""
-    if not text:
-        return text
+    return _replace(text, find_spans(text, detectors)) if text else text
+
+
+def find_spans(text: str, detectors: Sequence[Detector]) -> list[Span]:
+    """The sorted, disjoint spans of secrets ``detectors`` find in ``text``, cut around public material."""
     scan = Scan(text)
     scan.public = shielded = sorted(span for detector in detectors for span in detector.public(scan))
     found = [span for detector in detectors for span in detector.spans(scan)]
@@ -88,7 +91,7 @@ def redact_with(text: str, detectors: Sequence[Detector]) -> str:
     extra = [span for d in detectors if isinstance(d, PairDetector) for span in d.pairs(scan, merged)]
     if extra:
         merged = _merge(_outside(merged + extra, shielded))
-    return _replace(text, merged)
+    return merged
 
 
 def _outside(spans: list[Span], shielded: list[Span]) -> list[Span]:

@@ -14,6 +14,7 @@ Every predicate is a bounded, linear match on the value alone.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
@@ -106,8 +107,12 @@ def is_code(value: str) -> bool:
 PLACEHOLDER: tuple[Filter, ...] = (is_reference, is_example, is_mask, is_template, is_code)
 
 
+@functools.lru_cache(maxsize=4096)
 def is_placeholder(value: str) -> bool:
-    """Whether ``value`` stands for a secret rather than being one (any filter says so)."""
+    """Whether ``value`` stands for a secret rather than being one (any filter says so).
+
+    Cached: a text that repeats one value (a log line a thousand times) is judged once.
+    """
     value = value.strip("\"'`")
     return not value or any(check(value) for check in PLACEHOLDER)
 

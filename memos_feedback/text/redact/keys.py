@@ -48,16 +48,12 @@ class PemBlocks(Detector):
     )
 
     def spans(self, scan: Scan) -> Iterable[Span]:
-        if "-----begin" not in scan.low:
-            return
-        for match in _PEM.finditer(scan.text):
+        for match in _blocks(scan):
             if "PRIVATE" in match.group(1):
                 yield from _body(match)
 
     def public(self, scan: Scan) -> Iterable[Span]:
-        if "-----begin" not in scan.low:
-            return
-        for match in _PEM.finditer(scan.text):
+        for match in _blocks(scan):
             if "PRIVATE" not in match.group(1) and match.group(3):
                 yield match.span()  # a whole certificate or public key
             else:
@@ -67,6 +63,16 @@ class PemBlocks(Detector):
                 yield match.end(2), match.end(2)
                 if match.group(3):
                     yield match.span(3)
+
+
+def _blocks(scan: Scan) -> list[re.Match[str]]:
+    """The blocks of the text, found once for both ``spans`` and ``public``."""
+    if "-----begin" not in scan.low:
+        return []
+    found = scan.cache.get("pem")
+    if found is None:
+        found = scan.cache["pem"] = list(_PEM.finditer(scan.text))
+    return found  # type: ignore[return-value]
 
 
 def _body(match: re.Match[str]) -> Iterator[Span]:
