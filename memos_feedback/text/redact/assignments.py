@@ -22,12 +22,12 @@ from .filters import is_placeholder, is_prose_word
 __all__ = ["NamedValues"]
 
 # A name that ends in a secret's word, right before ":" or "=".
-NAME_WORDS = ("pass", "pwd", "secret", "token", "key", "credential", "dsn", "connection", "auth")
+NAME_WORDS = ("pass", "pwd", "secret", "token", "key", "credential", "dsn", "connection", "auth", "psk")
 _ASSIGNMENT = re.compile(
     r"(?:password|passwd|passphrase|pass|pwd|secret|token|key|credentials|credential|dsn"
-    r"|connection_string|connectionstring|connection-string|auth)"
-    # "s" and "[0]": "clientPasswords[0]=…"; "secret_key_base" (Rails)
-    r"((?:s|_base)?(?:\[[0-9]{1,3}\])?\\?[\"']?[ \t]{0,24}+[:=][ \t]{0,4}+)"
+    r"|connection_string|connectionstring|connection-string|authtok|auth|psk)"
+    # "s" and "[0]": "clientPasswords[0]=…"; "secret_key_base" (Rails); PHP's "=>", a full-width colon
+    r"((?:s|_base)?(?:\[[0-9]{1,3}\])?\\?[\"']?[ \t]{0,24}+(?:=>|[:=：])[ \t]{0,4}+)"
     # a quote may be escaped: JSON inside a JSON string ("SecretString": "{\"password\":\"…\"}")
     r"(\\?[\"']|)([^\s\"'`,;&<>…，。；！？、（）「」]{1,512}+)"
 )
@@ -37,7 +37,8 @@ _SECRET_REF = re.compile(r"(?:existing|kube|k8s|use|from|ref)[_\-.]?$")
 _PAGE_TOKEN = re.compile(r"(?:page|cursor|continuation|pagination|sync|resume|idempotency|next|etag)[_\-.]?$")
 _KEY_KIND = re.compile(
     r"(?:api|access|private|auth|account|signing|encryption|master|session|secret|storage|license|app|client"
-    r"|consumer|jwt|hmac|cookie|webhook|service|subscription|admin|write|read|deploy|sas|shared)[_\-.]?$"
+    r"|consumer|jwt|hmac|cookie|webhook|service|subscription|admin|write|read|deploy|sas|shared|integration"
+    r"|routing)[_\-. ]?$"
 )
 # Command-line flags followed by a blank: "--password hunter2", "--db-password", "-storepass".
 _FLAG = re.compile(
@@ -59,6 +60,10 @@ class NamedValues(Detector):
         ("keytool -list -storepass Zq7LmR2x", "Zq7LmR2x"),
         ("mysqldump --password Zq7LmR2x app", "Zq7LmR2x"),
         ('[client]\npassword = "Xy7#kq2Lm9"', "Xy7#kq2Lm9"),
+        ("Algolia Admin API Key：2cd8050243a35193456ef3960ceb32a8", "2cd8050243a35193456ef3960ceb32a8"),
+        ("'auth.adminpassword' => 'eU4j8eT6=u@h0uTie4',", "eU4j8eT6=u@h0uTie4"),
+        ("ldap_default_authtok = 5D!RH+WGUTzDw-k=1", "5D!RH+WGUTzDw-k=1"),
+        ('network={\n    psk="WsleNjx@53bx^yf4"\n}', "WsleNjx@53bx^yf4"),
     )
     lookalikes = (
         "password: ********",
@@ -70,6 +75,9 @@ class NamedValues(Detector):
         "Run docker login -u bot -p ***\nWARNING! Using --password via the CLI is insecure.",
         "next_page_token=CiAKGjBpNDd2Nmp2Zml2cXRtcGVuOHI",
         "passwd: files",
+        "key_mgmt=WPA-PSK",
+        "the primary key: id",
+        '{"id"=>"472d93f9", "authenticity_token"=>"[FILTERED]"}',
     )
 
     def spans(self, scan: Scan) -> Iterable[Span]:
@@ -145,9 +153,12 @@ def _assignment_value(low: str, text: str, at: int, starts: _Starts) -> Span | N
     if match is None or _not_a_secret_name(low, at, match, starts):
         return None
     value = text[match.start(3) : match.end(3)]
-    if is_placeholder(value.rstrip(")]}:")) or value.startswith("-----") or not value.strip("={["):
+    # The value may run into the brackets around it ("get(token)]"), or be one ("[FILTERED]").
+    if is_placeholder(value.rstrip(")]}:")) or is_placeholder(value) or value.startswith("-----"):
         return None
-    if ":" in match.group(1) and _SETTING_WORD.fullmatch(value):
+    if not value.strip("={["):
+        return None
+    if (":" in match.group(1) or "：" in match.group(1)) and _SETTING_WORD.fullmatch(value):
         return None  # "passwd: files", "credentials: include": a setting's word
     if _line_assignment(low, at, starts.line(at)):
         # NAME=value on a line of its own (.env, shell): the value runs to the first blank.

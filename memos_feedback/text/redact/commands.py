@@ -41,13 +41,17 @@ TOOL_FLAGS: tuple[tuple[str, str, str], ...] = (
     ("rdesktop", "-p", _BLANK),
     ("snmp[a-z]{0,12}", "-[AX]", _BLANK),  # SNMPv3 auth and privacy passphrases
     ("xfreerdp", "/p:", ""),
+    ("altool", "-p", _BLANK),
     ("smbclient", "-U", _BLANK + "[^\\s%]{1,64}+%"),
 )
 # A tool and the words before its password: the next argument is the password.
 _B = _BLANK
 TOOL_POSITIONS: tuple[str, ...] = (
     rf"rabbitmqctl{_B}(?:add_user|change_password){_B}\S{{1,128}}+",
-    rf"htpasswd{_B}-[a-zA-Z]{{0,4}}b[a-zA-Z]{{0,4}}{_B}\S{{1,256}}+{_B}\S{{1,128}}+",
+    # "htpasswd -b -c FILE USER PASS": the flags, apart or together, then the file and the user.
+    rf"htpasswd(?=[^\n]{{0,40}}?[ \t]-[a-zA-Z]{{0,4}}b)(?:{_B}-[a-zA-Z]{{1,6}}+){{1,4}}+"
+    rf"{_B}\S{{1,256}}+{_B}\S{{1,128}}+",
+    rf"user-secrets{_B}set{_B}\S{{1,128}}+",
     rf"net{_B}user{_B}\S{{1,128}}+",
     rf"net{_B}use{_B}(?:[A-Za-z]:{_B})?\\\\\S{{1,256}}+(?:{_B}/user:\S{{1,128}}+)?",
     rf"poetry{_B}config{_B}http-basic\.\S{{1,128}}+{_B}\S{{1,128}}+",
@@ -71,17 +75,26 @@ _TOOLS = ("sshpass", "mongo", "zip", "7z", "rar", "login", "-cli", "sqlcmd", "bc
           "ldap", "openssl", "ssh-keygen", "psexec", "paexec", "rdesktop", "xfreerdp", "snmp",
           "smbclient")  # fmt: skip
 _POSITION_TOOLS = ("rabbitmqctl", "htpasswd", "net use", "http-basic.", "wpa_passphrase", "nmcli",
+                   "user-secrets",
                    "convertto-securestring")  # fmt: skip
 _USER_FLAG = re.compile(
-    r"(?<![A-Za-z0-9_\-])(?:-u|--user|-a|--auth)[ \t]{1,4}+[\"']?[^\s:\"']{1,128}+:([^\s\"']{1,256}+)"
+    r"(?<![A-Za-z0-9_\-])(?:-u|--user|-a|--auth|-auth)[ \t]{1,4}+[\"']?[^\s:\"']{1,128}+:([^\s\"']{1,256}+)"
 )
 # "mysql -uroot -pS3cret": the password glued to -p.
 # The first glued -p is the one read, redacted or not: a second pass reads the same one.
 _MYSQL_P = re.compile(r"\bmysql(?:dump|admin|sh)?\b[^\n]{0,200}?\s-p(\S{1,256}+)")
 # What is echoed into a tool's --password-stdin is the password.
 _STDIN = re.compile(
-    r"\b(?:echo|printf)[ \t]{1,4}+[\"']?([^\s\"'|]{1,256}+)[\"']?[ \t]{0,4}+\|[^\n]{0,200}?--password-stdin"
+    r"\b(?:echo|printf)[ \t]{1,4}+[\"']?([^\s\"'|]{1,256}+)[\"']?[ \t]{0,4}+\|[^\n]{0,200}?"
+    r"(?:--password-stdin|--passphrase-fd[ =]0|-passin[ \t]stdin|--password-from-stdin)"
 )
+# What is echoed into a file named for a secret ("echo 'S3cr3t' > ~/.vault_pass") is that secret.
+_INTO_FILE = re.compile(
+    r"\b(?:echo|printf)[ \t]{1,4}+[\"']?([^\s\"'|>]{4,256}+)[\"']?[ \t]{0,4}+>{1,2}+[ \t]{0,4}+"
+    r"[^\s;|&]{0,200}?(?:pass|secret|token|_key|\.key)"
+)
+# "-u USER -p PASS", whatever the tool: a password after a user (a port is a number).
+_USER_THEN_P = re.compile(r"(?<![\w\-])-u[ \t]{1,4}+[^\s\-][^\s]{0,127}+[ \t]{1,4}+-p[ \t]{1,4}+" + _VALUE)
 # Oracle tools take "user/password@db" as their first argument.
 _SLASH_LOGIN = re.compile(
     r"(?<![\w\-])(?:sqlplus|sqlldr|rman|expdp|impdp)[ \t]{1,4}+(?:-[A-Za-z]{1,8}[ \t]{1,4}+){0,2}"
@@ -109,6 +122,10 @@ def _argument(match: re.Match[str], group: int) -> bool:
 _PGPASS_LINE = re.compile(r"[^\s:#]{1,255}+:(?:[0-9]{1,5}|\*):[^\s:]{1,128}+:[^\s:]{1,128}+:")
 
 
+def _not_a_port(match: re.Match[str], group: int) -> bool:
+    return not match.group(group).isdigit() and _argument(match, group)
+
+
 def _printed(match: re.Match[str], group: int) -> bool:
     value = match.group(group)
     return not (is_placeholder(value) or _PGPASS_LINE.match(value))
@@ -121,9 +138,13 @@ class CommandLines(RuleDetector):
     rules = (
         Rule(_TOOL_FLAG, group=2, guard=_TOOLS, pre=(" -", "\t-", "/p:"), accept=_argument),
         Rule(_TOOL_POSITION, group=2, guard=_POSITION_TOOLS, accept=_argument),
-        Rule(_USER_FLAG, guard=("-u ", "--user ", "-a ", "--auth "), pre=(" -", "\t-")),
+        Rule(_USER_FLAG, guard=("-u ", "--user ", "-a ", "--auth ", "-auth "), pre=(" -", "\t-")),
         Rule(_MYSQL_P, guard=("mysql",)),
-        Rule(_STDIN, guard=("--password-stdin",), pre="|"),
+        Rule(
+            _STDIN, guard=("--password-stdin", "--passphrase-fd", "-passin", "--password-from-stdin"), pre="|"
+        ),
+        Rule(_INTO_FILE, guard=("echo", "printf"), pre=">"),
+        Rule(_USER_THEN_P, group=2, guard=("-u ",), pre=(" -p",), accept=_not_a_port),
         Rule(_SLASH_LOGIN, guard=("sqlplus", "sqlldr", "rman", "expdp", "impdp"), pre="/"),
         Rule(_PRINTS_SECRET, guard=_PRINTS_WORDS, pre="$%>", accept=_printed),
     )
@@ -143,6 +164,12 @@ class CommandLines(RuleDetector):
             "Qw3rty-Zx9!vb",
         ),
         ("smbclient //srv/share -U ann%Tg4mWq92x", "Tg4mWq92x"),
+        ("htpasswd -b -c /etc/nginx/.htpasswd prom PXNQn&Ep67Es", "PXNQn&Ep67Es"),
+        ("xcrun altool --upload-app -f App.ipa -u ios@acme.io -p oazg-bhfo-gogk", "oazg-bhfo-gogk"),
+        ("echo 'QdK^7RTxJtuMJ' | gpg --batch --passphrase-fd 0 -d s.gpg", "QdK^7RTxJtuMJ"),
+        ("$ echo 'uIuey8k1&Rrr' > ~/.vault_pass", "uIuey8k1&Rrr"),
+        ('dotnet user-secrets set "Smtp:Password" "=QHC^qI6D8aGTlF"', "=QHC^qI6D8aGTlF"),
+        ("java -jar jenkins-cli.jar -s https://ci -auth admin:11333bd7a3597fefa6", "11333bd7a3597fefa6"),
     )
     lookalikes = (
         "Prefer: docker login --password-stdin instead of -p on the command line",
@@ -152,4 +179,7 @@ class CommandLines(RuleDetector):
         "sqlplus / as sysdba",
         "$ echo $HOME\n/home/ann",
         "ssh-keygen -t ed25519 -N '' -f id",
+        "htpasswd -b -c /etc/nginx/.htpasswd prom $PROM_PASSWORD",
+        "tool -u ann -p 8080",
+        "echo $TOKEN > ~/.token",
     )

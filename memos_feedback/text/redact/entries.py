@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .filters import is_placeholder, is_secret_name
+from .filters import is_example, is_mask, is_placeholder, is_reference, is_secret_name
 from .rules import Rule, RuleDetector
 
 __all__ = ["NamedEntries"]
@@ -48,6 +48,31 @@ _AK_SK = re.compile(
 )
 
 
+# SQL that sets a password ("CREATE USER x WITH PASSWORD '…'", "IDENTIFIED BY '…'").
+_SQL_PASSWORD = re.compile(
+    r"\b(?:password|identified[ \t]{1,4}+by(?:[ \t]{1,4}+password)?)[ \t]{1,4}+'([^'\s]{1,256}+)'",
+    re.IGNORECASE,
+)
+# Network gear's config lines (Cisco IOS): a pre-shared key, a user's password, an SNMP community.
+_DEVICE = re.compile(
+    r"^[ \t]{0,8}+(?:crypto[ \t]{1,4}+isakmp[ \t]{1,4}+key|snmp-server[ \t]{1,4}+community"
+    r"|username[ \t]{1,4}+\S{1,64}+(?:[ \t]{1,4}+privilege[ \t]{1,4}+[0-9]{1,2})?"
+    r"[ \t]{1,4}+(?:password|secret)"
+    r"(?:[ \t]{1,4}+[0-9])?)[ \t]{1,4}+(\S{1,256}+)",
+    re.MULTILINE,
+)
+# "public" and "private" are the communities every device ships with: defaults, not secrets.
+_DEFAULT_COMMUNITIES = frozenset({"public", "private"})
+
+
+def _device(match: re.Match[str], group: int) -> bool:
+    value = match.group(group)
+    # Not the template filter: "@YZpGcj…" is a community here, no "@reference".
+    return value.casefold() not in _DEFAULT_COMMUNITIES and not (
+        is_reference(value) or is_mask(value) or is_example(value)
+    )
+
+
 def _named(match: re.Match[str], group: int) -> bool:
     # Group 1 is the name; ``group`` the value.
     return is_secret_name(match.group(1)) and not is_placeholder(match.group(group))
@@ -71,6 +96,8 @@ class NamedEntries(RuleDetector):
         Rule(_SPACED, guard=("pass", "secret", "masterauth")),
         Rule(_PGPASS, guard=("pgpass",), pre=":"),
         Rule(_AK_SK, guard=("AK", "SK"), pre=":=：", cased=True),
+        Rule(_SQL_PASSWORD, guard=("password", "identified"), pre="'"),
+        Rule(_DEVICE, guard=("isakmp", "snmp-server", "username"), accept=_device),
     )
     examples = (
         ("- name: DB_PASSWORD\n  value: Zq7LmR2x", "Zq7LmR2x"),
@@ -80,10 +107,15 @@ class NamedEntries(RuleDetector):
         ("requirepass Zq7LmR2x9\n", "Zq7LmR2x9"),
         ("$ cat ~/.pgpass\ndb.local:5432:app:ann:Tr0ub4dor&3", "Tr0ub4dor&3"),
         ("SK：Q2xK9mZ8rT4wY7pL3nB6cF1dH5jS0aE", "Q2xK9mZ8rT4wY7pL3nB6cF1dH5jS0aE"),
+        ("psql -c \"CREATE USER report WITH PASSWORD 'oGe6EG1p1tltv*';\"", "oGe6EG1p1tltv*"),
+        ("interface Tunnel0\n crypto isakmp key !tn9hkmct0#ReY address 203.0.113.7", "!tn9hkmct0#ReY"),
+        ("snmp-server community @YZpGcjWX5nm RO 10", "@YZpGcjWX5nm"),
     )
     lookalikes = (
         "- name: DB_HOST\n  value: db.internal",
         "<username>ann</username>",
         'define("DB_PASSWORD", getenv("DB_PASSWORD"));',
         "passwd: files",
+        "snmp-server community public RO",
+        "ALTER USER app WITH PASSWORD '$APP_PASSWORD';",
     )

@@ -30,6 +30,7 @@ __all__ = [
     "is_reference",
     "is_secret_name",
     "is_template",
+    "looks_like_password",
 ]
 
 REDACTED = "[redacted]"
@@ -53,6 +54,8 @@ _NAME_AS_VALUE = frozenset({"password", "passwd", "pass", "pwd", "secret", "toke
 # Words that mark an example to be replaced, wherever they are in the value.
 _EXAMPLE = re.compile(r"your|replace|placeholder|example|changeme|insert|dummy|redacted|xxxx|\.\.\.|…", re.I)
 _MASK = re.compile(r"[*xX•#.\-_ ]{3,}")
+# A log's or a framework's stand-in: "[FILTERED]", "[REDACTED]", "[hidden]", "<hidden>".
+_BRACKETED = re.compile(r"\[[A-Za-z _\-]{1,24}\]|<[A-Za-z _\-]{1,24}>")
 # A mask that shows a token's prefix or last characters ("****7QXA", "ghp_****abcd").
 _MASKED_TAIL = re.compile(r"[A-Za-z0-9_\-]{0,12}?[*•]{4,}[A-Za-z0-9]{0,8}")
 # An all-capitals name with no digit ("PASSWORD", "YOUR_API_KEY", "HOST"): a variable or a slot.
@@ -75,16 +78,32 @@ def is_reference(value: str) -> bool:
     return (
         not value
         or value.startswith(_REFERENCE_START)
-        or _WORD_PATH.fullmatch(value) is not None
+        or _is_word_path(value)
         or _ATTRIBUTE.fullmatch(value) is not None
         or _KEY_FILE.fullmatch(value) is not None
         or not value[0].isascii()  # "你的AccessKeySecret", "<在控制台获取>": a description
     )
 
 
+def _is_word_path(value: str) -> bool:
+    # A path names its parts ("secret/data/app"); a token in slashes has numbers for parts.
+    return _WORD_PATH.fullmatch(value) is not None and not any(part.isdigit() for part in value.split("/"))
+
+
+def looks_like_password(value: str) -> bool:
+    """A value a sentence gives as a credential: a digit, or both cases and a symbol; not a number."""
+    has_digit = any(ch.isdigit() for ch in value)
+    mixed = value != value.lower() and value != value.upper() and not value.isalnum()
+    return len(value) >= 6 and (has_digit or mixed) and not value.isdigit()
+
+
 def is_mask(value: str) -> bool:
     """``********``, ``xxxx``, ``****7QXA``: a secret shown masked."""
-    return _MASK.fullmatch(value) is not None or _MASKED_TAIL.fullmatch(value) is not None
+    return (
+        _MASK.fullmatch(value) is not None
+        or _MASKED_TAIL.fullmatch(value) is not None
+        or _BRACKETED.fullmatch(value) is not None
+    )
 
 
 def is_template(value: str) -> bool:

@@ -27,6 +27,10 @@ _ACCOUNT_PAIR = re.compile(
     re.IGNORECASE,
 )
 _ACCOUNT_WORDS = ("账户", "账号", "帐号", "用户", "login", "account", "user")
+# "root / %T-EP*58eh", "ops@acme.io / zQ_s=M+?N": a name, a spaced slash, and a value with a
+# letter, a digit and a symbol no word or path holds.
+_SLASHED_PAIR = re.compile(r"(?<![\w@.\-])[\w.@\-]{2,64}+[ \t]{1,4}+/[ \t]{1,4}+([!-~]{8,128}+)")
+_SYMBOLS = frozenset("!@#$%^&*+=?~")
 _KEBAB = re.compile(r"[a-z]{1,32}(?:-[a-z0-9]{1,32}){1,8}")
 _TRAILING = ".,;:!?)"
 
@@ -56,6 +60,22 @@ def _paired(match: re.Match[str], group: int) -> bool:
     )
 
 
+def _slashed(match: re.Match[str], group: int) -> bool:
+    value = match.group(group).rstrip(".,;:)")
+    return (
+        any(c.isdigit() for c in value)
+        and any(c.isalpha() for c in value)
+        and any(c in _SYMBOLS for c in value)
+        and "/" not in value
+        and not is_placeholder(value)
+    )
+
+
+def _slashed_span(match: re.Match[str], group: int) -> Span:
+    start = match.start(group)
+    return start, start + len(match.group(group).rstrip(".,;:)"))
+
+
 class ProseSecrets(RuleDetector):
     """Passwords and tokens given in a sentence, or beside a user's name."""
 
@@ -63,15 +83,20 @@ class ProseSecrets(RuleDetector):
     rules = (
         Rule(_PROSE, guard=("pass", "token", "secret", " key"), accept=_told, span=_without_trailing),
         Rule(_ACCOUNT_PAIR, guard=_ACCOUNT_WORDS, pre="/:：", accept=_paired),
+        Rule(_SLASHED_PAIR, guard=(" / ",), accept=_slashed, span=_slashed_span),
     )
     examples = (
         ("the password for root is Tg4#mWq92", "Tg4#mWq92"),
         ("FYI the token is Zq7LmR2xWv9K.", "Zq7LmR2xWv9K"),
         ("login: admin / S3cret!2024", "S3cret!2024"),
+        ("root / %T-EP*58ehN+2L^p   这是跳板机的", "%T-EP*58ehN+2L^p"),
+        ("the staging admin is ops@acme.io / zQ_s=M+?N?6nj — keep it", "zQ_s=M+?N?6nj"),
     )
     lookalikes = (
         "the token is expired.",
         "the password is stored in the vault",
         "user: ann/dotfiles",
         "account: prod / us-east-1",
+        "read / write access for 2 users",
+        "throughput 120 / 3.5 = 34 req/s",
     )

@@ -59,6 +59,7 @@ FORMATS: tuple[tuple[str, str, int, int, str], ...] = (
     ("hf_", _B62, 30, 64, ""),
     ("oy2", "a-z0-9", 43, 43, ""),  # NuGet
     ("pul-", "a-f0-9", 40, 40, ""),  # Pulumi
+    ("", "0-9a-f", 32, 32, "\\.[A-Za-z0-9]{16}(?![A-Za-z0-9])"),  # Zhipu (BigModel): id.secret
     # other SaaS, one shape: a prefix, then "_" or "-", then 20+ token characters
     ("(?:gsk|xai|pplx|nvapi|r8|glsa|glc|lin_api|figd|ntn|sntrys|PMAK|ATATT3|squ|sqp|bkua|CCIPAT|rubygems|NRAK)"
      "[_\\-]", _URLSAFE, 20, 512, ""),
