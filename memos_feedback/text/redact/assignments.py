@@ -77,6 +77,10 @@ class NamedValues(Detector):
         "passwd: files",
         "key_mgmt=WPA-PSK",
         "the primary key: id",
+        "password: ${DB_PASSWORD:?must be set}",
+        "ARN：arn:aws:secretsmanager:ap-northeast-1:308195021705:secret:prod/db-AbC123",
+        "private key: (hidden)",
+        "password = op://Production/Postgres/password",
         '{"id"=>"472d93f9", "authenticity_token"=>"[FILTERED]"}',
     )
 
@@ -144,8 +148,15 @@ def _not_a_secret_name(low: str, at: int, match: re.Match[str], starts: _Starts)
         or (word == "secret" and _SECRET_REF.search(before) is not None)  # "existingSecret=db-creds"
         or (word == "token" and _PAGE_TOKEN.search(before) is not None)  # a position, not a credential
         or (word == "auth" and match.end(3) - match.start(3) < 12)  # "auth: jwt": a setting
-        or low.startswith("arn:", starts.word(at))  # "arn:…:secret:prod/db": a resource's name
+        or _in_arn(low, at)  # "arn:…:secret:prod/db": a resource's name
+        or low.startswith("${", starts.word(at))  # "${DB_PASSWORD:?must be set}": a shell expansion
     )
+
+
+def _in_arn(low: str, at: int) -> bool:
+    # The ARN's start within its own stretch of non-blank text (bounded: an ARN is short).
+    start = low.rfind("arn:", max(0, at - 160), at)
+    return start != -1 and not any(ch.isspace() for ch in low[start:at])
 
 
 def _assignment_value(low: str, text: str, at: int, starts: _Starts) -> Span | None:

@@ -27,7 +27,9 @@ _DIGEST_PREFIX = re.compile(r"(?:sha(?:1|224|256|384|512)|md5)[\-:]", re.IGNOREC
 # Words before a run that name it a digest, an id, data or public material.
 _DIGEST_NAME = re.compile(
     r"(?:sha[0-9]{0,3}|md5|checksum|digest|integrity|hash|etag|\bh1|(?:\b|[_\-])s?id(?:-[0-9])?|;base64"
-    r"|public[_\- ]?key|pubkey|公钥|公鑰|certificate(?:-authority)?-data|fingerprint|\"n\"|recipient)"
+    r"|public[_\- ]?key|pubkey|公钥|公鑰|certificate(?:-authority)?-data|fingerprint|\"n\"|recipient"
+    # an SSH public key's kind, a WireGuard peer (its public key)
+    r"|ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp[0-9]{3}|\bpeer)"
     r"(?:[ \t]{1,2}(?:is|are|是|为))?[\s:=,\"'\-：]{0,4}$",
     re.IGNORECASE,
 )
@@ -56,6 +58,8 @@ class HighEntropyRuns(Detector):
         "git checkout 07defb06252f3a6a32a5dd872b3463a5947baf3c",
         "src/components/UserProfileSettings/AccountPreferencesPanel.tsx",
         "aGVsbG8gd29ybGQsIHRoaXMgaXMgcGxhaW4gdGV4dCBpbiBiYXNlNjQ=",
+        "GET /v1/messages/0G8231CNPV57BM2KHQ7HQNKAH1 200 12ms",
+        "peer: ts+QqGnElhEgOMIpTylwch67YT/kx6u6rU3qOIb2Ipw=",
     )
 
     def spans(self, scan: Scan) -> Iterable[Span]:
@@ -108,6 +112,11 @@ def _looks_random(run: str) -> bool:
     # random base64 seldom has a separator, let alone a word between two.
     words = sum(1 for seg in segments if (len(seg) >= 3 and seg.isalpha()) or _HEX_ONLY.fullmatch(seg))
     if words >= 2 and 2 * words > len(segments):
+        return False
+    # Random base64 mixes the three classes in any long stretch: a path's id part that has
+    # no lower case ("/messages/0G8231CNPV57BM2KHQ7HQNKAH1", a ULID) is an id.
+    longest = max(segments, key=len, default="")
+    if len(longest) >= 16 and (longest.upper() == longest or longest.lower() == longest):
         return False
     kinds = [("d" if ch.isdigit() else "u" if ch.isupper() else "l") for ch in run if ch.isalnum()]
     if not ("d" in kinds and "u" in kinds and "l" in kinds) or len(kinds) < 2:

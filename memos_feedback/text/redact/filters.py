@@ -39,8 +39,9 @@ Filter = Callable[[str], bool]
 
 # A YAML tag ("!Ref DbPassword", "!vault |") and a path ("/run/secrets/db",
 # "~/.ssh/id_rsa") say where a secret is, not what it is.
+# A parenthesis opens a description ("(hidden)", "(see vault)"); "op://" is a 1Password reference.
 _REFERENCE_START = ("$", "{{", "{%", "<", "/", "~/", "./", "../", REDACTED, "env:", "file:",
-                    "vault:", "secret:", "ref+", "arn:")  # fmt: skip
+                    "vault:", "secret:", "ref+", "arn:", "(", "op://")  # fmt: skip
 _KEY_FILE = re.compile(r"[A-Za-z0-9_.\-]{1,128}\.(?:pem|key|p12|pfx|jks|keystore|crt|der|json|env|kdbx|gpg)")
 # A path of lower-case words ("secret/data/app:password"): where a secret is kept.
 _WORD_PATH = re.compile(r"[a-z0-9_\-]{1,64}(?:/[a-z0-9_\-.:#]{1,64}){2,8}")

@@ -23,7 +23,7 @@ _PROSE = re.compile(
 # A user and a password side by side after a word for account: "admin / S3cret!", "账号 root 密码 …".
 _ACCOUNT_PAIR = re.compile(
     r"(?:账户|账号|帐号|用户名|用户|(?<![A-Za-z])(?:login|account|user(?:name)?))"
-    r"[ \t:：]{1,4}+[A-Za-z0-9_.@\-]{1,64}+[ \t]{0,4}+(?:/|:|：)[ \t]{0,4}+([!-~]{6,256}+)",
+    r"[ \t:：]{1,4}+([A-Za-z0-9_.@\-]{1,64}+)[ \t]{0,4}+(?:/|:|：)[ \t]{0,4}+([!-~]{6,256}+)",
     re.IGNORECASE,
 )
 _ACCOUNT_WORDS = ("账户", "账号", "帐号", "用户", "login", "account", "user")
@@ -47,7 +47,13 @@ def _without_trailing(match: re.Match[str], group: int) -> Span:
     return start, start + len(match.group(group).rstrip(_TRAILING))
 
 
+# "account id: …", "user name: …": a field's name, not a user.
+_FIELD_WORDS = frozenset({"id", "name", "no", "number", "type", "email", "key", "uid", "group", "role"})
+
+
 def _paired(match: re.Match[str], group: int) -> bool:
+    if match.group(1).casefold() in _FIELD_WORDS:
+        return False
     value = match.group(group)
     # A path ("user/repo"), a port, a word or a region ("us-east-1") is no
     # password: it needs a digit and a letter, and more than kebab-case.
@@ -82,7 +88,7 @@ class ProseSecrets(RuleDetector):
     name = "prose"
     rules = (
         Rule(_PROSE, guard=("pass", "token", "secret", " key"), accept=_told, span=_without_trailing),
-        Rule(_ACCOUNT_PAIR, guard=_ACCOUNT_WORDS, pre="/:：", accept=_paired),
+        Rule(_ACCOUNT_PAIR, group=2, guard=_ACCOUNT_WORDS, pre="/:：", accept=_paired),
         Rule(_SLASHED_PAIR, guard=(" / ",), accept=_slashed, span=_slashed_span),
     )
     examples = (
@@ -97,6 +103,7 @@ class ProseSecrets(RuleDetector):
         "the password is stored in the vault",
         "user: ann/dotfiles",
         "account: prod / us-east-1",
+        "account id: 0d0219b2161e59b87332ba060fa70f8a",
         "read / write access for 2 users",
         "throughput 120 / 3.5 = 34 req/s",
     )
