@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from .filters import is_placeholder, is_prose_word
+from .filters import is_placeholder, is_prose_word, looks_like_password
 from .rules import Rule, RuleDetector
 
 __all__ = ["TOOL_FLAGS", "TOOL_POSITIONS", "CommandLines"]
@@ -72,7 +72,7 @@ _TOOL_POSITION = re.compile(
     "(?<![\\w\\-])(?:" + "|".join(TOOL_POSITIONS) + ")[ \\t]{1,4}+" + _NOT_A_FLAG + _VALUE
 )
 _TOOLS = ("sshpass", "mongo", "zip", "7z", "rar", "login", "-cli", "sqlcmd", "bcp", "osql", "isql",
-          "ldap", "openssl", "ssh-keygen", "psexec", "paexec", "rdesktop", "xfreerdp", "snmp",
+          "ldap", "openssl", "ssh-keygen", "psexec", "paexec", "rdesktop", "xfreerdp", "snmp", "altool",
           "smbclient")  # fmt: skip
 _POSITION_TOOLS = ("rabbitmqctl", "htpasswd", "net use", "http-basic.", "wpa_passphrase", "nmcli",
                    "user-secrets",
@@ -122,8 +122,24 @@ def _argument(match: re.Match[str], group: int) -> bool:
 _PGPASS_LINE = re.compile(r"[^\s:#]{1,255}+:(?:[0-9]{1,5}|\*):[^\s:]{1,128}+:[^\s:]{1,128}+:")
 
 
-def _not_a_port(match: re.Match[str], group: int) -> bool:
-    return not match.group(group).isdigit() and _argument(match, group)
+# Tools whose -p after -u is no password: mysql prompts for it, docker's is a port, sudo's a prompt.
+_P_IS_NOT_A_PASSWORD = ("mysql", "mariadb", "docker", "podman", "nerdctl", "sudo", "kubectl", "ssh")
+_PORT = re.compile(r"[0-9.:]{1,64}(?:/(?:tcp|udp))?")
+
+
+def _password_after_user(match: re.Match[str], group: int) -> bool:
+    value = match.group(group)
+    if _PORT.fullmatch(value) or not looks_like_password(value):
+        return False
+    # The command's start on its line, read within a bounded stretch before the flag.
+    text, start = match.string, match.start()
+    line = text[max(text.rfind("\n", max(0, start - 200), start), start - 200, 0) : start].lower()
+    return not any(tool in line for tool in _P_IS_NOT_A_PASSWORD) and _argument(match, group)
+
+
+def _echoed(match: re.Match[str], group: int) -> bool:
+    # "printf done >> secrets.log" writes a word; a password has a digit or mixed case and a symbol.
+    return looks_like_password(match.group(group)) and _argument(match, group)
 
 
 def _printed(match: re.Match[str], group: int) -> bool:
@@ -143,8 +159,8 @@ class CommandLines(RuleDetector):
         Rule(
             _STDIN, guard=("--password-stdin", "--passphrase-fd", "-passin", "--password-from-stdin"), pre="|"
         ),
-        Rule(_INTO_FILE, guard=("echo", "printf"), pre=">"),
-        Rule(_USER_THEN_P, group=2, guard=("-u ",), pre=(" -p",), accept=_not_a_port),
+        Rule(_INTO_FILE, guard=("echo", "printf"), pre=">", accept=_echoed),
+        Rule(_USER_THEN_P, group=2, guard=("-u ",), pre=(" -p",), accept=_password_after_user),
         Rule(_SLASH_LOGIN, guard=("sqlplus", "sqlldr", "rman", "expdp", "impdp"), pre="/"),
         Rule(_PRINTS_SECRET, guard=_PRINTS_WORDS, pre="$%>", accept=_printed),
     )
@@ -169,6 +185,7 @@ class CommandLines(RuleDetector):
         ("echo 'QdK^7RTxJtuMJ' | gpg --batch --passphrase-fd 0 -d s.gpg", "QdK^7RTxJtuMJ"),
         ("$ echo 'uIuey8k1&Rrr' > ~/.vault_pass", "uIuey8k1&Rrr"),
         ('dotnet user-secrets set "Smtp:Password" "=QHC^qI6D8aGTlF"', "=QHC^qI6D8aGTlF"),
+        ("ftp-upload -u ann -p Tg4mWq92x site/", "Tg4mWq92x"),
         ("java -jar jenkins-cli.jar -s https://ci -auth admin:11333bd7a3597fefa6", "11333bd7a3597fefa6"),
     )
     lookalikes = (
@@ -181,5 +198,9 @@ class CommandLines(RuleDetector):
         "ssh-keygen -t ed25519 -N '' -f id",
         "htpasswd -b -c /etc/nginx/.htpasswd prom $PROM_PASSWORD",
         "tool -u ann -p 8080",
+        "mysql -u root -p mydb2",
+        "docker run -u 1000 -p 8080:80 nginx",
+        "sudo -u postgres -p 'Pass:' psql",
         "echo $TOKEN > ~/.token",
+        "printf done >> secrets.log",
     )

@@ -73,6 +73,7 @@ def _slashed(match: re.Match[str], group: int) -> bool:
         and any(c.isalpha() for c in value)
         and any(c in _SYMBOLS for c in value)
         and "/" not in value
+        and not value.startswith("-")  # "--author=ann / --since=2.weeks": the next option
         and not is_placeholder(value)
     )
 
@@ -106,4 +107,5 @@ class ProseSecrets(RuleDetector):
         "account id: 0d0219b2161e59b87332ba060fa70f8a",
         "read / write access for 2 users",
         "throughput 120 / 3.5 = 34 req/s",
+        "git log --author=ann / --since=2.weeks",
     )
