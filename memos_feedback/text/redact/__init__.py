@@ -15,7 +15,7 @@ from .chinese import ChineseLabels
 from .commands import CommandLines
 from .engine import Detector, redact_with
 from .entries import NamedEntries
-from .entropy import HighEntropyRuns
+from .entropy import ContextualRuns, HighEntropyRuns
 from .filters import REDACTED
 from .headers import AuthHeaders
 from .keys import PemBlocks
@@ -30,6 +30,7 @@ DETECTORS: tuple[Detector, ...] = (
     PemBlocks(),
     KnownTokens(),
     HighEntropyRuns(),
+    ContextualRuns(),
     UrlCredentials(),
     AuthHeaders(),
     NamedValues(),

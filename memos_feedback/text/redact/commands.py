@@ -17,7 +17,9 @@ A flag with no value, or followed by a word of the sentence ("instead of
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Iterator
 
+from .engine import Scan, Span
 from .filters import is_placeholder, is_prose_word, looks_like_password
 from .rules import Rule, RuleDetector
 
@@ -60,16 +62,18 @@ TOOL_POSITIONS: tuple[str, ...] = (
     rf"ConvertTo-SecureString(?:{_B}-String)?",
 )
 _VALUE = "([\"']?)([^\\s\"']{1,256}+)"
-_TOOL_FLAG = re.compile(
-    "(?<![\\w\\-])(?:"
-    + "|".join(f"{tool}\\b[^\\n|;&]{{0,200}}?[ \\t]{flag}{between}" for tool, flag, between in TOOL_FLAGS)
-    + ")"
-    + _VALUE
+# Each tool's name; the group that matched says which row of ``TOOL_FLAGS`` it is.
+_TOOL_NAME = re.compile(
+    r"(?<![\w\-\]])(?:" + "|".join(f"({tool})" for tool, _flag, _between in TOOL_FLAGS) + r")\b"
 )
+_TOOL_FLAG_OF = tuple(re.compile(f"[ \\t]{flag}{between}" + _VALUE) for _tool, flag, between in TOOL_FLAGS)
+# Where a command ends: its flags are read up to there, however far (a window of so many
+# characters would reach farther once a secret before it is redacted: no fixed point).
+_COMMAND_END = re.compile(r"[\n|;&]")
 # A positional argument that is a word after "-" ("-AsPlainText") is the tool's next flag.
 _NOT_A_FLAG = "(?![\"']?--?[A-Za-z][A-Za-z\\-]{0,40}+(?:[\\s\"'`=:]|$))"
 _TOOL_POSITION = re.compile(
-    "(?<![\\w\\-])(?:" + "|".join(TOOL_POSITIONS) + ")[ \\t]{1,4}+" + _NOT_A_FLAG + _VALUE
+    "(?<![\\w\\-\\]])(?:" + "|".join(TOOL_POSITIONS) + ")[ \\t]{1,4}+" + _NOT_A_FLAG + _VALUE
 )
 _TOOLS = ("sshpass", "mongo", "zip", "7z", "rar", "login", "-cli", "sqlcmd", "bcp", "osql", "isql",
           "ldap", "openssl", "ssh-keygen", "psexec", "paexec", "rdesktop", "xfreerdp", "snmp", "altool",
@@ -78,11 +82,13 @@ _POSITION_TOOLS = ("rabbitmqctl", "htpasswd", "net use", "http-basic.", "wpa_pas
                    "user-secrets",
                    "convertto-securestring")  # fmt: skip
 _USER_FLAG = re.compile(
-    r"(?<![A-Za-z0-9_\-])(?:-u|--user|-a|--auth|-auth)[ \t]{1,4}+[\"']?[^\s:\"']{1,128}+:([^\s\"']{1,256}+)"
+    r"(?<![A-Za-z0-9_\-\]])(?:-u|--user|-a|--auth|-auth)[ \t]{1,4}+[\"']?[^\s:\"']{1,128}+:([^\s\"']{1,256}+)"
 )
 # "mysql -uroot -pS3cret": the password glued to -p.
 # The first glued -p is the one read, redacted or not: a second pass reads the same one.
-_MYSQL_P = re.compile(r"\bmysql(?:dump|admin|sh)?\b[^\n]{0,200}?\s-p(\S{1,256}+)")
+# "mysql -uroot -pS3cret": the password glued to -p (``_glued``).
+_MYSQL = re.compile(r"\bmysql(?:dump|admin|sh)?\b")
+_GLUED_P = re.compile(r"\s-p(\S{1,256}+)")
 # What is echoed into a tool's --password-stdin is the password.
 _STDIN = re.compile(
     r"\b(?:echo|printf)[ \t]{1,4}+[\"']?([^\s\"'|]{1,256}+)[\"']?[ \t]{0,4}+\|[^\n]{0,200}?"
@@ -94,10 +100,10 @@ _INTO_FILE = re.compile(
     r"[^\s;|&]{0,200}?(?:pass|secret|token|_key|\.key)"
 )
 # "-u USER -p PASS", whatever the tool: a password after a user (a port is a number).
-_USER_THEN_P = re.compile(r"(?<![\w\-])-u[ \t]{1,4}+[^\s\-][^\s]{0,127}+[ \t]{1,4}+-p[ \t]{1,4}+" + _VALUE)
+_USER_THEN_P = re.compile(r"(?<![\w\-\]])-u[ \t]{1,4}+[^\s\-][^\s]{0,127}+[ \t]{1,4}+-p[ \t]{1,4}+" + _VALUE)
 # Oracle tools take "user/password@db" as their first argument.
 _SLASH_LOGIN = re.compile(
-    r"(?<![\w\-])(?:sqlplus|sqlldr|rman|expdp|impdp)[ \t]{1,4}+(?:-[A-Za-z]{1,8}[ \t]{1,4}+){0,2}"
+    r"(?<![\w\-\]])(?:sqlplus|sqlldr|rman|expdp|impdp)[ \t]{1,4}+(?:-[A-Za-z]{1,8}[ \t]{1,4}+){0,2}"
     r"[A-Za-z0-9_$#]{1,64}+/([^\s@/\"']{1,256}+)"
 )
 # A command that prints a secret's value: the next line is that value.
@@ -120,6 +126,29 @@ def _argument(match: re.Match[str], group: int) -> bool:
 
 # A printed ~/.pgpass line: only its last field is the password (``entries.NamedEntries``).
 _PGPASS_LINE = re.compile(r"[^\s:#]{1,255}+:(?:[0-9]{1,5}|\*):[^\s:]{1,128}+:[^\s:]{1,128}+:")
+
+
+def _flag_values(
+    text: str, tools: re.Pattern[str], flag_of: Callable[[re.Match[str]], re.Pattern[str]], group: int
+) -> Iterator[Span]:
+    """The value of each tool's password flag, the first after the tool's name in its command.
+
+    Each stretch of the text is read once: after a tool, the search goes on past its
+    command (no flag) or past the flag's value.
+    """
+    at = stop = 0
+    while (tool := tools.search(text, at)) is not None:
+        if tool.end() > stop:  # a new command: where it ends is searched once per command
+            end_of_command = _COMMAND_END.search(text, tool.end())
+            stop = end_of_command.start() if end_of_command else len(text)
+        flag = flag_of(tool).search(text, tool.end(), stop)
+        if flag is None:
+            at = max(stop, tool.end())
+            continue
+        # The first flag is the one read, redacted or not: a second pass reads the same one.
+        if _argument(flag, group):
+            yield flag.span(group)
+        at = flag.end()
 
 
 # Tools whose -p after -u is no password: mysql prompts for it, docker's is a port, sudo's a prompt.
@@ -152,10 +181,8 @@ class CommandLines(RuleDetector):
 
     name = "command_lines"
     rules = (
-        Rule(_TOOL_FLAG, group=2, guard=_TOOLS, pre=(" -", "\t-", "/p:"), accept=_argument),
         Rule(_TOOL_POSITION, group=2, guard=_POSITION_TOOLS, accept=_argument),
         Rule(_USER_FLAG, guard=("-u ", "--user ", "-a ", "--auth ", "-auth "), pre=(" -", "\t-")),
-        Rule(_MYSQL_P, guard=("mysql",)),
         Rule(
             _STDIN, guard=("--password-stdin", "--passphrase-fd", "-passin", "--password-from-stdin"), pre="|"
         ),
@@ -188,6 +215,15 @@ class CommandLines(RuleDetector):
         ("ftp-upload -u ann -p Tg4mWq92x site/", "Tg4mWq92x"),
         ("java -jar jenkins-cli.jar -s https://ci -auth admin:11333bd7a3597fefa6", "11333bd7a3597fefa6"),
     )
+
+    def spans(self, scan: Scan) -> Iterable[Span]:
+        yield from super().spans(scan)
+        text = scan.text
+        if any(part in text for part in (" -", "\t-", "/p:")) and any(scan.has(tool) for tool in _TOOLS):
+            yield from _flag_values(text, _TOOL_NAME, lambda m: _TOOL_FLAG_OF[(m.lastindex or 1) - 1], 2)
+        if scan.has("mysql"):
+            yield from _flag_values(text, _MYSQL, lambda m: _GLUED_P, 1)
+
     lookalikes = (
         "Prefer: docker login --password-stdin instead of -p on the command line",
         "docker login -u bot -p ***",

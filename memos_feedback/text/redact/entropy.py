@@ -21,15 +21,15 @@ from collections.abc import Iterable, Iterator
 from .engine import Detector, Scan, Span
 from .tokens import token_runs
 
-__all__ = ["HighEntropyRuns"]
+__all__ = ["ContextualRuns", "HighEntropyRuns"]
 
 _DIGEST_PREFIX = re.compile(r"(?:sha(?:1|224|256|384|512)|md5)[\-:]", re.IGNORECASE)
 # Words before a run that name it a digest, an id, data or public material.
 _DIGEST_NAME = re.compile(
     r"(?:sha[0-9]{0,3}|md5|checksum|digest|integrity|hash|etag|\bh1|(?:\b|[_\-])s?id(?:-[0-9])?|;base64"
     r"|public[_\- ]?key|pubkey|公钥|公鑰|certificate(?:-authority)?-data|fingerprint|\"n\"|recipient"
-    # an SSH public key's kind, a WireGuard peer (its public key)
-    r"|ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp[0-9]{3}|\bpeer)"
+    # a WireGuard peer (its public key); SSH public keys are shielded whole by ``keys``
+    r"|\bpeer)"
     r"(?:[ \t]{1,2}(?:is|are|是|为))?[\s:=,\"'\-：]{0,4}$",
     re.IGNORECASE,
 )
@@ -168,3 +168,72 @@ def _in_mime_part(text: str, start: int) -> bool:
     low_bound = max(0, start - 40960)
     at = max(text.rfind(name, low_bound, start) for name in _MIME_HEADER)
     return at != -1 and _MIME_BODY.match(text[at:start]) is not None
+
+
+# A word for a secret shortly before a run, on its line ("Admin API Key 2cd8…", "令牌 9d80…").
+# "key" alone is weak ("RSA key", "cache key", "idempotency_key"): the kind must say secret.
+_CONTEXT_WORD = re.compile(
+    r"(?:api|access|secret|private|integration|license|app|admin|service|auth|signing|master|routing)"
+    r"[ _\-]?key"
+    r"|token|secret|passw|credential|密钥|密鑰|令牌|密码|密碼|授权码|授權碼|凭证|憑證"
+)
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+# Words that make the run an id, a digest or public material whatever else the line says.
+_ID_WORD = re.compile(
+    r"\b(?:ids?|sid|uuid|guid|hash|sha[0-9]{0,3}|md5|commit|checksum|digest|fingerprint|thumbprint|etag|trace"
+    r"|span|request|build|version|revision|rev|public|publishable|address|tx|txid|block|nonce|salt|iv|kid"
+    r"|client_id|app_?id|account|tenant|project|object|file|image|layer|slug)\b|公钥|公鑰|地址|编号|編號",
+    re.IGNORECASE,
+)
+_HEXISH = re.compile(r"[0-9a-fA-F\-]{24,128}")
+_CONTEXT_REACH = 40
+
+
+class ContextualRuns(Detector):
+    """A run of 24+ hex or mixed characters right after a word for a secret, on its line.
+
+    The free-standing rule needs a run to look random in every class; a
+    lowercase hex API key does not, but "API Key" before it says what it is.
+    """
+
+    name = "contextual_runs"
+    examples = (
+        (
+            "PagerDuty Integration Key 9764c2eac4d1cb3d6979e3586ccba335 for Alertmanager",
+            "9764c2eac4d1cb3d6979e3586ccba335",
+        ),
+        ("智谱的令牌 9d80db0248a3c705aa01db7fb0aa708f 已经过期了", "9d80db0248a3c705aa01db7fb0aa708f"),
+    )
+    lookalikes = (
+        "the key id 867bd4222415c7046434525052f05c3d was rotated",
+        "token bucket commit 07defb06252f3a6a32a5dd872b3463a5947baf3c",
+        "Sentry event a4a70422f6efdce7661a4e0d1dd560ff (issue WEB-SMC)",
+        "gpg: using RSA key 1DF6F6FDDA073708953624879E96CAB4F12ADF54",
+        "remote cache hit: action key 1b640cc51b14908bc9f23ce6bb2273fa4b8ae4d0b000555965aee832de4b51bd",
+        "evt_Ca9VNKSwq17 idempotency_key=1367e828-c9a9-441b-a605-a0a2f5d0c48f",
+        "auth token in the vault; account SID AC602a8f6b7d35afca9caff2d55b70787c",
+        "the API key's sha256 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    )
+
+    def spans(self, scan: Scan) -> Iterable[Span]:
+        text, low = scan.text, scan.low
+        previous = 0
+        for start, end, tokens in token_runs(scan):
+            edge, previous = previous, end
+            if tokens or not 24 <= end - start <= 128 or not _HEXISH.fullmatch(text, start, end):
+                continue
+            if _UUID.fullmatch(text, start, end) or "idempotency" in low[max(0, start - 40) : start]:
+                continue  # an id in a UUID's shape; a request's idempotency key
+            # The words since the line's start, the previous run or a marker, whichever is last:
+            # what a redaction shortens never brings a farther word into reach.
+            reach = max(start - _CONTEXT_REACH, edge, 0)
+            line = max(low.rfind("\n", reach, start), low.rfind("]", reach, start)) + 1
+            before = low[max(line, reach) : start]
+            if _CONTEXT_WORD.search(before) and not _ID_WORD.search(before) and _mixed(text, start, end):
+                yield start, end
+
+
+def _mixed(text: str, start: int, end: int) -> bool:
+    # Digits and letters both: no word ("deadbeef-cafe") and no number.
+    run = text[start:end]
+    return any(ch.isdigit() for ch in run) and sum(ch.isalpha() for ch in run) >= 4

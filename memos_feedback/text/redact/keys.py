@@ -1,10 +1,11 @@
-"""PEM blocks: a private key's body is a secret; a certificate's or public key's is public.
+"""Key material: a private key block's body is a secret; certificates and public keys are public.
 
 The markers stay. A private key's body goes whole, with real or escaped
 line breaks (a service-account JSON's ``"private_key": "…\\n…"``) and
 indentation (a YAML block); a cut block loses what it has. A complete
 certificate or public key block is public material: no detector may take
-its lines for a key, and no detector's span may eat a marker.
+its lines for a key, and no detector's span may eat a marker. Nor an SSH
+public key (``ssh-ed25519 AAAA…``), whole with its kind.
 """
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ _PEM = re.compile(
 )
 # What any key body holds: a stretch of base64 with no blank.
 _KEY_TEXT = re.compile(r"[A-Za-z0-9+/=]{8}")
+# An SSH public key, its kind and its body: public material, shielded whole (a span of
+# another detector, "password=ssh-rsa", is cut around it, so a second pass sees the same).
+_SSH_PUBLIC = re.compile(
+    r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp[0-9]{3}|sk-ssh-ed25519@openssh\.com)[ \t]{1,4}+"
+    r"AAAA[A-Za-z0-9+/]{16,16384}+={0,3}"
+)
 _HEAD = re.compile(r"(?:\s|\\[nr])*")
 
 
@@ -45,6 +52,7 @@ class PemBlocks(Detector):
         "-----BEGIN CERTIFICATE-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSj\n-----END CERTIFICATE-----",
         "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEZq7LmR\n-----END PUBLIC KEY-----",
         "paste the key between -----BEGIN PRIVATE KEY----- and -----END PRIVATE KEY-----",
+        "- ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQps5k8OGWYYQT4VGhwNmz6wP2g/PEmDUre0D3x86aA1/JyJ ops@bastion",
     )
 
     def spans(self, scan: Scan) -> Iterable[Span]:
@@ -53,6 +61,8 @@ class PemBlocks(Detector):
                 yield from _body(match)
 
     def public(self, scan: Scan) -> Iterable[Span]:
+        if "aaaa" in scan.low and ("ssh-" in scan.low or "ecdsa-" in scan.low):
+            yield from (m.span() for m in _SSH_PUBLIC.finditer(scan.text))
         for match in _blocks(scan):
             if "PRIVATE" not in match.group(1) and match.group(3):
                 yield match.span()  # a whole certificate or public key

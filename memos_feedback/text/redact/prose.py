@@ -29,7 +29,7 @@ _ACCOUNT_PAIR = re.compile(
 _ACCOUNT_WORDS = ("账户", "账号", "帐号", "用户", "login", "account", "user")
 # "root / %T-EP*58eh", "ops@acme.io / zQ_s=M+?N": a name, a spaced slash, and a value with a
 # letter, a digit and a symbol no word or path holds.
-_SLASHED_PAIR = re.compile(r"(?<![\w@.\-])[\w.@\-]{2,64}+[ \t]{1,4}+/[ \t]{1,4}+([!-~]{8,128}+)")
+_SLASHED_PAIR = re.compile(r"(?<![\w@.\-\]])[\w.@\-]{2,64}+[ \t]{1,4}+/[ \t]{1,4}+([!-~]{8,128}+)")
 _SYMBOLS = frozenset("!@#$%^&*+=?~")
 _KEBAB = re.compile(r"[a-z]{1,32}(?:-[a-z0-9]{1,32}){1,8}")
 _TRAILING = ".,;:!?)"

@@ -73,11 +73,12 @@ def _format(prefix: str, alphabet: str, shortest: int, longest: int, after: str)
 
 
 # Characters a token may not be glued to on its left: "xghp_…" is a word.
-_LEFT = r"(?<![A-Za-z0-9_\-])"
+# "]" too: a marker glued to a token ("[redacted]ghp_…") stands where a word was.
+_LEFT = r"(?<![A-Za-z0-9_\-\]])"
 _PREFIXED = re.compile(_LEFT + "(?:" + "|".join(_format(*row) for row in FORMATS) + ")")
 _JWT = re.compile(_LEFT + r"eyJ[A-Za-z0-9_\-]{8,2048}+\.eyJ[A-Za-z0-9_\-]{8,8192}+\.[A-Za-z0-9_\-]{0,2048}+")
 # A Telegram bot token holds a ":", so it is no run's: matched on the text.
-_TELEGRAM = re.compile(r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_\-]{33}")
+_TELEGRAM = re.compile(r"(?<![0-9\]])[0-9]{8,10}:AA[A-Za-z0-9_\-]{33}")
 # Every token and every blob lies in a run of these characters.
 _RUN = re.compile(r"(?<![A-Za-z0-9+/_\-.])[A-Za-z0-9+/_\-.]{14,16384}+={0,2}")
 # "AKIAXXXXXXXXXXXXXXXX", "ghp_000…", "sk-...your-key": a mask in a token's shape.
