@@ -6,6 +6,7 @@ Usage::
     python -m benchmarks.secrets DIR [DIR ...]     # on the corpora in those directories
     python -m benchmarks.secrets --misses DIR      # and each missed secret / changed look-alike
     python -m benchmarks.secrets --detect-secrets  # and of detect-secrets' plugins
+    python -m benchmarks.secrets --speed           # median on 10 kB, and each 2 MB adversarial shape
 
 A corpus directory holds ``*secrets*.jsonl`` files (one case a line, with a
 ``text`` and a ``secrets`` list of strings that must not survive) and
@@ -18,7 +19,10 @@ Recall: the share of labelled secret strings gone from the redacted text
 (and, as ``case_recall``, the share of secret cases with none left). False
 redaction: the share of look-alikes the redactor changed. Speed: the
 median time of one call on a 10 kB context (a tool's output with a token
-and a key in it), over ``--runs`` calls.
+and a key in it), over ``--runs`` calls; with ``--speed``, also the time of
+one call on 2 MB of each adversarial shape in ``ADVERSARIAL`` (a secret's
+name every few characters, long base64 runs, long lines of ``a=b``, many
+``@`` and ``-p``…) and the worst of them.
 """
 
 from __future__ import annotations
@@ -124,6 +128,39 @@ def ten_kb_context() -> str:
     return text[:10_240]
 
 
+# 2 MB of one shape each: what makes a scan per match, or per candidate, costly.
+ADVERSARIAL = {
+    "assignments": "password=x ",
+    "base64 run": "QWxhZGRpbjpvcGVuIHNlc2FtZQ0K",
+    "a=b line": "a=b ",
+    "many @": "@",
+    "many -p": "-p ",
+    "login -p": "login -p ",
+    "sshpass": "sshpass ",
+    "cookies": "Cookie: a=b ",
+    "url passwords": "://u:p@",
+    "key markers": "-----BEGIN PRIVATE KEY-----",
+    "mysql": "mysql ",
+    "query tokens": "?token=abc&sig=def ",
+    "json pairs": '"password": "x", ',
+    "name/value": "name: DB_PASSWORD value: ",
+    "chinese labels": "密码是",
+    "prose": "the password is ",
+    "long names": "a" * 1000 + "_password=x ",
+}
+
+
+def adversarial_timings(redact: Callable[[str], str], size: int = 2 << 20) -> dict[str, float]:
+    """Milliseconds of one call on ``size`` characters of each shape in ``ADVERSARIAL``."""
+    figures = {}
+    for name, unit in ADVERSARIAL.items():
+        text = (unit * (size // len(unit) + 1))[:size]
+        started = time.perf_counter()
+        redact(text)
+        figures[name] = round((time.perf_counter() - started) * 1000, 1)
+    return figures
+
+
 def timing(redact: Callable[[str], str], runs: int, text: str | None = None) -> float:
     text = ten_kb_context() if text is None else text
     times = []
@@ -182,6 +219,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--misses", action="store_true", help="list each miss and each changed look-alike")
     parser.add_argument("--detect-secrets", action="store_true")
+    parser.add_argument("--speed", action="store_true", help="and each 2 MB adversarial shape's time")
     args = parser.parse_args()
     rows = [("redact_secrets", redact_secrets, args.runs)]
     if args.detect_secrets:
@@ -194,6 +232,10 @@ def main() -> None:
             figures = score(redact, directory, misses=args.misses)
             print(name, directory, json.dumps(figures, ensure_ascii=False))
         print(name, "median_ms_10kB", round(timing(redact, runs), 3))
+        if args.speed:
+            figures = adversarial_timings(redact)
+            print(name, "ms_2MB", json.dumps(figures, ensure_ascii=False))
+            print(name, "worst_ms_2MB", max(figures.values()), max(figures, key=lambda k: figures[k]))
 
 
 if __name__ == "__main__":

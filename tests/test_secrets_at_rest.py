@@ -11,15 +11,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import inspect, select, table, text
+from sqlalchemy import inspect, select, table, text, update
 
 from memos_feedback.config import FeedbackConfig
 from memos_feedback.events import FeedbackBus, FeedbackEvent, event_to_dict
+from memos_feedback.outcomes.ledger import write_batch
+from memos_feedback.runtime.queue import RepairQueue
 from memos_feedback.runtime.subscriber import attach_feedback_subscriber
 from memos_feedback.signals import context_hash_of
 from memos_feedback.store import Store, ToolCall
 from memos_feedback.store.models import DecisionRepairModel, FeedbackEventModel, RepairJobModel
+from memos_feedback.store.outcomes import Served
 from memos_feedback.store.redact import redact_tables
+from memos_feedback.store.repositories import repair_values, write_repair_row
+from memos_feedback.types import RepairInput
 from tests.cli.test_cli import cli
 from tests.support.serve import serve_process
 
@@ -126,7 +131,6 @@ def _write_as_the_previous_version(store: Store) -> None:
                 RepairJobModel.__table__.insert().values(
                     id=f"job_{i}", context_hash="h1", trigger="user.correction", payload=payload,
                     status="done", attempts=1, next_attempt_at=1, created_at=1, updated_at=1,
-                    last_error=f"RuntimeError: {REASON}",
                 )
             )  # fmt: skip
             s.execute(
@@ -137,8 +141,11 @@ def _write_as_the_previous_version(store: Store) -> None:
             )  # fmt: skip
     store.repairs.insert(context_hash="h1", trigger="user.correction", preference="Prefer: the deploy key",
                       anti_pattern="Avoid: tokens in URLs", tool_id=TOOL)  # fmt: skip
+    # Raw SQL: the columns' type (store.models.RedactedText) would redact these, as
+    # every write of ours now does; the previous version's rows were written verbatim.
     with store.session(write=True, action="seeding old rows") as s:
-        s.execute(DecisionRepairModel.__table__.update().values(context=CONTEXT, source_text=CONTEXT))
+        s.execute(text("UPDATE decision_repairs SET context = :c, source_text = :c"), {"c": CONTEXT})
+        s.execute(text("UPDATE repair_jobs SET last_error = :e"), {"e": f"RuntimeError: {REASON}"})
 
 
 def test_db_redact_rewrites_old_rows_once(store: Store, db_url: str) -> None:
@@ -171,3 +178,49 @@ def test_db_redact_command_reports_and_a_second_run_changes_nothing(store: Store
     assert "decision_repairs: 0 of 1 rows rewritten" in second.stdout
     # With --vacuum no old copy stays in the file's free pages either.
     _assert_clean("the SQLite files after db redact --vacuum", _raw_files(db_url))
+
+
+def _table_text(store: Store, name: str) -> str:
+    with store.engine.connect() as conn:
+        return "\n".join(
+            repr(tuple(r)) for r in conn.execute(select(text("*")).select_from(table(name))).all()
+        )
+
+
+def test_untrusted_text_columns_redact_every_write_and_host_traces_stay_as_given(store: Store) -> None:
+    """Issue 44, deliverable 3: the columns redact on write (store.models.RedactedText), whatever
+    the writer — a repair row written with raw values (the worker's prebuilt INSERT on SQLite), a
+    Core UPDATE, a serving written by the ledger, a job's error written by the queue's conditional
+    UPDATE — while the host's traces keep what the host gave unless it asks (``redact=True``)."""
+    values = repair_values(
+        context_hash="h1", trigger="manual", preference="p", anti_pattern="a", tool_id=TOOL
+    )
+    # Raw values, as if a writer forgot to redact: the column type does it.
+    values.update(context=CONTEXT, preference=f"Prefer: not {TOKEN}", anti_pattern=f"Avoid: {AWS_KEY}",
+                  source_text=CORRECTION)  # fmt: skip
+    with store.connection(write=True, action="writing a raw repair") as conn:
+        write_repair_row(conn, values)
+    with store.session(write=True, action="updating a repair") as s:
+        s.execute(
+            update(DecisionRepairModel).values(context=REASON).where(DecisionRepairModel.id == values["id"])
+        )
+    served = Served(id="sv_1", repair_id=values["id"], session_id="s1", tool_id=TOOL, context=CONTEXT, ts=1)
+    write_batch(store, [served], [], stale_after=10**9)
+    queue = RepairQueue(store)
+    queue.enqueue(RepairInput(trigger="manual", context_hash="h2", session_id="s1", user_text="fix it"))
+    job = queue.claim("w1")
+    assert job is not None
+    queue.bury(job, "w1", f"RuntimeError: {REASON}")
+    for name in ("decision_repairs", "repair_served", "repair_jobs"):
+        _assert_clean(name, _table_text(store, name))
+    row = store.repairs.get(values["id"])
+    assert row.context is not None and "token [redacted] lacks scope" in row.context
+    assert (
+        queue.get(job.id).last_error
+        == "RuntimeError: remote rejected: token [redacted] lacks scope; key [redacted]"
+    )
+    # The host's own rows are the host's: kept as given, redacted when asked.
+    kept = store.traces.add("s1", agent_text=CONTEXT)
+    asked = store.traces.add("s1", agent_text=CONTEXT, redact=True)
+    assert store.traces.get(kept.id).agent_text == CONTEXT
+    _assert_clean("a trace added with redact=True", store.traces.get(asked.id).agent_text)

@@ -30,7 +30,6 @@ from ..store.outcomes import (
 )
 from ..store.outcomes import status_counts as _status_counts
 from ..text.logs import library_logger
-from ..text.secrets import redact_optional
 from ..types import new_id, now_ms
 from .estimate import counts_for
 from .states import HELD, RECURRED, STALE, STATUSES, Served, Settlement, served_context
@@ -72,7 +71,7 @@ def write_batch(
                     "repair_id": v.repair_id,
                     "session_id": v.session_id,
                     "tool_id": v.tool_id,
-                    "context": redact_optional(v.context),
+                    "context": v.context,  # redacted by its column (store.models.RedactedText)
                     "ts": v.ts,
                 },
             )

@@ -71,7 +71,7 @@ from ..store.jobs import (
 from ..store.payloads import input_from_payload, payload_of
 from ..store.reads import Executor
 from ..text.logs import library_logger
-from ..text.secrets import redact_secrets, stored_optional, stored_text
+from ..text.secrets import stored_optional, stored_text
 from ..types import ClassifiedFeedback, FailureRecord, RepairInput, now_ms
 
 __all__ = [
@@ -428,12 +428,12 @@ class RepairQueue:
                 status="pending",
                 lease_owner=None,
                 next_attempt_at=next_attempt_at,
-                last_error=redact_secrets(error[:2000]),
+                last_error=error[:2000],  # redacted by its column (store.models.RedactedText)
             )
 
     def bury(self, job: JobRow, owner: str, error: str, *, session: Session | None = None) -> None:
         with self.store.connection(write=True, action="dead-lettering a repair job", session=session) as s:
-            self._finish(s, job, owner, now_ms(), status="dead", last_error=redact_secrets(error[:2000]))
+            self._finish(s, job, owner, now_ms(), status="dead", last_error=error[:2000])
 
     def discard_stale(self, now: int | None = None, *, session: Session | None = None) -> list[JobRow]:
         """Delete pending jobs older than ``stale_after_ms``; return them."""

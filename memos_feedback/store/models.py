@@ -7,8 +7,11 @@ from typing import Any
 
 from sqlalchemy import JSON, Boolean, Float, Index, Integer, LargeBinary, MetaData, String, Text, text
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-from sqlalchemy.types import BigInteger
+from sqlalchemy.types import BigInteger, TypeDecorator
+
+from ..text.secrets import redact_secrets
 
 __all__ = [
     "NAMING_CONVENTION",
@@ -19,6 +22,7 @@ __all__ = [
     "JsonType",
     "PolicyEpisodeModel",
     "PolicyModel",
+    "RedactedText",
     "RepairJobCountModel",
     "RepairJobModel",
     "RepairOutcomeModel",
@@ -75,6 +79,25 @@ def is_search_shadow_table(name: object) -> bool:
     return isinstance(name, str) and name.startswith(SQLITE_FTS_TABLE)
 
 
+class RedactedText(TypeDecorator[str]):
+    """``Text`` that holds untrusted text: its secrets become ``[redacted]`` as it is written.
+
+    The one place our tables' untrusted text is redacted (docs/SECURITY.md):
+    every INSERT or UPDATE of such a column, Core, ORM or ``Prepared``,
+    binds the redacted value, so no writer can forget. Redaction is
+    idempotent: text a writer redacted already (to cap it safely) is not
+    changed again. A comparison with such a column binds a redacted value
+    too, which is what the column holds. The host's ``traces`` are not of
+    this type: they are the host's (``traces.add(redact=True)``).
+    """
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        return redact_secrets(value) if isinstance(value, str) else value
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
@@ -123,11 +146,11 @@ class DecisionRepairModel(Base):
     ts: Mapped[int] = mapped_column(Millis)
     context_hash: Mapped[str] = mapped_column(String(64))
     tool_id: Mapped[str | None] = mapped_column(Text)
-    context: Mapped[str | None] = mapped_column(Text)
+    context: Mapped[str | None] = mapped_column(RedactedText)
     trigger: Mapped[str] = mapped_column(String(32))
     session_id: Mapped[str | None] = mapped_column(String(255))
-    preference: Mapped[str] = mapped_column(Text)
-    anti_pattern: Mapped[str] = mapped_column(Text)
+    preference: Mapped[str] = mapped_column(RedactedText)
+    anti_pattern: Mapped[str] = mapped_column(RedactedText)
     severity: Mapped[str] = mapped_column(String(8))
     confidence: Mapped[float] = mapped_column(Float)
     high_value_trace_ids: Mapped[list[str]] = mapped_column(JsonType, default=list)
@@ -138,7 +161,7 @@ class DecisionRepairModel(Base):
     # written before it; ``memos-feedback repairs embed`` backfills them.
     category: Mapped[str | None] = mapped_column(String(32))
     project: Mapped[str | None] = mapped_column(String(255))
-    source_text: Mapped[str | None] = mapped_column(Text)
+    source_text: Mapped[str | None] = mapped_column(RedactedText)
     embedding: Mapped[bytes | None] = mapped_column(LargeBinary)
     embedding_model: Mapped[str | None] = mapped_column(String(255))
     # Outcomes (migration 0008; see memos_feedback.outcomes). ``status`` is
@@ -213,7 +236,7 @@ class RepairJobModel(Base):
     next_attempt_at: Mapped[int] = mapped_column(Millis)
     lease_until: Mapped[int | None] = mapped_column(Millis)
     lease_owner: Mapped[str | None] = mapped_column(String(128))
-    last_error: Mapped[str | None] = mapped_column(Text)
+    last_error: Mapped[str | None] = mapped_column(RedactedText)
     outcome: Mapped[str | None] = mapped_column(String(64))
     repair_id: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[int] = mapped_column(Millis)
@@ -265,7 +288,7 @@ class RepairServedModel(Base):
     repair_id: Mapped[str] = mapped_column(String(64))
     session_id: Mapped[str] = mapped_column(String(255))
     tool_id: Mapped[str | None] = mapped_column(Text)
-    context: Mapped[str | None] = mapped_column(Text)
+    context: Mapped[str | None] = mapped_column(RedactedText)
     ts: Mapped[int] = mapped_column(Millis)
 
     __table_args__ = (

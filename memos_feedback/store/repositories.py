@@ -362,9 +362,12 @@ def repair_values(
         "ts": check_millis("ts", ts),
         "context_hash": check_text("context_hash", context_hash, empty=False, max_len=ID_MAX),
         "tool_id": None if tool_id is None else check_text("tool_id", tool_id),
-        # Repairs store no secret: the context (and the two lines, though
-        # the synthesis already sanitised them) are redacted; idempotent, so
-        # text redacted when it was queued is not changed again.
+        # Repairs store no secret: their columns redact what is written
+        # (store.models.RedactedText). These values are redacted here too
+        # because they live on in memory — the row ``insert`` returns, the
+        # supersede check that compares them with stored lessons — and must
+        # read as the stored row does; idempotent, so the column's pass
+        # changes nothing.
         "context": None if context is None else redact_secrets(check_text("context", context)),
         "trigger": check_text("trigger", trigger, empty=False, max_len=SHORT_MAX),
         "session_id": None if session_id is None else check_text("session_id", session_id, max_len=NAME_MAX),
