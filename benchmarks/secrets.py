@@ -10,8 +10,10 @@ Usage::
 
 A corpus directory holds ``*secrets*.jsonl`` files (one case a line, with a
 ``text`` and a ``secrets`` list of strings that must not survive) and
-``*lookalikes*.jsonl`` files (a ``text`` that must come back unchanged);
-each line may carry a ``family`` and an ``id``. Without a directory, every
+``*lookalikes*.jsonl`` files (a ``text`` that must come back unchanged),
+and may hold ``*lessons*.jsonl`` files (lesson lines about credentials
+that hold none: each must come back unchanged too, counted apart as
+``lesson_damage``); each line may carry a ``family`` and an ``id``. Without a directory, every
 directory under tests/data/secrets that holds such files is scored, each on
 its own.
 
@@ -67,6 +69,11 @@ def corpus(directory: Path) -> tuple[list[Case], list[Case]]:
     return secrets, lookalikes
 
 
+def lesson_lines(directory: Path) -> list[Case]:
+    """The lesson lines of ``directory`` (``*lessons*.jsonl``; none is a secret)."""
+    return [case for path in sorted(directory.glob("*lessons*.jsonl")) for case in load(path.name, directory)]
+
+
 def corpus_dirs(root: Path = DATA) -> list[Path]:
     """``root`` and each directory below it that holds corpus files."""
     return sorted({path.parent for path in root.rglob("*.jsonl")})
@@ -94,8 +101,13 @@ def score(redact: Callable[[str], str], directory: Path = DATA, *, misses: bool 
         if out != case["text"]:
             changed[str(case.get("family", "?"))] += 1
             changed_examples.append({"id": case.get("id"), "out": out})
+    lessons = lesson_lines(directory)
+    damaged = [c for c in lessons if redact(str(c["text"])) != c["text"]]
+    changed_examples += [{"id": c.get("id"), "out": redact(str(c["text"]))} for c in damaged]
     figures: dict[str, object] = {
         "recall": _ratio(labelled - sum(missed.values()), labelled),
+        "lesson_damage": len(damaged) / len(lessons) if lessons else None,
+        "lessons": len(lessons),
         "case_recall": _ratio(len(secrets) - missed_cases, len(secrets)),
         "false_redaction": sum(changed.values()) / len(lookalikes) if lookalikes else 0.0,
         "secrets": labelled,

@@ -131,24 +131,30 @@ _PGPASS_LINE = re.compile(r"[^\s:#]{1,255}+:(?:[0-9]{1,5}|\*):[^\s:]{1,128}+:[^\
 def _flag_values(
     text: str, tools: re.Pattern[str], flag_of: Callable[[re.Match[str]], re.Pattern[str]], group: int
 ) -> Iterator[Span]:
-    """The value of each tool's password flag, the first after the tool's name in its command.
+    """The value of every password flag of every tool named in a command.
 
-    Each stretch of the text is read once: after a tool, the search goes on past its
-    command (no flag) or past the flag's value.
+    Every flag is read, and every tool of the command ("PASSWORD=login 7z
+    -pS3cret": ``login`` and ``7z``), so what one pass redacts never changes
+    what the next reads — a first pass that stopped at the first flag, or
+    at the first tool's command, left a value a second pass then found.
+    Linear: a command's stretch is scanned once per distinct flag pattern
+    (a handful), from the first tool that uses it.
     """
-    at = stop = 0
+    at = 0
     while (tool := tools.search(text, at)) is not None:
-        if tool.end() > stop:  # a new command: where it ends is searched once per command
-            end_of_command = _COMMAND_END.search(text, tool.end())
-            stop = end_of_command.start() if end_of_command else len(text)
-        flag = flag_of(tool).search(text, tool.end(), stop)
-        if flag is None:
-            at = max(stop, tool.end())
-            continue
-        # The first flag is the one read, redacted or not: a second pass reads the same one.
-        if _argument(flag, group):
-            yield flag.span(group)
-        at = flag.end()
+        end_of_command = _COMMAND_END.search(text, tool.end())
+        stop = end_of_command.start() if end_of_command else len(text)
+        first: dict[re.Pattern[str], int] = {}
+        named: re.Match[str] | None = tool
+        while named is not None:
+            first.setdefault(flag_of(named), named.end())
+            named = tools.search(text, max(named.end(), named.start() + 1), stop)
+        for pattern, pos in first.items():
+            while (flag := pattern.search(text, pos, stop)) is not None:
+                if _argument(flag, group):
+                    yield flag.span(group)
+                pos = max(flag.end(), pos + 1)
+        at = max(stop, tool.end())
 
 
 # Tools whose -p after -u is no password: mysql prompts for it, docker's is a port, sudo's a prompt.

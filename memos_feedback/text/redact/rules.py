@@ -44,9 +44,16 @@ class Rule:
     def find(self, scan: Scan) -> Iterator[Span]:
         if not self.worth_trying(scan):
             return
-        for match in self.pattern.finditer(scan.text):
+        text, pos = scan.text, 0
+        while (match := self.pattern.search(text, pos)) is not None:
             if self.accept(match, self.group):
                 yield self.span(match, self.group) if self.span else match.span(self.group)
+                pos = max(match.end(), match.start() + 1)
+            else:
+                # A rejected match hides nothing: the search goes on inside it
+                # ("-a 0:(-a 0:S3cret": the first is no password, the second
+                # is), as a second pass would find it once the first is gone.
+                pos = match.start() + 1
 
     def worth_trying(self, scan: Scan) -> bool:
         """Whether the characters and words the pattern needs are in the text."""
