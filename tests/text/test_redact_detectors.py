@@ -79,7 +79,9 @@ _PARTS = st.sampled_from(
 _TEXTS = st.one_of(st.text(max_size=300), st.lists(_PARTS, max_size=40).map("".join))
 
 
-@settings(max_examples=600, deadline=None)
+# Derandomized: CI runs the same 600 examples every time (a random find must not turn a
+# run red by chance); hunt with more, random ones locally (--hypothesis-seed, max_examples).
+@settings(max_examples=600, deadline=None, derandomize=True)
 @given(_TEXTS)
 def test_property_one_pass_is_a_fixed_point_and_every_span_goes(text: str) -> None:
     once = redact(text)
