@@ -25,12 +25,32 @@ from .redact import REDACTED, redact
 __all__ = ["REDACTED", "redact_optional", "redact_secrets", "redact_value", "stored_optional", "stored_text"]
 
 
+# Texts this function returned lately: each is a fixed point (redaction is
+# idempotent), so redacting one again can return it as it is. A repair's
+# lines are redacted where they are built and again by the column type as
+# they are written (store.models.RedactedText); this makes the second pass
+# a dict lookup. Short texts only, and cleared when full (no order kept:
+# lookups and inserts stay atomic under the GIL, no lock is needed).
+_FIXED_MAX_LEN = 4_096
+_FIXED_CAP = 4_096
+_fixed_points: dict[str, None] = {}
+
+
 def redact_secrets(text: str) -> str:
     """``text`` with every recognised secret replaced by ``[redacted]``.
 
     Pure, linear in ``len(text)`` and idempotent. Line breaks are kept.
+    Text that this function returned lately is returned at once.
     """
-    return redact(text)
+    short = len(text) <= _FIXED_MAX_LEN
+    if short and text in _fixed_points:
+        return text
+    out = redact(text)
+    if short and len(out) <= _FIXED_MAX_LEN:
+        if len(_fixed_points) >= _FIXED_CAP:
+            _fixed_points.clear()
+        _fixed_points[out] = None
+    return out
 
 
 # What is read around the part of a text that a cap keeps: enough to see

@@ -19,7 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memos_feedback.text.redact import DETECTORS, REDACTED, redact
-from memos_feedback.text.redact.engine import find_spans, redact_with
+from memos_feedback.text.redact.engine import Scan, find_spans, redact_with
+from memos_feedback.text.redact.rules import RuleDetector
 
 _EXAMPLES = [(d.name, text, secret) for d in DETECTORS for text, secret in d.examples]
 _LOOKALIKES = [(d.name, text) for d in DETECTORS for text in d.lookalikes]
@@ -135,3 +136,29 @@ def test_two_megabytes_cost_about_four_times_half_a_megabyte(unit: str) -> None:
     base = _cpu_seconds(small, 2)
     took = _cpu_seconds(large, 1)
     assert took < 8 * base + 0.05, f"{took:.3f} s for 2 MB, {base:.3f} s for 0.5 MB"
+
+
+@pytest.mark.parametrize("filler", ["x", "x" * 600])
+@pytest.mark.parametrize(
+    "words", [("password",), ("token", "secret"), ("cookie", "mysql", "passwd"), ("pass", "word")]
+)
+def test_a_short_text_searched_again_answers_as_the_memo(filler: str, words: tuple[str, ...]) -> None:
+    # Scan.has_any searches a short text again for each word and remembers
+    # a long text's words (has): both must give the same answer.
+    for text in (f"{filler} PassWord=1", f"{filler} my.Secret here", f"{filler} nothing", f"MYSQL {filler}"):
+        scan = Scan(text)
+        assert scan.has_any(words) == any(Scan(text).has(w) for w in words), (text, words)
+
+
+def test_a_rule_not_worth_trying_finds_nothing_and_one_worth_trying_finds_as_before() -> None:
+    # RuleDetector.spans checks each rule before making its generator; the
+    # spans are those of the rules' own find().
+    text = "psql postgres://app:S3cretPw9x@db.internal/x failed; the password is Tiger2024#x"
+    plain = [d for d in DETECTORS if isinstance(d, RuleDetector) and type(d).spans is RuleDetector.spans]
+    found = 0
+    for detector in plain:
+        expected = [span for rule in detector.rules for span in rule.find(Scan(text))]
+        assert list(detector.spans(Scan(text))) == expected, detector.name
+        found += len(expected)
+    assert found >= 2
+    assert redact(text) != text

@@ -225,7 +225,7 @@ class CommandLines(RuleDetector):
     def spans(self, scan: Scan) -> Iterable[Span]:
         yield from super().spans(scan)
         text = scan.text
-        if any(part in text for part in (" -", "\t-", "/p:")) and any(scan.has(tool) for tool in _TOOLS):
+        if any(map(text.__contains__, (" -", "\t-", "/p:"))) and scan.has_any(_TOOLS):
             yield from _flag_values(text, _TOOL_NAME, lambda m: _TOOL_FLAG_OF[(m.lastindex or 1) - 1], 2)
         if scan.has("mysql"):
             yield from _flag_values(text, _MYSQL, lambda m: _GLUED_P, 1)

@@ -21,6 +21,9 @@ from .filters import REDACTED
 
 __all__ = ["Detector", "PairDetector", "Scan", "Span", "find_spans", "redact_with"]
 
+# Up to this length a word is searched for again rather than remembered (Scan.has_any).
+_SEARCH_AGAIN = 512
+
 Span = tuple[int, int]
 
 
@@ -44,6 +47,16 @@ class Scan:
         if found is None:
             found = self.seen[word] = word in self.low
         return found
+
+    def has_any(self, words: Iterable[str]) -> bool:
+        """Whether the lower-cased text holds any of ``words``.
+
+        A short text is searched again for each word: that costs less than
+        the memo of ``has``, which keeps a long text to one search a word.
+        """
+        if len(self.low) <= _SEARCH_AGAIN:
+            return any(map(self.low.__contains__, words))
+        return any(map(self.has, words))
 
 
 class Detector:

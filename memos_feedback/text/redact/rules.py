@@ -42,8 +42,11 @@ class Rule:
     span: Callable[[re.Match[str], int], Span] | None = None
 
     def find(self, scan: Scan) -> Iterator[Span]:
-        if not self.worth_trying(scan):
-            return
+        if self.worth_trying(scan):
+            yield from self.matches(scan)
+
+    def matches(self, scan: Scan) -> Iterator[Span]:
+        """The spans of accepted matches (``find`` without the check of ``worth_trying``)."""
         text, pos = scan.text, 0
         while (match := self.pattern.search(text, pos)) is not None:
             if self.accept(match, self.group):
@@ -57,15 +60,18 @@ class Rule:
 
     def worth_trying(self, scan: Scan) -> bool:
         """Whether the characters and words the pattern needs are in the text."""
-        if self.non_ascii and scan.text.isascii():
+        # Every text runs every rule's check: map over a bound method keeps
+        # the loop in C (a generator costs a Python frame per rule).
+        text = scan.text
+        if self.non_ascii and text.isascii():
             return False
-        if self.pre and not any(part in scan.text for part in self.pre):
+        if self.pre and not any(map(text.__contains__, self.pre)):
             return False
         if not self.guard:
             return True
         if self.cased:
-            return any(word in scan.text for word in self.guard)
-        return any(scan.has(word) for word in self.guard)
+            return any(map(text.__contains__, self.guard))
+        return scan.has_any(self.guard)
 
 
 class RuleDetector(Detector):
@@ -75,4 +81,7 @@ class RuleDetector(Detector):
 
     def spans(self, scan: Scan) -> Iterable[Span]:
         for rule in self.rules:
-            yield from rule.find(scan)
+            # Checked here too: most rules are not worth trying, and a
+            # generator made for nothing costs more than the check.
+            if rule.worth_trying(scan):
+                yield from rule.matches(scan)
