@@ -22,7 +22,9 @@ __all__ = ["PemBlocks"]
 # base64): once redacted, a block has nothing left to find.
 _PEM = re.compile(
     r"(-----BEGIN (?:[A-Z0-9]{1,16} ){0,4}[A-Z0-9]{1,16}-----)"
-    r"((?:(?!-----)(?:[A-Za-z0-9+/=\s:,.()\-]|\\[nr])){0,16384}+)"
+    # A body may hold our own marker: a block whose lines were redacted is still a block
+    # (its END marker stays public), so a second pass reads what the first did.
+    r"((?:(?!-----)(?:[A-Za-z0-9+/=\s:,.()\-]|\\[nr]|\[redacted\])){0,16384}+)"
     r"(-----END (?:[A-Z0-9]{1,16} ){0,4}[A-Z0-9]{1,16}-----)?"
 )
 # What any key body holds: a stretch of base64 with no blank.
@@ -88,7 +90,8 @@ def _blocks(scan: Scan) -> list[re.Match[str]]:
 def _body(match: re.Match[str]) -> Iterator[Span]:
     start, end = match.span(2)
     body = match.group(2)
-    if _KEY_TEXT.search(body) is None:
+    # Our own marker is no key's text ("redacted" is eight letters of base64).
+    if _KEY_TEXT.search(body.replace("[redacted]", " ")) is None:
         return  # an empty body, or words ("between BEGIN and END"): no key's text
     head = _HEAD.match(body)
     start += len(head.group(0)) if head else 0
