@@ -23,7 +23,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-__all__ = ["PG_URL_ENV", "fresh_pg_database", "require_pg_url"]
+__all__ = ["PG_URL_ENV", "fresh_pg_database", "require_pg_url", "worker_tag"]
 
 PG_URL_ENV = "MEMOS_FEEDBACK_TEST_PG_URL"
 HINT = f"PostgreSQL tests need {PG_URL_ENV}; run `make test-postgres` to start a throwaway server"
