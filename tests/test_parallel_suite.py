@@ -1,8 +1,8 @@
-"""The suite runs on two pytest-xdist workers (`pytest -n 2`; issue 46's 12-minute budget).
+"""The suite runs on two pytest-xdist workers under `make test` (issue 46's 12-minute budget).
 
 What makes that safe is checked here where it can be: the workers share one
-PostgreSQL server and never a database, each worker's OpenMP pool gets its
-share of the cores, and a fresh machine (`make venv`) installs pytest-xdist.
+PostgreSQL server and never a database, and a fresh machine (`make venv`)
+installs what `make test` asks for.
 """
 
 from __future__ import annotations
@@ -22,7 +22,11 @@ from tests.support.pg import fresh_pg_database, worker_tag
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_the_dev_extra_installs_pytest_xdist() -> None:
+def test_make_test_runs_on_workers_that_the_dev_extra_installs() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = re.search(r"^test: lint\n\t(.+)$", makefile, re.M)
+    assert recipe is not None and "-n $(TEST_WORKERS)" in recipe.group(1)
+    assert re.search(r"^TEST_WORKERS \?= 2$", makefile, re.M)
     dev = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
         "optional-dependencies"
     ]["dev"]
