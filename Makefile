@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Worker processes for `make test` (pytest-xdist); TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= 2
 
 .PHONY: venv test lint typecheck demo bench test-postgres test-claude-cli clean
 
@@ -27,7 +29,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 test: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 demo: $(STAMP)
 	$(BIN)/memos-feedback demo

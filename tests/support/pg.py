@@ -1,5 +1,10 @@
 """PostgreSQL for the tests: one throwaway database per test.
 
+Each test's database has a name of its own (a random suffix), so the
+workers of a parallel run (``pytest -n 2``, pytest-xdist) share the server
+and never a database; the name carries the worker (``memos_test_gw0_…``)
+so a database left behind by a killed run says whose it was.
+
 ``MEMOS_FEEDBACK_TEST_PG_URL`` points at a server (``make test-postgres``
 and ``.ci/run`` start one). Without it, PostgreSQL tests skip with a hint on
 a developer machine — and fail under ``CI``, where a missing server means a
@@ -18,7 +23,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-__all__ = ["PG_URL_ENV", "fresh_pg_database", "require_pg_url"]
+__all__ = ["PG_URL_ENV", "fresh_pg_database", "require_pg_url", "worker_tag"]
 
 PG_URL_ENV = "MEMOS_FEEDBACK_TEST_PG_URL"
 HINT = f"PostgreSQL tests need {PG_URL_ENV}; run `make test-postgres` to start a throwaway server"
@@ -49,11 +54,17 @@ def require_pg_url() -> str:
     pytest.skip(message)
 
 
+def worker_tag() -> str:
+    """``gw0_`` under a pytest-xdist worker, empty in a plain run (a safe identifier either way)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return f"{worker}_" if worker.isalnum() else ""
+
+
 @contextmanager
 def fresh_pg_database() -> Iterator[str]:
     """Create an empty database on the test server; drop it afterwards."""
     base = make_url(require_pg_url())
-    name = f"memos_test_{uuid.uuid4().hex[:12]}"
+    name = f"memos_test_{worker_tag()}{uuid.uuid4().hex[:12]}"
     admin = create_engine(base, isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as conn:
