@@ -29,6 +29,7 @@ from .._checks import check_int
 from ..embeddings import Embedder, pack
 from ..store import Store
 from ..store.search.embeddings import store_embedding, to_embed
+from ..text.lessons import without_instance
 from ..text.logs import library_logger
 from ..text.sanitize import sanitize_line
 from .terms import glossed
@@ -75,7 +76,8 @@ def build_source_text(
 ) -> str:
     """The search text of a repair (format in the module docstring), capped."""
     parts: list[tuple[str, str | None, int]] = [("user", user_text, _LINE_CAP), ("do", preference, _LINE_CAP)]
-    parts.append(("avoid", anti_pattern, _LINE_CAP))
+    # The failed call a prohibition quotes is the situation again (matched apart): the rule alone.
+    parts.append(("avoid", without_instance(anti_pattern), _LINE_CAP))
     seen: set[str] = set()
     for reason in reasons:
         if reason and reason not in seen and len(seen) < 3:

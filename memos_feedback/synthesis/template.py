@@ -44,7 +44,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..text.lessons import LESSON_CAP, has_cjk, lesson_body, lesson_problems
+from ..text.lessons import INSTANCE_OPEN, LESSON_CAP, has_cjk, lesson_body, lesson_problems
 from ..text.sanitize import sanitize_line
 from ..text.tool_context import call_of
 from ..types import RepairEvidence, TraceRow
@@ -162,7 +162,8 @@ def _with_instance(avoid: str, action: str | None, prefer: str | None) -> str:
     if not _shares_a_name(lesson_body(avoid), action) or (prefer and _runs(lesson_body(prefer), action)):
         return avoid
     body = avoid.rstrip(" .。")
-    tail = f"（例如 {action}）" if has_cjk(body) else f" (as in {action})"
+    opening, closing = INSTANCE_OPEN["zh" if has_cjk(body) else "en"]
+    tail = f"{opening}{action}{closing}"
     return body + tail if len(body) + len(tail) <= LESSON_CAP else avoid
 
 

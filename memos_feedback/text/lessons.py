@@ -32,6 +32,7 @@ from .._checks import check_int
 from ..errors import InvalidInputError
 
 __all__ = [
+    "INSTANCE_OPEN",
     "LESSON_CAP",
     "RULES",
     "has_cjk",
@@ -39,6 +40,7 @@ __all__ = [
     "lesson_objects",
     "lesson_problems",
     "meaningless_object",
+    "without_instance",
 ]
 
 # A lesson fits a rendered guidance line (``RecallConfig.render_line_cap``,
@@ -112,6 +114,24 @@ _CUT_START = re.compile(r"^\s*(?:\.\.\.|…)")
 _PAIRS = (("(", ")"), ("（", "）"), ("[", "]"), ("{", "}"), ("「", "」"), ("『", "』"), ("【", "】"))
 _TWO_LETTER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9+#]")
 _CODEISH = re.compile(r"[./_=@$<>{}\[\]#0-9\\]|--|::")
+
+
+# How a prohibition quotes the failed call it was said about, after it (synthesis.template):
+# "Never: run black over the tree (as in black --line-length 120 .)" / "…（例如 black .）".
+INSTANCE_OPEN = {"en": (" (as in ", ")"), "zh": ("（例如 ", "）")}
+
+
+def without_instance(line: str) -> str:
+    """``line`` without the failed call quoted at its end (the rule alone).
+
+    Recall matches a repair's situation apart from its lesson, so its search
+    text keeps the rule, not the call (which is the situation again).
+    """
+    for opening, closing in INSTANCE_OPEN.values():
+        at = line.rfind(opening)
+        if at > 0 and line.endswith(closing):
+            return line[:at]
+    return line
 
 
 def lesson_body(line: str) -> str:

@@ -11,6 +11,7 @@ from memos_feedback.devtools.clause_train import stale
 from memos_feedback.devtools.eval import main as eval_main
 from memos_feedback.synthesis.clause_scorer import FEATURES, WEIGHTS_PATH, candidate_features, pick, weights
 from memos_feedback.synthesis.clauses import instruction_lines, side_candidates
+from memos_feedback.text.lessons import without_instance
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -62,3 +63,24 @@ def test_eval_lessons_cv_domain_fits_on_the_others_and_scores_the_one_left_out(
             assert row["cases"] > 0 and 0.0 <= row["learned"] <= row["ceiling"] <= 1.0
     assert eval_main(["lessons", "--cv", "domain", files[0]]) == 2
     assert "at least two domain files" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("line", "rule"),
+    [
+        (
+            "Never: run black over the tree (as in black --line-length 120 .)",
+            "Never: run black over the tree",
+        ),
+        (
+            "Never: run find over the repo (as in find . -name '*.py' -exec ls {} \\; (slow))",
+            "Never: run find over the repo",
+        ),
+        ("避免：直接扫 src/（例如 cppcheck --enable=all src/）", "避免：直接扫 src/"),
+        ("Never: paper over it with a retry loop", "Never: paper over it with a retry loop"),
+        ("Prefer: use (as in the docs) the preset", "Prefer: use (as in the docs) the preset"),
+    ],
+)
+def test_recall_searches_the_rule_without_the_quoted_call(line: str, rule: str) -> None:
+    # The call is the repair's situation again, matched apart: only the rule is searched.
+    assert without_instance(line) == rule
