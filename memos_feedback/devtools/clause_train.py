@@ -35,6 +35,7 @@ from ..classify import classify_feedback
 from ..errors import TrainingUnavailableError
 from ..synthesis.clause_scorer import FEATURES, WEIGHTS_PATH, Candidate, candidate_features
 from ..synthesis.clauses import side_candidates
+from ..synthesis.template import clause_hints
 from .labels import default_data_dir
 from .lesson_match import MATCH_SHARE, object_overlap
 from .lessons_eval import LessonCase, LessonDataError, load_lesson_cases
@@ -76,12 +77,6 @@ def training_files(data_dir: Path | None = None) -> list[Path]:
     return [*files, data / "recall_dev.jsonl"]
 
 
-def _span(value: str | None, text: str) -> str | None:
-    if not value or not value.strip():
-        return None
-    return value if " ".join(value.casefold().split()) in " ".join(text.casefold().split()) else None
-
-
 def examples(cases: Sequence[LessonCase]) -> dict[str, list[SideExample]]:
     """Per side, one example per case with feedback and a reference object on that side."""
     out: dict[str, list[SideExample]] = {side: [] for side in _SIDES}
@@ -89,11 +84,7 @@ def examples(cases: Sequence[LessonCase]) -> dict[str, list[SideExample]]:
         text, exp = case.repair["feedback"], case.expected
         if not text.strip() or exp is None:
             continue
-        signal = classify_feedback(text)
-        hints = {
-            "prefer": _span(signal.prefer, text) or signal.correction or signal.constraint,
-            "avoid": _span(signal.avoid, text),
-        }
+        hints = dict(zip(_SIDES, clause_hints(classify_feedback(text), text), strict=True))
         found = side_candidates(text)
         for side in _SIDES:
             obj = exp.get(f"{side}_object", "")

@@ -52,7 +52,7 @@ from .clauses import fit_line, instruction_lines, is_concrete, split_sentences
 from .failure import failed_command, failure_line, hint_line, repeats, retry_line
 from .prompts import FeedbackSignal
 
-__all__ = ["lesson_source", "template_lines"]
+__all__ = ["clause_hints", "lesson_source", "template_lines"]
 
 _EXCERPT_CHARS = 1_000
 # Something only a call has: an option, a path, an assignment, a dotted or snake name.
@@ -201,9 +201,8 @@ def _from_user(feedback: FeedbackSignal | None, source: str) -> tuple[str | None
     # classifier's) only picks the clause it comes from.
     prefer = _host_field("Prefer: ", feedback.prefer, text, source)
     avoid = _host_field("Avoid: ", feedback.avoid, text, source)
-    hint = _span_of(feedback.prefer, text) or feedback.correction or feedback.constraint
     prefer_i, avoid_i = (
-        instruction_lines(text, hint, _span_of(feedback.avoid, text)) if text.strip() else (None, None)
+        instruction_lines(text, *clause_hints(feedback, text)) if text.strip() else (None, None)
     )
     if prefer is None and prefer_i is not None:
         prefer = prefer_i.line
@@ -229,6 +228,16 @@ def _from_user(feedback: FeedbackSignal | None, source: str) -> tuple[str | None
     if avoid is None:
         avoid = _field_line("Avoid: ", feedback.avoid, source)
     return prefer, avoid
+
+
+def clause_hints(feedback: FeedbackSignal, text: str) -> tuple[str | None, str | None]:
+    """The classifier's spans that hint each side's clause (``prefer``, ``avoid``): a feature of the score.
+
+    ``clause_train`` fits the score with these very hints, so training and the
+    template read a message alike.
+    """
+    prefer = _span_of(feedback.prefer, text) or feedback.correction or feedback.constraint
+    return prefer, _span_of(feedback.avoid, text)
 
 
 def _span_of(value: str | None, text: str) -> str | None:
