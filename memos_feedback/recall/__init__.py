@@ -15,6 +15,7 @@ from .categories import CATEGORIES, category_for
 from .config import RecallConfig
 from .guidance import Guidance, GuidanceItem, guidance_for
 from .indexing import BackfillReport, backfill
+from .judge import RelevanceJudge
 from .situation import Situation
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "Guidance",
     "GuidanceItem",
     "RecallConfig",
+    "RelevanceJudge",
     "SentenceTransformerEmbedder",
     "Situation",
     "backfill",

@@ -78,6 +78,11 @@ class RecallConfig:
     effectiveness_prior_held: float = 1.0
     effectiveness_prior_failed: float = 1.0
     unvalidated_half_life_ms: int = 3 * _DAY_MS
+    # The optional reading judge (``recall.judge``; only when a host passes
+    # one): the deadline of its one request per call, in seconds, and how
+    # many borderline candidates that request may list.
+    judge_timeout_s: float = 2.0
+    judge_max_candidates: int = 8
     # Project given to a repair whose trigger names none (None = global).
     default_project: str | None = None
 
@@ -227,6 +232,10 @@ def _validate(cfg: RecallConfig) -> None:
     ):
         if not 0.0 <= getattr(cfg, key) <= 1.0:
             raise ConfigError(key, getattr(cfg, key), "must be in [0, 1]")
+    if not 0.0 < cfg.judge_timeout_s <= 60.0:
+        raise ConfigError("judge_timeout_s", cfg.judge_timeout_s, "must be in (0, 60] seconds")
+    if not 1 <= cfg.judge_max_candidates <= 20:
+        raise ConfigError("judge_max_candidates", cfg.judge_max_candidates, "must be in [1, 20]")
     for key in ("same_tool_bonus", "exact_context_bonus"):
         if not 0.0 <= getattr(cfg, key) <= 0.5:
             raise ConfigError(key, getattr(cfg, key), "must be in [0, 0.5]")

@@ -40,6 +40,9 @@ at most a few hundred candidate rows. The ranking (ALGORITHMS.md, "Recall"):
    Then the principle rules (``principles``): within one situation the
    user's own word ranks above a lesson inferred from failures.
 6. Near-duplicates collapse to the better-ranked one; at most ``limit``.
+7. With a ``judge`` (off by default): one request asks a model which of the
+   borderline items (passed on "similar text" alone) apply; those it says
+   do not are dropped, any failure keeps the offline answer (``recall.judge``).
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from ..types import now_ms
 from .config import RecallConfig
 from .eligibility import eligible
 from .frequencies import DocumentFrequencies
+from .judge import JudgeOutcome, RelevanceJudge, consult
 from .principles import user_word_first
 from .scoring import Passed, Scorer, Weights
 from .search import CandidateRead, read_candidates
@@ -116,12 +120,18 @@ class GuidanceItem:
 
 @dataclass(frozen=True, slots=True)
 class Guidance:
-    """Ranked items and how they were found (``mode``: ``semantic`` or ``lexical``)."""
+    """Ranked items and how they were found (``mode``: ``semantic`` or ``lexical``).
+
+    ``judge``: ``"off"`` (none given), ``"not asked"`` (nothing borderline),
+    ``"answered"`` (the model's answer was used) or ``"fell back"`` (no
+    usable answer: the offline one was kept).
+    """
 
     items: tuple[GuidanceItem, ...]
     mode: str = "lexical"
     char_budget: int = 1_200
     line_cap: int = 200
+    judge: JudgeOutcome = "off"
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -212,6 +222,7 @@ def guidance_for(
     config: RecallConfig | None = None,
     now: int | None = None,
     record: bool = True,
+    judge: RelevanceJudge | None = None,
 ) -> Guidance:
     """Past repairs that apply to (tool, context, query), best first (module docstring).
 
@@ -222,6 +233,9 @@ def guidance_for(
     written to ``repair_served`` in one short transaction after the read
     (outcomes; skipped on a read-only store). ``FeedbackSubscriber.guidance_for``
     passes ``record=False`` and hands them to its background writer instead.
+
+    ``judge`` (a ``RelevanceJudge``) lets a model read the borderline
+    items, after the database read, within ``config.judge_timeout_s``.
     """
     cfg = config if config is not None else _DEFAULT_CONFIG
     if not isinstance(cfg, RecallConfig):
@@ -236,6 +250,8 @@ def guidance_for(
     session = _opt_str("session_id", session_id)
     n = _limit(limit, cfg)
     emb = check_embedder(embedder)
+    if judge is not None and not isinstance(judge, RelevanceJudge):
+        raise InvalidInputError(f"judge must be a RelevanceJudge or None, got {type(judge).__name__}")
     if now is not None and (isinstance(now, bool) or not isinstance(now, int) or now < 0):
         raise InvalidInputError(f"now must be epoch milliseconds, got {now!r}")
     mode = "semantic" if emb is not None else "lexical"
@@ -326,11 +342,24 @@ def guidance_for(
         scored.append(((p.tier, int(c.validated), p.score * factor), p, factor))
     scored.sort(key=lambda entry: entry[0], reverse=True)
     ranked = user_word_first([(p.candidate, (p, factor)) for _, p, factor in scored], _candidate)
-    kept = _collapse(ranked, sims, cfg.duplicate_similarity, n)
+    # With a judge, room for the ones it may drop (each dropped one's place goes to the next).
+    room = n if judge is None else n + cfg.judge_max_candidates
+    kept = _collapse(ranked, sims, cfg.duplicate_similarity, room)
+    kept, verdict = consult(
+        judge,
+        kept,
+        query=evidence_text,
+        tool_id=tool,
+        context=ctx,
+        timeout=cfg.judge_timeout_s,
+        cap=cfg.judge_max_candidates,
+        limit=n,
+        no_query=text is None,
+    )
     items = [_item(p, factor) for p, factor in kept]
     if record and session is not None and items and not store.read_only:
         record_served(store, items, session, tool, ctx, at)
-    return Guidance(tuple(items), mode, cfg.render_char_budget, cfg.render_line_cap)
+    return Guidance(tuple(items), mode, cfg.render_char_budget, cfg.render_line_cap, verdict)
 
 
 def _candidate(entry: tuple[Candidate, object]) -> Candidate:

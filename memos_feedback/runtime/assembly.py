@@ -21,6 +21,7 @@ from ..config import FeedbackConfig
 from ..errors import InvalidInputError
 from ..events import FeedbackBus
 from ..recall.config import RecallConfig, load_config
+from ..recall.judge import RelevanceJudge
 from ..signals import FailureSignals
 from ..store import Store
 from ..store.event_log import FeedStore
@@ -59,6 +60,8 @@ class Pipeline:
     queue: RepairQueue
     owner: str
     embedder: Any
+    # The optional reading judge ``guidance_for`` consults (None: off).
+    judge: RelevanceJudge | None
     jobs: JobFutures
     events: FeedStore | None
     events_off: Callable[[], None] | None
@@ -83,6 +86,7 @@ def build_pipeline(
     rng: random.Random | None = None,
     owner: str | None = None,
     recall: RecallConfig | None = None,
+    judge: RelevanceJudge | None = None,
 ) -> Pipeline:
     """Validate the knobs, read what is not given from the environment, wire the parts.
 
@@ -93,6 +97,8 @@ def build_pipeline(
     check_int("workers", workers, lo=1, hi=MAX_WORKERS)
     poll = check_number("poll_interval", poll_interval, *POLL_INTERVAL_RANGE)
     config, recall = _configs(config, recall)
+    if judge is not None and not isinstance(judge, RelevanceJudge):
+        raise InvalidInputError(f"judge must be a RelevanceJudge or None, got {type(judge).__name__}")
     if not isinstance(store, Store):
         raise InvalidInputError(f"store must be a Store, got {type(store).__name__}")
     bus = bus or FeedbackBus()
@@ -134,6 +140,7 @@ def build_pipeline(
         queue=queue,
         owner=owner,
         embedder=embedder,
+        judge=judge,
         jobs=jobs,
         events=events,
         events_off=events_off,

@@ -63,6 +63,7 @@ from ..errors import InvalidInputError, MemosFeedbackError, StoreError, Subscrib
 from ..events import FeedbackBus
 from ..recall.config import RecallConfig
 from ..recall.guidance import Guidance, guidance_for
+from ..recall.judge import RelevanceJudge
 from ..signals import FailureBurst
 from ..store import Store
 from ..synthesis.llm import RepairLLM
@@ -134,6 +135,7 @@ class FeedbackSubscriber:
         self.events = pipeline.events
         self.outcomes = pipeline.outcomes
         self._embedder = pipeline.embedder
+        self._judge = pipeline.judge
         self._events_off = pipeline.events_off
         self._close_lock = threading.Lock()
         self._close_deadline = math.inf
@@ -440,7 +442,7 @@ class FeedbackSubscriber:
         record: bool = True,
         user: str | None = None,
     ) -> Guidance:
-        """The repairs that apply now: ``guidance_for`` on this handle's store, embedder and recall config.
+        """The repairs that apply now: ``guidance_for`` with this handle's store, embedder, judge, config.
 
         ``project`` defaults to ``recall.default_project``: global repairs
         and that project's (``user``: and that user's). With ``session_id`` (and ``record``), what is
@@ -457,6 +459,7 @@ class FeedbackSubscriber:
             session_id=session_id,
             limit=limit,
             embedder=self._embedder,
+            judge=self._judge,
             config=self.recall,
             user=scope.user,
             record=False,  # recorded below, by the background writer
@@ -513,6 +516,7 @@ def attach_feedback_subscriber(
     rng: random.Random | None = None,
     owner: str | None = None,
     recall: RecallConfig | None = None,
+    judge: RelevanceJudge | None = None,
 ) -> FeedbackSubscriber:
     """Build the pipeline (``assembly.build_pipeline``) and start it; returns a closable handle.
 
@@ -520,7 +524,9 @@ def attach_feedback_subscriber(
     (``recall.config.load_config``); ``recall.default_project`` is the
     scope of everything this handle writes and reads that names none.
     The library's loggers get the secret-redacting filter here, at the
-    edge where a host calls in (the CLI installs it too).
+    edge where a host calls in (the CLI installs it too). ``judge`` (a
+    ``recall.judge.RelevanceJudge``, off by default) lets a model read the
+    borderline items of every ``guidance_for`` (docs/RECALL.md).
     """
     redact_library_logs()
     pipeline = build_pipeline(
@@ -534,5 +540,6 @@ def attach_feedback_subscriber(
         rng=rng,
         owner=owner,
         recall=recall,
+        judge=judge,
     )
     return FeedbackSubscriber(pipeline)

@@ -155,22 +155,27 @@ class OpenAIRepairLLM:
         # Never the key: reprs end up in logs and tracebacks.
         return f"OpenAIRepairLLM(model={self.model!r}, base_url={self.base_url!r}, timeout={self.timeout})"
 
-    def complete_json(self, messages: Sequence[Mapping[str, str]], schema_name: str) -> dict[str, Any]:
+    def complete_json(
+        self, messages: Sequence[Mapping[str, str]], schema_name: str, *, timeout: float | None = None
+    ) -> dict[str, Any]:
         """Send ``messages`` and return the reply parsed as a JSON object.
 
         ``schema_name`` names the expected reply in logs and errors (JSON
         mode has no schema parameter; the prompt describes the shape).
+        ``timeout`` shortens this call's deadline (recall's judge has a
+        turn waiting on it); it never lengthens the client's.
         """
         import openai
 
         payload = _check_messages(messages)
         schema_name = check_text("schema_name", schema_name)
+        limit = self.timeout if timeout is None else min(self.timeout, _positive_seconds(timeout))
         started = time.monotonic()
-        token = _DEADLINE.set(started + self.timeout)
+        token = _DEADLINE.set(started + limit)
         try:
-            response = self._client.chat.completions.create(**self._request(payload))
+            response = self._client.chat.completions.create(**self._request(payload, limit))
         except openai.OpenAIError as exc:
-            raise _translate(exc, self.timeout) from exc
+            raise _translate(exc, limit) from exc
         except ValueError as exc:
             # The SDK decodes the body itself and lets a JSONDecodeError through
             # when the server sends a broken body with a JSON content type.
@@ -191,12 +196,15 @@ class OpenAIRepairLLM:
         logger.debug("%s reply in %d ms (model %s)", schema_name, elapsed_ms, self.model)
         return reply
 
-    def _request(self, payload: list[dict[str, str]]) -> dict[str, Any]:
+    def _request(self, payload: list[dict[str, str]], limit: float) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.model,
             "messages": payload,
             "response_format": {"type": "json_object"},
         }
+        if limit < self.timeout:
+            # A host's own client has no deadline transport: its per-read timeouts shrink instead.
+            request["timeout"] = limit
         if self.temperature is not None:
             request["temperature"] = self.temperature
         if self.max_tokens is not None:
