@@ -149,6 +149,25 @@ def test_timeout_is_a_deadline_for_a_server_that_drips_bytes(server: ChatServer,
     assert 0.9 <= elapsed < 8.0, elapsed  # generous slack for a loaded 2-core machine
 
 
+def test_a_call_can_shorten_its_deadline_but_not_lengthen_it(server: ChatServer) -> None:
+    # Recall's reading judge passes its own deadline (judge_timeout_s) this way.
+    llm = OpenAIRepairLLM("m", base_url=server.base_url, api_key="k", timeout=30.0)
+    server.script(Behaviour.drip("body", interval_ms=100))
+    started = time.monotonic()
+    with pytest.raises(LLMTransientError, match=r"0\.3 s deadline"):
+        llm.complete_json(MESSAGES, "relevance", timeout=0.3)
+    assert time.monotonic() - started < 8.0  # far below the client's 30 s
+    short = OpenAIRepairLLM("m", base_url=server.base_url, api_key="k", timeout=0.3)
+    server.script(Behaviour.drip("body", interval_ms=100))
+    with pytest.raises(LLMTransientError, match=r"0\.3 s deadline"):
+        short.complete_json(MESSAGES, "relevance", timeout=20.0)
+    server.script(Behaviour.ok(json.dumps(REPLY)))
+    assert llm.complete_json(MESSAGES, "relevance", timeout=2.0) == REPLY
+    for bad in (0, -1.0, float("nan"), True, "1"):
+        with pytest.raises(InvalidInputError, match="timeout must be a positive number"):
+            llm.complete_json(MESSAGES, "relevance", timeout=bad)  # type: ignore[arg-type]
+
+
 def test_deadline_does_not_leak_into_the_next_call(server: ChatServer) -> None:
     llm = OpenAIRepairLLM("m", base_url=server.base_url, api_key="k", timeout=1.0)
     server.script(Behaviour.drip("body", interval_ms=100), Behaviour.ok(json.dumps(REPLY), delay_ms=300))
