@@ -32,10 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=Path, default=None, help="labelled data (default: tests/data)")
     parser.add_argument(
         "--tier",
-        choices=("both", "semantic", "ngrams", "clauses"),
+        choices=("both", "semantic", "ngrams", "clauses", "recall-gate"),
         default=None,
         help="which artefact to write: the semantic tier (needs the e5 extra), the n-gram tier, or both "
-        "(the default; with --out, the n-gram tier, as before there were two); or the lesson clause scorer",
+        "(the default; with --out, the n-gram tier, as before there were two); the lesson clause scorer; or "
+        "recall's problem gate",
     )
     parser.add_argument("--out", type=Path, default=None, help="artefact path (one tier only)")
     parser.add_argument(
@@ -74,8 +75,11 @@ def run(args: argparse.Namespace) -> int:
 def _default_path(tier: str) -> Path:
     from ..classify.semantic import SEMANTIC_PATH
     from ..synthesis.clause_scorer import WEIGHTS_PATH
+    from .recall_gate import GATE_PATH
 
-    return {"semantic": SEMANTIC_PATH, "clauses": WEIGHTS_PATH}.get(tier, MODEL_PATH)
+    return {"semantic": SEMANTIC_PATH, "clauses": WEIGHTS_PATH, "recall-gate": GATE_PATH}.get(
+        tier, MODEL_PATH
+    )
 
 
 def _check(path: Path, data_dir: Path, tier: str) -> int:
@@ -83,10 +87,18 @@ def _check(path: Path, data_dir: Path, tier: str) -> int:
         from .clause_train import stale
 
         is_stale = stale(path, data_dir)
+    elif tier == "recall-gate":
+        from .recall_gate import stale as gate_stale
+
+        is_stale = gate_stale(path, data_dir)
     else:
         is_stale = json.loads(path.read_text(encoding="utf-8")).get("data_sha256") != data_sha256(data_dir)
     if is_stale:
-        again = "memos-feedback train --tier clauses" if tier == "clauses" else "memos-feedback train"
+        again = (
+            f"memos-feedback train --tier {tier}"
+            if tier in ("clauses", "recall-gate")
+            else "memos-feedback train"
+        )
         print(f"{path} is stale; retrain with: {again}")
         return 1
     print(f"{path} is up to date")
@@ -103,6 +115,10 @@ def _train_tier(tier: str, data_dir: Path) -> str:
         from .clause_train import fitted_json
 
         return fitted_json(data_dir)
+    if tier == "recall-gate":
+        from .recall_gate import trained_json
+
+        return trained_json(data_dir, log=log)
     from ..embeddings.e5 import E5_EXTRA_HINT, e5_available
 
     if not e5_available():

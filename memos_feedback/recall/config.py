@@ -51,6 +51,11 @@ class RecallConfig:
     # minimum scores.
     described_situation_weight_semantic: float = 0.3
     described_situation_weight_lexical: float = 0.2
+    # The problem gate (``recall.problem_gate``): the probability that a
+    # candidate which passed the text gate is about the query's problem, at
+    # least this, or it is dropped; 0 turns the gate off. The default is
+    # the threshold chosen on the training domains (``problem_gate.json``).
+    problem_gate_threshold: float = 0.26
     # Small boosts inside the ranking (never enough to pass the gate alone).
     same_tool_bonus: float = 0.05
     exact_context_bonus: float = 0.1
@@ -227,6 +232,7 @@ def _validate(cfg: RecallConfig) -> None:
         "situation_weight",
         "described_situation_weight_semantic",
         "described_situation_weight_lexical",
+        "problem_gate_threshold",
         "evidence_similarity",
         "duplicate_similarity",
     ):

@@ -67,6 +67,7 @@ from .eligibility import eligible
 from .frequencies import DocumentFrequencies
 from .judge import JudgeOutcome, RelevanceJudge, consult
 from .principles import user_word_first
+from .problem_gate import GateModel, QueryParts, shipped_model
 from .scoring import Passed, Scorer, Weights
 from .search import CandidateRead, read_candidates
 from .situation import Situation, situation_of
@@ -325,6 +326,7 @@ def guidance_for(
             identifiers=identifiers,
             report=report,
             cfg=cfg,
+            gate=_problem_gate(tool, ctx, evidence_text, cfg),
         )
         passed = scorer.passed(found, sims.cosines([c.id for c in found]))
         # Outcomes: they reorder related repairs, never make an unrelated one
@@ -360,6 +362,15 @@ def guidance_for(
     if record and session is not None and items and not store.read_only:
         record_served(store, items, session, tool, ctx, at)
     return Guidance(tuple(items), mode, cfg.render_char_budget, cfg.render_line_cap, verdict)
+
+
+def _problem_gate(
+    tool: str | None, ctx: str | None, text: str, cfg: RecallConfig
+) -> tuple[GateModel, QueryParts] | None:
+    """The problem gate's model and the query's parts, or None when the gate is off (threshold 0)."""
+    if cfg.problem_gate_threshold <= 0.0:
+        return None
+    return shipped_model(), QueryParts.of(tool, ctx, text)
 
 
 def _candidate(entry: tuple[Candidate, object]) -> Candidate:

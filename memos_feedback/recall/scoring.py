@@ -22,6 +22,7 @@ from ..store.search import Candidate
 from .config import RecallConfig
 from .frequencies import idf
 from .indexing import embedding_text
+from .problem_gate import GateModel, QueryParts, features, repair_parts
 from .terms import comparable, contains_term
 
 __all__ = ["PAIR_WEIGHT", "Passed", "Scorer", "Weights"]
@@ -116,11 +117,13 @@ class Scorer:
     __slots__ = (
         "_exact_bonus",
         "_exact_hash",
+        "_gate",
         "_identifiers",
         "_lexical_gate",
         "_lexical_min",
         "_mass",
         "_no_query",
+        "_parts",
         "_semantic_gate",
         "_semantic_min",
         "_semantic_weight",
@@ -128,6 +131,7 @@ class Scorer:
         "_situation_items",
         "_situation_mass",
         "_terms",
+        "_threshold",
         "_tool",
         "_tool_bonus",
     )
@@ -144,6 +148,7 @@ class Scorer:
         identifiers: tuple[str, ...],
         report: bool,
         cfg: RecallConfig,
+        gate: tuple[GateModel, QueryParts] | None = None,
     ) -> None:
         self._tool = tool
         self._exact_hash = exact_hash
@@ -158,6 +163,10 @@ class Scorer:
         self._semantic_gate = cfg.situation_weight if report else cfg.described_situation_weight_semantic
         self._lexical_gate = cfg.situation_weight if report else cfg.described_situation_weight_lexical
         self._exact_bonus, self._tool_bonus = cfg.exact_context_bonus, cfg.same_tool_bonus
+        # The problem gate (``problem_gate``): its model and the query's parts, or None when off.
+        self._gate: GateModel | None = gate[0] if gate is not None else None
+        self._parts: QueryParts | None = gate[1] if gate is not None else None
+        self._threshold = cfg.problem_gate_threshold
 
     def passed(self, candidates: Sequence[Candidate], cosines: Sequence[float | None]) -> list[Passed]:
         """The candidates that pass the gate, scored (``cosines[i]``: the query's with ``candidates[i]``)."""
@@ -188,6 +197,8 @@ class Scorer:
             related = same_error or evidence >= gate * _share(
                 self._situation_items, self._situation_mass, _situation(c.tool_id, c.context)
             )
+            if related and not self._about_problem(c, exact=exact, same_error=same_error):
+                related = same_error = False
         if not related and not (exact and self._no_query):
             return None
         same_tool = self._tool is not None and c.tool_id == self._tool
@@ -203,3 +214,15 @@ class Scorer:
         score = evidence + self._exact_bonus * exact + self._tool_bonus * same_tool
         tier = 2 if exact else 1 if same_tool else 0
         return Passed(c, tier, score, tuple(why))
+
+    def _about_problem(self, c: Candidate, *, exact: bool, same_error: bool) -> bool:
+        """The problem gate's verdict on a candidate the text gate passed (True when the gate is off)."""
+        if self._gate is None or self._parts is None:
+            return True
+        parts = repair_parts(c.source_text, c.tool_id, c.context)
+        if not parts.compared:
+            # A lesson alone (a repair written before recall, or by hand): no
+            # error or user words to compare, so the text gate's answer stands.
+            return True
+        x = features(self._parts, parts, exact=exact, same_error=same_error)
+        return self._gate.probability(x) >= self._threshold
