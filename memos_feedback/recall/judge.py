@@ -178,7 +178,7 @@ def consult(
         return kept[:limit], "off"
     asked = _servable_borderline(kept, limit, no_query)[:cap]
     if not asked:
-        return kept, "not asked"
+        return kept[:limit], "not asked"
     lessons = [lesson_line(kept[i][0].candidate) for i in asked]
     chosen = judge.applies(query=query, tool_id=tool_id, context=context, lessons=lessons, timeout=timeout)
     if chosen is None:
