@@ -167,8 +167,14 @@ def compare(
         env = {**os.environ, "PYTHONPATH": str(root)}
         url = base_db if root != here and base_db else db
         extra = (["--db", url] if url else []) + (["--embeddings"] if embeddings else [])
+        # -P: the probe's own directory is not put first on sys.path, where
+        # benchmarks/secrets.py would shadow the standard library's secrets.
         out = subprocess.run(
-            [sys.executable, str(probe), str(n), *extra], env=env, capture_output=True, text=True, check=True
+            [sys.executable, "-P", str(probe), str(n), *extra],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
         )
         return float(out.stdout.strip().splitlines()[-1])
 

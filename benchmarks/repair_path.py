@@ -186,7 +186,8 @@ def repeat(fn: Callable[[], float], runs: int) -> float:
 def probe(library: Path, kind: str, n: int, url: str | None) -> dict[str, float]:
     """One measurement in a fresh process, importing the library at ``library``."""
     env = dict(os.environ, PYTHONPATH=str(library))
-    args = [sys.executable, str(PROBE), kind, str(n), *([url] if url else [])]
+    # -P: benchmarks/ is not put first on sys.path (its secrets.py would shadow the standard library's).
+    args = [sys.executable, "-P", str(PROBE), kind, str(n), *([url] if url else [])]
     out = subprocess.run(args, env=env, cwd=library, capture_output=True, text=True, timeout=900, check=False)
     if out.returncode != 0:
         raise SystemExit(f"probe {kind} failed for {library}:\n{out.stderr}")
