@@ -357,6 +357,7 @@ def guidance_for(
         cap=cfg.judge_max_candidates,
         limit=n,
         no_query=text is None,
+        sure=cfg.judge_sure_probability,
     )
     items = [_item(p, factor) for p, factor in kept]
     if record and session is not None and items and not store.read_only:

@@ -9,7 +9,8 @@ whole-call deadline) listing the borderline candidates, numbered, and
 keeps those the model says apply.
 
 * **Borderline** means passed the gate on the problem text alone
-  (``why`` has "similar text"). A candidate that shares an error code or
+  (``why`` has "similar text") and the problem gate is not sure of it (its
+  probability is under ``RecallConfig.judge_sure_probability``). A candidate that shares an error code or
   exception class with the query ("same error"), or that was written for
   the exact (tool, context) of a caller who gave no query, is never asked
   about, and neither is a candidate that failed the gate (the judge only
@@ -168,6 +169,7 @@ def consult(
     cap: int,
     limit: int,
     no_query: bool,
+    sure: float = 1.0,
 ) -> tuple[list[tuple[Passed, float]], JudgeOutcome]:
     """The first ``limit`` of ``kept`` (ranked, each with its outcome factor) after the judge's say.
 
@@ -176,7 +178,7 @@ def consult(
     """
     if judge is None:
         return kept[:limit], "off"
-    asked = _servable_borderline(kept, limit, no_query)[:cap]
+    asked = _servable_borderline(kept, limit, no_query, sure)[:cap]
     if not asked:
         return kept[:limit], "not asked"
     lessons = [lesson_line(kept[i][0].candidate) for i in asked]
@@ -194,26 +196,31 @@ def consult(
     return out[:limit], "answered"
 
 
-def _servable_borderline(kept: list[tuple[Passed, float]], limit: int, no_query: bool) -> list[int]:
-    """Positions of the borderline items that could be served: fewer than ``limit`` sure ones before them.
+def _servable_borderline(
+    kept: list[tuple[Passed, float]], limit: int, no_query: bool, sure: float
+) -> list[int]:
+    """Positions of the borderline items that could be served: fewer than ``limit`` settled ones before them.
 
     Only borderline items can be dropped, so one preceded by ``limit``
     others that are not borderline can never be served: not worth asking.
     """
     out: list[int] = []
-    sure = 0
+    settled = 0
     for i, (p, _) in enumerate(kept):
-        if sure >= limit:
+        if settled >= limit:
             break
-        if _borderline(p, no_query):
+        if _borderline(p, no_query, sure):
             out.append(i)
         else:
-            sure += 1
+            settled += 1
     return out
 
 
-def _borderline(p: Passed, no_query: bool) -> bool:
+def _borderline(p: Passed, no_query: bool, sure: float) -> bool:
     # "similar text" and "same error" exclude each other (``Scorer.score``).
     # A repair written for the exact (tool, context) of a caller who gave no
-    # query is served for that alone, whatever its text shares.
-    return "similar text" in p.why and not (no_query and "exact context" in p.why)
+    # query is served for that alone, whatever its text shares; and one the
+    # problem gate is sure of (its probability at least ``sure``) is not asked about.
+    if "similar text" not in p.why or (no_query and "exact context" in p.why):
+        return False
+    return p.problem is None or p.problem < sure

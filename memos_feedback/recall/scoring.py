@@ -109,6 +109,9 @@ class Passed(NamedTuple):
     tier: int
     score: float
     why: tuple[str, ...]
+    # The problem gate's probability that it is about the query's problem
+    # (None: the gate is off, or the repair has no part to compare).
+    problem: float | None = None
 
 
 class Scorer:
@@ -189,6 +192,7 @@ class Scorer:
             evidence, threshold, gate = lexical, self._lexical_min, self._lexical_gate
         exact = self._exact_hash is not None and c.context_hash == self._exact_hash
         same_error = related = False
+        belief: float | None = None  # the problem gate's probability
         # Below the minimum nothing makes a candidate related: the error
         # identifiers and the situation's overlap are looked at only above it.
         if evidence >= threshold:
@@ -197,8 +201,10 @@ class Scorer:
             related = same_error or evidence >= gate * _share(
                 self._situation_items, self._situation_mass, _situation(c.tool_id, c.context)
             )
-            if related and not self._about_problem(c, exact=exact, same_error=same_error):
-                related = same_error = False
+            if related:
+                belief = self._problem(c, exact=exact, same_error=same_error)
+                if belief is not None and belief < self._threshold:
+                    related = same_error = False
         if not related and not (exact and self._no_query):
             return None
         same_tool = self._tool is not None and c.tool_id == self._tool
@@ -213,16 +219,15 @@ class Scorer:
             why.append("same error" if same_error else "similar text")
         score = evidence + self._exact_bonus * exact + self._tool_bonus * same_tool
         tier = 2 if exact else 1 if same_tool else 0
-        return Passed(c, tier, score, tuple(why))
+        return Passed(c, tier, score, tuple(why), belief if related else None)
 
-    def _about_problem(self, c: Candidate, *, exact: bool, same_error: bool) -> bool:
-        """The problem gate's verdict on a candidate the text gate passed (True when the gate is off)."""
+    def _problem(self, c: Candidate, *, exact: bool, same_error: bool) -> float | None:
+        """The problem gate's probability for a candidate the text gate passed (None: no verdict)."""
         if self._gate is None or self._parts is None:
-            return True
+            return None
         parts = repair_parts(c.source_text, c.tool_id, c.context)
         if not parts.compared:
             # A lesson alone (a repair written before recall, or by hand): no
             # error or user words to compare, so the text gate's answer stands.
-            return True
-        x = features(self._parts, parts, exact=exact, same_error=same_error)
-        return self._gate.probability(x) >= self._threshold
+            return None
+        return self._gate.probability(features(self._parts, parts, exact=exact, same_error=same_error))

@@ -156,9 +156,11 @@ def test_one_request_lists_only_the_borderline_candidates(
 ) -> None:
     # No query, the pip repair's exact context: it is served for that alone;
     # the pytest one passed on the text (the context) and is asked about.
-    offline = guidance_for(store, **EXACT)
+    # (Asked however sure the problem gate is of it: judge_sure_probability 1.)
+    cfg = RecallConfig(judge_sure_probability=1.0)
+    offline = guidance_for(store, **EXACT, config=cfg)
     assert [item.repair_id for item in offline.items] == [repairs.pip, repairs.pytest]
-    found = guidance_for(store, **EXACT, judge=judge_on(server))  # the server says: none applies
+    found = guidance_for(store, **EXACT, config=cfg, judge=judge_on(server))  # the server says: none applies
     assert shape(found) == [(repairs.pip, offline.items[0].why)]
     assert found.judge == "answered"
     (request,) = server.requests
@@ -377,3 +379,22 @@ def test_no_more_than_limit_items_when_nothing_is_borderline() -> None:
     )
     assert verdict == "not asked"
     assert [p.candidate.id for p, _ in out] == ["dr_0", "dr_1"]
+
+
+def test_what_the_problem_gate_is_sure_of_is_not_asked_about(
+    store: Store, repairs: Repairs, server: ChatServer
+) -> None:
+    """Borderline is "similar text" *and* under ``judge_sure_probability``; 1.0 asks about every one."""
+    asked = {k: v for k, v in PIP.items() if k != "config"}
+    asked["query"] = "should I pass --break-system-packages to pip install boto3?"
+    offline = guidance_for(store, **asked)
+    assert len(offline.items) == 2 and all("similar text" in item.why for item in offline.items)
+    sure = guidance_for(store, **asked, judge=judge_on(server))
+    assert sure.judge == "not asked" and server.requests == []
+    assert shape(sure) == shape(offline)
+    every = guidance_for(
+        store, **asked, config=RecallConfig(judge_sure_probability=1.0), judge=judge_on(server)
+    )
+    assert every.judge == "answered" and every.items == ()  # the server says none applies
+    (request,) = server.requests
+    assert len(lessons_sent(request)) == 2
