@@ -32,7 +32,10 @@ at most a few hundred candidate rows. The ranking (ALGORITHMS.md, "Recall"):
    error``) is about the same problem and skips the overlap test, not the
    minimum. Exception: a caller that
    gives no query text and names an exact (tool, context) a repair was
-   written for gets that repair.
+   written for gets that repair. Then the **problem gate**
+   (``problem_gate``): a candidate that passed is compared with the query
+   part by part and dropped when a learned probability that it is about
+   the query's problem is under ``problem_gate_threshold``.
 5. **Order**: exact (tool, context) first, then the same tool, then the
    rest; within each, validated before unvalidated, then by score times
    the repair's outcome factor (``memos_feedback.outcomes.estimate``:
@@ -41,8 +44,9 @@ at most a few hundred candidate rows. The ranking (ALGORITHMS.md, "Recall"):
    user's own word ranks above a lesson inferred from failures.
 6. Near-duplicates collapse to the better-ranked one; at most ``limit``.
 7. With a ``judge`` (off by default): one request asks a model which of the
-   borderline items (passed on "similar text" alone) apply; those it says
-   do not are dropped, any failure keeps the offline answer (``recall.judge``).
+   borderline items (passed on "similar text" alone, the problem gate not
+   sure of them) apply; those it says do not are dropped, any failure keeps
+   the offline answer (``recall.judge``).
 """
 
 from __future__ import annotations
