@@ -35,6 +35,11 @@ class RecallConfig:
     # Relatedness gate (see ALGORITHMS.md): below it, nothing is returned.
     min_score_semantic: float = 0.20
     min_score_lexical: float = 0.15
+    # The semantic minimum with the multilingual-e5 embedder instead: its
+    # cosines sit higher (0.8-0.9 for any two engineering texts), so at
+    # 0.20 far queries pass. Chosen on the training domains (the lowest
+    # whose far injection there is within 0.05).
+    min_score_multilingual_e5: float = 0.5
     # Weight of the embedding cosine against the lexical coverage (the share
     # of the query's IDF mass found in the repair's lesson, error and trace)
     # when both exist.
@@ -232,6 +237,7 @@ def _validate(cfg: RecallConfig) -> None:
     for key in (
         "min_score_semantic",
         "min_score_lexical",
+        "min_score_multilingual_e5",
         "semantic_weight",
         "situation_weight",
         "described_situation_weight_semantic",

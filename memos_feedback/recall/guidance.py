@@ -95,6 +95,8 @@ Why = Literal["exact context", "same tool", "same session", "same error", "simil
 _df = DocumentFrequencies()
 # Frozen, so one instance serves every call without a config (building one validates it: ~30 us).
 _DEFAULT_CONFIG = RecallConfig()
+# The multilingual-e5 embedder's model names (``embeddings.e5``) begin so.
+_E5_MODEL_PREFIX = "multilingual-e5"
 _NO_OUTCOMES = OutcomeCounts()
 # Lexical mode: no cosine for anyone.
 _NO_VECTORS = Similarities([], {}, {}, {})
@@ -331,6 +333,7 @@ def guidance_for(
             report=report,
             cfg=cfg,
             gate=_problem_gate(tool, ctx, evidence_text, cfg),
+            semantic_min=_model_minimum(emb, cfg),
         )
         passed = scorer.passed(found, sims.cosines([c.id for c in found]))
         # Outcomes: they reorder related repairs, never make an unrelated one
@@ -376,6 +379,13 @@ def _problem_gate(
     if cfg.problem_gate_threshold <= 0.0:
         return None
     return shipped_model(), QueryParts.of(tool, ctx, text)
+
+
+def _model_minimum(emb: Embedder | None, cfg: RecallConfig) -> float | None:
+    """The semantic minimum of the embedder's model, where it differs from ``min_score_semantic``."""
+    if emb is not None and emb.model_name.startswith(_E5_MODEL_PREFIX):
+        return cfg.min_score_multilingual_e5
+    return None
 
 
 def _candidate(entry: tuple[Candidate, object]) -> Candidate:

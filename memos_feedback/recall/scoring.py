@@ -152,6 +152,7 @@ class Scorer:
         report: bool,
         cfg: RecallConfig,
         gate: tuple[GateModel, QueryParts] | None = None,
+        semantic_min: float | None = None,
     ) -> None:
         self._tool = tool
         self._exact_hash = exact_hash
@@ -161,7 +162,9 @@ class Scorer:
         self._situation_items, self._situation_mass = situation_weights.items, situation_weights.mass
         self._identifiers = identifiers
         self._semantic_weight = cfg.semantic_weight
-        self._semantic_min, self._lexical_min = cfg.min_score_semantic, cfg.min_score_lexical
+        # ``semantic_min``: the embedding model's own minimum, when it has one.
+        self._semantic_min = cfg.min_score_semantic if semantic_min is None else semantic_min
+        self._lexical_min = cfg.min_score_lexical
         # A query carrying a tool's report holds the situation test at full weight.
         self._semantic_gate = cfg.situation_weight if report else cfg.described_situation_weight_semantic
         self._lexical_gate = cfg.situation_weight if report else cfg.described_situation_weight_lexical
